@@ -1,0 +1,137 @@
+//! Imports a `tools/list`-shaped catalog (`{"tools":[{name, description, inputSchema}]}`)
+//! as modes, so other servers' tools can be measured, ranked and described.
+//!
+//! Imported modes have no executor: executing one says so.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::{LoadError, MAX_SUMMARY_CHARS, Manifest, Mode, Origin};
+
+#[derive(Deserialize)]
+struct ToolsList {
+    tools: Vec<ForeignTool>,
+}
+
+#[derive(Deserialize)]
+struct ForeignTool {
+    name: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default, rename = "inputSchema")]
+    input_schema: Option<Map<String, Value>>,
+    #[serde(default)]
+    annotations: Option<Map<String, Value>>,
+}
+
+pub(super) fn load(path: &Path) -> Result<Vec<Mode>, LoadError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| LoadError::new(path.display(), format!("cannot read catalog: {e}")))?;
+    let list: ToolsList = serde_json::from_str(&text).map_err(|e| {
+        LoadError::new(
+            path.display(),
+            format!("not a tools/list catalog ({{\"tools\":[...]}}): {e}"),
+        )
+    })?;
+    list.tools
+        .into_iter()
+        .map(|tool| {
+            if tool.name.trim().is_empty() {
+                return Err(LoadError::new(path.display(), "a tool has an empty name"));
+            }
+            Ok(Mode::new(
+                into_manifest(tool),
+                Origin::ForeignCatalog(path.to_owned()),
+            ))
+        })
+        .collect()
+}
+
+fn into_manifest(tool: ForeignTool) -> Manifest {
+    let description = tool.description.unwrap_or_default();
+    let mut schema = tool.input_schema.unwrap_or_default();
+    schema
+        .entry("type")
+        .or_insert_with(|| Value::String("object".to_owned()));
+    Manifest {
+        title: tool.title.unwrap_or_else(|| tool.name.clone()),
+        summary: first_sentence(&description, MAX_SUMMARY_CHARS),
+        name: tool.name,
+        description,
+        category: "catalog".to_owned(),
+        keywords: Vec::new(),
+        examples: Vec::new(),
+        annotations: tool.annotations.unwrap_or_default(),
+        executor: None,
+        summary_fields: Vec::new(),
+        example_request: None,
+        schema,
+    }
+}
+
+/// The first sentence (or line) of `text`, cut to at most `max_chars` characters.
+pub fn first_sentence(text: &str, max_chars: usize) -> String {
+    let text = text.trim();
+    let end = text
+        .char_indices()
+        .find(|&(i, c)| {
+            c == '\n' || (c == '.' && text[i + 1..].starts_with(|n: char| n.is_whitespace()))
+        })
+        .map_or(text.len(), |(i, _)| i);
+    let sentence = text[..end].trim();
+    if sentence.chars().count() <= max_chars {
+        return sentence.to_owned();
+    }
+    let mut cut: String = sentence.chars().take(max_chars - 1).collect();
+    if let Some(space) = cut.rfind(' ') {
+        cut.truncate(space);
+    }
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_sentence_stops_at_period_or_newline() {
+        assert_eq!(first_sentence("Get a file. Then more.", 80), "Get a file");
+        assert_eq!(first_sentence("Line one\nline two", 80), "Line one");
+        assert_eq!(
+            first_sentence("Version 1.2 is here", 80),
+            "Version 1.2 is here"
+        );
+        let long = first_sentence(&"word ".repeat(40), 20);
+        assert!(long.chars().count() <= 20 && long.ends_with('…'), "{long}");
+    }
+
+    #[test]
+    fn imports_the_github_catalog() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/catalogs/github.json");
+        let modes = load(&path).expect("github catalog loads");
+        assert_eq!(modes.len(), 117);
+        assert!(modes.iter().all(|m| m.manifest.executor.is_none()));
+        assert!(
+            modes
+                .iter()
+                .all(|m| m.manifest.summary.chars().count() <= MAX_SUMMARY_CHARS)
+        );
+    }
+
+    #[test]
+    fn rejects_a_file_that_is_not_a_tools_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, r#"{"items": []}"#).unwrap();
+        let err = load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("bad.json") && err.contains("tools/list"),
+            "{err}"
+        );
+    }
+}

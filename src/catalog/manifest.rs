@@ -1,0 +1,158 @@
+//! The on-disk shape of a mode manifest (`modes/<name>.json`) and its checks.
+//!
+//! Parsing only checks what can be checked without compiling the schema, so
+//! start-up stays cheap; `zenmode modes check` goes further (see `crate::check`).
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// The longest `summary` a manifest may carry: it is shown in compact listings.
+pub const MAX_SUMMARY_CHARS: usize = 80;
+
+/// A mode manifest exactly as written in `modes/<name>.json`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub name: String,
+    pub title: String,
+    pub summary: String,
+    pub description: String,
+    pub category: String,
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    #[serde(default)]
+    pub examples: Vec<String>,
+    #[serde(default)]
+    pub annotations: Map<String, Value>,
+    /// Registry key of the executor; `None` for modes imported from a foreign catalog.
+    #[serde(default)]
+    pub executor: Option<String>,
+    /// Optional properties worth showing in compact field summaries.
+    #[serde(default)]
+    pub summary_fields: Vec<String>,
+    /// A request that validates against `schema`; `None` only for foreign tools.
+    #[serde(default)]
+    pub example_request: Option<Value>,
+    pub schema: Map<String, Value>,
+}
+
+impl Manifest {
+    /// Parses a manifest and checks the rules that need no schema compilation.
+    ///
+    /// `expected_name` is the file stem when the manifest comes from a file.
+    pub fn parse(text: &str, expected_name: Option<&str>) -> Result<Self, String> {
+        let manifest: Manifest = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        manifest.check_shape(expected_name)?;
+        Ok(manifest)
+    }
+
+    fn check_shape(&self, expected_name: Option<&str>) -> Result<(), String> {
+        if !is_valid_mode_name(&self.name) {
+            return Err(format!(
+                "name {:?} must be lower-case letters, digits and underscores, starting with a letter",
+                self.name
+            ));
+        }
+        if let Some(expected) = expected_name
+            && expected != self.name
+        {
+            return Err(format!(
+                "name {:?} does not match the file name {expected:?}.json",
+                self.name
+            ));
+        }
+        let summary_chars = self.summary.chars().count();
+        if summary_chars > MAX_SUMMARY_CHARS || self.summary.contains('\n') {
+            return Err(format!(
+                "summary must be one line of at most {MAX_SUMMARY_CHARS} characters (it has {summary_chars})"
+            ));
+        }
+        if self.schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err("schema must have \"type\": \"object\"".to_owned());
+        }
+        let properties = self.properties();
+        for field in &self.summary_fields {
+            if !properties.is_some_and(|p| p.contains_key(field)) {
+                return Err(format!(
+                    "summary_fields names {field:?}, which is not a schema property"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The schema's `properties` object, if any.
+    pub fn properties(&self) -> Option<&Map<String, Value>> {
+        self.schema.get("properties").and_then(Value::as_object)
+    }
+
+    /// The schema's `required` list, in schema order.
+    pub fn required(&self) -> Vec<&str> {
+        self.schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// Mode names double as MCP tool names, so keep them to a portable alphabet.
+pub fn is_valid_mode_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && name.len() <= 64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn minimal(name: &str, summary: &str) -> String {
+        serde_json::json!({
+            "name": name, "title": "T", "summary": summary, "description": "D",
+            "category": "utility", "schema": {"type": "object", "properties": {}}
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn accepts_a_minimal_manifest() {
+        let manifest = Manifest::parse(&minimal("demo", "Does a thing"), Some("demo")).unwrap();
+        assert_eq!(manifest.name, "demo");
+        assert!(manifest.required().is_empty());
+    }
+
+    #[test]
+    fn rejects_a_name_that_differs_from_the_file() {
+        let err = Manifest::parse(&minimal("demo", "s"), Some("other")).unwrap_err();
+        assert!(err.contains("does not match the file name"), "{err}");
+    }
+
+    #[test]
+    fn rejects_a_long_summary() {
+        let err = Manifest::parse(&minimal("demo", &"x".repeat(81)), None).unwrap_err();
+        assert!(err.contains("at most 80"), "{err}");
+    }
+
+    #[test]
+    fn rejects_unknown_keys_and_bad_names() {
+        let text = minimal("demo", "s").replace("\"title\"", "\"titel\"");
+        assert!(Manifest::parse(&text, None).is_err());
+        assert!(!is_valid_mode_name("Debug"));
+        assert!(!is_valid_mode_name("9lives"));
+        assert!(is_valid_mode_name("code_review2"));
+    }
+
+    #[test]
+    fn rejects_summary_fields_that_are_not_properties() {
+        let text = serde_json::json!({
+            "name": "demo", "title": "T", "summary": "s", "description": "D",
+            "category": "utility", "summary_fields": ["ghost"],
+            "schema": {"type": "object", "properties": {"real": {"type": "string"}}}
+        })
+        .to_string();
+        let err = Manifest::parse(&text, None).unwrap_err();
+        assert!(err.contains("ghost"), "{err}");
+    }
+}

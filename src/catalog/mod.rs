@@ -1,0 +1,305 @@
+//! The mode catalog: every mode this process knows, loaded once at start-up.
+//!
+//! Sources, later ones overriding earlier ones by name:
+//! 1. manifests embedded in the binary from `modes/` at build time;
+//! 2. `--modes-dir DIR` manifests read at start-up;
+//! 3. foreign `tools/list` catalogs (`--catalog FILE`), imported as modes that
+//!    can be selected and described but have no executor.
+//!
+//! Loading parses JSON only. A mode's validator is compiled on first use and
+//! cached in the mode (see [`Mode::validator`]), so start-up compiles nothing.
+
+mod foreign;
+mod manifest;
+
+use std::{
+    collections::HashMap,
+    fmt,
+    path::{Path, PathBuf},
+    sync::{Arc, OnceLock},
+};
+
+use serde_json::{Map, Value};
+
+pub use manifest::{MAX_SUMMARY_CHARS, Manifest, is_valid_mode_name};
+
+/// Manifests embedded from `modes/*.json` by `build.rs`, sorted by file name.
+static EMBEDDED: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/embedded_modes.rs"));
+
+/// Where a mode's definition came from; shown by `modes list` and in errors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Builtin,
+    ModesDir(PathBuf),
+    ForeignCatalog(PathBuf),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Builtin => f.write_str("builtin"),
+            Origin::ModesDir(path) => write!(f, "{}", path.display()),
+            Origin::ForeignCatalog(path) => write!(f, "catalog {}", path.display()),
+        }
+    }
+}
+
+/// A compiled request validator, or the reason the schema would not compile.
+pub type CompiledSchema = Result<jsonschema::Validator, String>;
+
+/// One mode: its manifest plus the state derived from it lazily.
+pub struct Mode {
+    pub manifest: Manifest,
+    pub origin: Origin,
+    /// The schema as a JSON value, shared by the tool list and the validator.
+    pub schema: Arc<Map<String, Value>>,
+    validator: OnceLock<CompiledSchema>,
+}
+
+impl fmt::Debug for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mode")
+            .field("name", &self.manifest.name)
+            .field("origin", &self.origin)
+            .field("compiled", &self.is_compiled())
+            .finish()
+    }
+}
+
+impl Mode {
+    pub fn new(manifest: Manifest, origin: Origin) -> Self {
+        let schema = Arc::new(manifest.schema.clone());
+        Mode {
+            manifest,
+            origin,
+            schema,
+            validator: OnceLock::new(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    /// The request validator, compiled on first call and cached for the process.
+    pub fn validator(&self) -> &CompiledSchema {
+        self.validator.get_or_init(|| {
+            tracing::debug!(mode = self.name(), "compiling request schema");
+            let schema = Value::Object((*self.schema).clone());
+            jsonschema::draft202012::new(&schema).map_err(|e| {
+                format!(
+                    "the request schema of mode {:?} does not compile: {e}",
+                    self.name()
+                )
+            })
+        })
+    }
+
+    /// Whether [`Mode::validator`] has run; the laziness tests read this.
+    pub fn is_compiled(&self) -> bool {
+        self.validator.get().is_some()
+    }
+}
+
+/// A failure to load the catalog; always names the file at fault.
+#[derive(Debug, thiserror::Error)]
+#[error("{source_name}: {problem}")]
+pub struct LoadError {
+    pub source_name: String,
+    pub problem: String,
+}
+
+impl LoadError {
+    fn new(source_name: impl fmt::Display, problem: impl Into<String>) -> Self {
+        LoadError {
+            source_name: source_name.to_string(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// Every known mode, in a stable order (by name), with lookup by name.
+#[derive(Debug)]
+pub struct Catalog {
+    modes: Vec<Arc<Mode>>,
+    by_name: HashMap<String, usize>,
+}
+
+/// What to load into a catalog.
+#[derive(Debug, Clone, Default)]
+pub struct CatalogSources {
+    /// Leave out the embedded modes (evaluation on a foreign catalog alone).
+    pub no_builtin: bool,
+    pub modes_dirs: Vec<PathBuf>,
+    pub foreign_catalogs: Vec<PathBuf>,
+}
+
+impl Catalog {
+    /// The embedded modes only.
+    pub fn builtin() -> Result<Self, LoadError> {
+        Self::load(&CatalogSources::default())
+    }
+
+    pub fn load(sources: &CatalogSources) -> Result<Self, LoadError> {
+        let mut modes: Vec<Mode> = Vec::new();
+        if !sources.no_builtin {
+            for (file_name, text) in EMBEDDED {
+                let stem = file_name.trim_end_matches(".json");
+                let manifest = Manifest::parse(text, Some(stem))
+                    .map_err(|problem| LoadError::new(format!("modes/{file_name}"), problem))?;
+                modes.push(Mode::new(manifest, Origin::Builtin));
+            }
+        }
+        for dir in &sources.modes_dirs {
+            modes.extend(load_modes_dir(dir)?);
+        }
+        for path in &sources.foreign_catalogs {
+            modes.extend(foreign::load(path)?);
+        }
+        Ok(Self::from_modes(modes))
+    }
+
+    /// Builds a catalog; a later mode with the same name replaces an earlier one.
+    pub fn from_modes(modes: impl IntoIterator<Item = Mode>) -> Self {
+        let mut by_name_latest: HashMap<String, Mode> = HashMap::new();
+        for mode in modes {
+            by_name_latest.insert(mode.name().to_owned(), mode);
+        }
+        let mut modes: Vec<Arc<Mode>> = by_name_latest.into_values().map(Arc::new).collect();
+        modes.sort_by(|a, b| a.name().cmp(b.name()));
+        let by_name = modes
+            .iter()
+            .enumerate()
+            .map(|(index, mode)| (mode.name().to_owned(), index))
+            .collect();
+        Catalog { modes, by_name }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<Mode>> {
+        self.by_name.get(name).map(|&index| &self.modes[index])
+    }
+
+    pub fn modes(&self) -> &[Arc<Mode>] {
+        &self.modes
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.modes.iter().map(|mode| mode.name())
+    }
+
+    pub fn len(&self) -> usize {
+        self.modes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.modes.is_empty()
+    }
+
+    /// Names of the modes whose schema has been compiled so far.
+    pub fn compiled_modes(&self) -> Vec<&str> {
+        self.modes
+            .iter()
+            .filter(|mode| mode.is_compiled())
+            .map(|mode| mode.name())
+            .collect()
+    }
+
+    /// The known modes nearest to `wanted` by edit distance, closest first.
+    pub fn closest_names(&self, wanted: &str, limit: usize) -> Vec<&str> {
+        let wanted = wanted.to_ascii_lowercase();
+        let mut scored: Vec<(usize, &str)> = self
+            .names()
+            .map(|name| (edit_distance(&wanted, name), name))
+            .filter(|(distance, name)| *distance <= name.len().max(wanted.len()) / 2 + 1)
+            .collect();
+        scored.sort();
+        scored.into_iter().take(limit).map(|(_, n)| n).collect()
+    }
+}
+
+fn load_modes_dir(dir: &Path) -> Result<Vec<Mode>, LoadError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| LoadError::new(dir.display(), format!("cannot read modes directory: {e}")))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| LoadError::new(path.display(), format!("cannot read: {e}")))?;
+            let stem = path.file_stem().and_then(|s| s.to_str());
+            let manifest =
+                Manifest::parse(&text, stem).map_err(|p| LoadError::new(path.display(), p))?;
+            Ok(Mode::new(manifest, Origin::ModesDir(path)))
+        })
+        .collect()
+}
+
+/// Levenshtein distance over chars; mode names are short, so O(n·m) is fine.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_counts_single_edits() {
+        assert_eq!(edit_distance("debug", "debug"), 0);
+        assert_eq!(edit_distance("debgu", "debug"), 2);
+        assert_eq!(edit_distance("codereviw", "codereview"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn builtin_catalog_loads_without_compiling_anything() {
+        let catalog = Catalog::builtin().expect("embedded manifests parse");
+        assert!(!catalog.is_empty());
+        assert!(catalog.compiled_modes().is_empty());
+    }
+
+    #[test]
+    fn modes_dir_overrides_and_reports_the_bad_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = serde_json::json!({
+            "name": "extra", "title": "Extra", "summary": "An extra mode", "description": "D",
+            "category": "utility", "schema": {"type": "object", "properties": {}}
+        });
+        std::fs::write(dir.path().join("extra.json"), good.to_string()).unwrap();
+        let sources = CatalogSources {
+            modes_dirs: vec![dir.path().to_owned()],
+            ..Default::default()
+        };
+        let catalog = Catalog::load(&sources).unwrap();
+        assert!(catalog.get("extra").is_some());
+
+        std::fs::write(dir.path().join("broken.json"), "{not json").unwrap();
+        let err = Catalog::load(&sources).unwrap_err();
+        assert!(err.to_string().contains("broken.json"), "{err}");
+    }
+
+    #[test]
+    fn missing_modes_dir_is_a_clear_error() {
+        let sources = CatalogSources {
+            modes_dirs: vec![PathBuf::from("/definitely/not/here")],
+            ..Default::default()
+        };
+        let err = Catalog::load(&sources).unwrap_err().to_string();
+        assert!(err.contains("/definitely/not/here"), "{err}");
+    }
+}

@@ -1,0 +1,403 @@
+//! The `zenmode` command line: argument parsing and one function per subcommand.
+
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::Value;
+
+use crate::{
+    catalog::{Catalog, CatalogSources},
+    check,
+    describe::{self, FieldSet},
+    engine::{Engine, EngineConfig},
+    executor, listener,
+    server::ZenServer,
+    shutdown, tokens,
+    tools::{Listing, select_mode},
+    transport::DEFAULT_MAX_MESSAGE_BYTES,
+};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "zenmode",
+    version,
+    about = "An MCP server that lists two tools instead of a whole suite",
+    long_about = "zenmode serves the zen tool suite over the Model Context Protocol behind two tools: \
+zen_select_mode recommends a mode for a task and zen_execute runs it. The model's context holds two \
+small tool definitions instead of every mode's schema."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub catalog: CatalogArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where modes come from; shared by every subcommand.
+#[derive(Debug, Args)]
+pub struct CatalogArgs {
+    /// Add or override modes with the manifests (*.json) in DIR (repeatable)
+    #[arg(
+        long = "modes-dir",
+        value_name = "DIR",
+        global = true,
+        env = "ZEN_MODES_DIR",
+        value_delimiter = ','
+    )]
+    pub modes_dirs: Vec<PathBuf>,
+    /// Import a tools/list-shaped JSON file as extra modes without executors (repeatable)
+    #[arg(long = "catalog", value_name = "FILE", global = true)]
+    pub catalogs: Vec<PathBuf>,
+}
+
+impl CatalogArgs {
+    pub fn load(&self) -> anyhow::Result<Catalog> {
+        let sources = CatalogSources {
+            no_builtin: false,
+            modes_dirs: self.modes_dirs.clone(),
+            foreign_catalogs: self.catalogs.clone(),
+        };
+        Catalog::load(&sources).context("cannot load the mode catalog")
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP over stdio (default) or TCP
+    Serve(ServeArgs),
+    /// Print what each tool-list strategy costs in tokens
+    Tokens {
+        /// Print JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// List, show or check the mode manifests
+    Modes {
+        #[command(subcommand)]
+        command: ModesCommand,
+    },
+    /// Recommend a mode for a task, as zen_select_mode does
+    Select {
+        /// The task, in plain words
+        task: String,
+        /// How many modes to return
+        #[arg(long = "top", default_value_t = select_mode::DEFAULT_TOP_K)]
+        top: usize,
+        /// Print the exact tool reply as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one mode, as zen_execute does
+    Exec {
+        /// Mode name
+        mode: String,
+        /// The request as a JSON object
+        #[arg(long, default_value = "{}")]
+        request: String,
+        /// Continue an earlier thread
+        #[arg(long = "continuation-id")]
+        continuation_id: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModesCommand {
+    /// One line per mode
+    List,
+    /// Everything about one mode
+    Show { name: String },
+    /// Compile every schema and validate every example (non-zero exit on problems)
+    Check,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportKind {
+    Stdio,
+    Tcp,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// List every mode as its own tool (the original tool list) instead of the two meta tools
+    #[arg(long)]
+    pub full: bool,
+    /// Also list these modes as native tools beside the meta tools (comma-separated)
+    #[arg(
+        long,
+        value_name = "MODES",
+        env = "ZEN_PINNED_MODES",
+        value_delimiter = ','
+    )]
+    pub pin: Vec<String>,
+    /// Transport to serve on
+    #[arg(long, value_enum, default_value = "stdio")]
+    pub transport: TransportKind,
+    /// Address for --transport tcp (port 0 picks a free port)
+    #[arg(long, default_value = "127.0.0.1:7400")]
+    pub listen: SocketAddr,
+    /// Allow --listen on a non-loopback address (the server has no authentication)
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Largest accepted message in bytes; longer lines get an error and are discarded
+    #[arg(long, default_value_t = DEFAULT_MAX_MESSAGE_BYTES, value_parser = clap::value_parser!(usize))]
+    pub max_message_bytes: usize,
+}
+
+impl ServeArgs {
+    /// `--full`, or `ZEN_TOKEN_OPTIMIZATION=disabled` as zen users know it.
+    fn listing(&self) -> Listing {
+        let disabled_by_env = std::env::var("ZEN_TOKEN_OPTIMIZATION")
+            .is_ok_and(|value| value.trim().eq_ignore_ascii_case("disabled"));
+        if self.full || disabled_by_env {
+            Listing::Full
+        } else {
+            Listing::Optimized
+        }
+    }
+}
+
+/// Parses the arguments, runs the command, and maps failures to an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("zenmode: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("zenmode=info,rmcp=warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Serve(args) => serve(&cli.catalog, args),
+        Command::Tokens { json } => {
+            let tokenizers = tokens::Tokenizers::load()?;
+            let report = tokens::measure(cli.catalog.load()?, &tokenizers)?;
+            if json {
+                println!("{}", tokens::to_json(&report));
+            } else {
+                print!("{}", tokens::to_table(&report));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Modes { command } => modes(&cli.catalog, command),
+        Command::Select { task, top, json } => {
+            let engine = engine(&cli.catalog, EngineConfig::default())?;
+            let args = select_mode::SelectArgs {
+                task_description: Some(task),
+                mode: None,
+                top_k: Some(top),
+            };
+            let outcome = select_mode::run(&engine, &args);
+            if json {
+                println!("{}", outcome.body);
+            } else {
+                print!("{}", render_selection(&outcome.body));
+            }
+            Ok(exit_for(outcome.is_error))
+        }
+        Command::Exec {
+            mode,
+            request,
+            continuation_id,
+        } => {
+            let request: Value = serde_json::from_str(&request).context(
+                "--request must be a JSON object, e.g. --request '{\"prompt\":\"...\"}'",
+            )?;
+            let engine = engine(&cli.catalog, EngineConfig::default())?;
+            let outcome =
+                runtime()?.block_on(engine.execute(&mode, request, continuation_id.as_deref()));
+            println!("{}", serde_json::to_string_pretty(&outcome.body)?);
+            Ok(exit_for(outcome.is_error))
+        }
+    }
+}
+
+fn exit_for(is_error: bool) -> ExitCode {
+    if is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn engine(catalog: &CatalogArgs, config: EngineConfig) -> anyhow::Result<Engine> {
+    Engine::new(catalog.load()?, config).map_err(anyhow::Error::msg)
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn serve(catalog: &CatalogArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    if args.max_message_bytes < 1024 {
+        bail!("--max-message-bytes must be at least 1024");
+    }
+    let pinned: Vec<String> = args
+        .pin
+        .iter()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .collect();
+    let config = EngineConfig {
+        listing: args.listing(),
+        pinned,
+    };
+    let engine = Arc::new(engine(catalog, config)?);
+    let server = ZenServer::new(engine).context("cannot build the tool list")?;
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        let shutdown = shutdown::on_signal();
+        match args.transport {
+            TransportKind::Stdio => {
+                listener::serve_stdio(server, args.max_message_bytes, shutdown).await;
+                Ok(ExitCode::SUCCESS)
+            }
+            TransportKind::Tcp => {
+                listener::check_listen_address(args.listen, args.allow_remote)
+                    .map_err(anyhow::Error::msg)?;
+                let tcp = tokio::net::TcpListener::bind(args.listen)
+                    .await
+                    .with_context(|| format!("cannot listen on {}", args.listen))?;
+                listener::serve_tcp(server, tcp, args.max_message_bytes, shutdown).await?;
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    })
+}
+
+fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<ExitCode> {
+    let catalog = catalog.load()?;
+    match command {
+        ModesCommand::List => {
+            for mode in catalog.modes() {
+                let manifest = &mode.manifest;
+                let status = match manifest.executor.as_deref() {
+                    Some(key) if executor::is_registered(key) => "ready",
+                    Some(_) => "no-executor",
+                    None => "imported",
+                };
+                println!(
+                    "{:<16} {:<13} {:<12} {}",
+                    manifest.name, manifest.category, status, manifest.summary
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ModesCommand::Show { name } => {
+            let Some(mode) = catalog.get(&name) else {
+                let closest = catalog.closest_names(&name, 3);
+                bail!(
+                    "no mode named {name:?}{}; `zenmode modes list` shows them all",
+                    if closest.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (closest: {})", closest.join(", "))
+                    }
+                );
+            };
+            let manifest = &mode.manifest;
+            println!("{} — {}", manifest.name, manifest.title);
+            println!("{}\n", manifest.summary);
+            println!(
+                "category: {}   executor: {}   source: {}\n",
+                manifest.category,
+                manifest.executor.as_deref().unwrap_or("none"),
+                mode.origin
+            );
+            println!("{}\n", manifest.description);
+            println!("required: {}", manifest.required().join(", "));
+            println!("fields:");
+            for (field, summary) in describe::field_summary(manifest, FieldSet::All) {
+                println!("  {field:<28} {}", summary.as_str().unwrap_or_default());
+            }
+            println!(
+                "\nexample request:\n{}",
+                serde_json::to_string_pretty(&describe::example_request(manifest))?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        ModesCommand::Check => {
+            let reports = check::check_catalog(&catalog);
+            let mut failed = 0;
+            for report in &reports {
+                let status = if report.errors.is_empty() {
+                    "ok"
+                } else {
+                    "FAIL"
+                };
+                let notes = if report.notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", report.notes.join("; "))
+                };
+                println!("{status:<5} {}{notes}", report.name);
+                for error in &report.errors {
+                    println!("      - {error}");
+                }
+                failed += usize::from(!report.errors.is_empty());
+            }
+            println!(
+                "{} modes checked, {} passed, {} failed",
+                reports.len(),
+                reports.len() - failed,
+                failed
+            );
+            Ok(exit_for(failed > 0))
+        }
+    }
+}
+
+/// A select reply for people: the pick, why, its fields and the call to make.
+fn render_selection(reply: &Value) -> String {
+    if reply.get("error").is_some() {
+        return format!("{}\n", reply["message"].as_str().unwrap_or("error"));
+    }
+    let mut out = format!(
+        "{}  (confidence {}{})\n  {}\n  {}\n",
+        reply["mode"].as_str().unwrap_or_default(),
+        reply["confidence"],
+        if reply.get("low_confidence").is_some() {
+            ", low"
+        } else {
+            ""
+        },
+        reply["summary"].as_str().unwrap_or_default(),
+        reply["reason"].as_str().unwrap_or_default(),
+    );
+    if let Some(fields) = reply["fields"].as_object() {
+        out.push_str("  fields:\n");
+        for (name, summary) in fields {
+            out.push_str(&format!(
+                "    {name:<24} {}\n",
+                summary.as_str().unwrap_or_default()
+            ));
+        }
+    }
+    out.push_str(&format!("  next: {}\n", reply["next_call"]));
+    for alternative in reply["alternatives"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "alt: {}  (confidence {})  {}\n",
+            alternative["mode"].as_str().unwrap_or_default(),
+            alternative["confidence"],
+            alternative["summary"].as_str().unwrap_or_default()
+        ));
+    }
+    out
+}

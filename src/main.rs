@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    zenmode::cli::main()
+}

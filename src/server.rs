@@ -1,0 +1,145 @@
+//! The MCP face of the engine: an rmcp `ServerHandler`.
+//!
+//! rmcp handles the lifecycle (`initialize` for 2025-era clients, inline
+//! `server/discover` metadata for 2026-07-28 clients), pings, cancellation and
+//! error codes. This file only answers what is ours: the tool list, tool
+//! calls, and `subscriptions/listen` (accepted; the list never changes, so
+//! nothing is ever sent on it).
+
+use std::sync::Arc;
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+        ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+        ServerConfig, SubscriptionFilter, Tool,
+    },
+    service::RequestContext,
+};
+
+use crate::{engine::Engine, tools::ToolOutcome};
+
+/// Shown to clients that display server instructions.
+const INSTRUCTIONS: &str = "Call zen_select_mode with your task to pick a mode and learn its fields, then zen_execute with that mode and request.";
+
+/// Methods rmcp types itself; reaching `on_custom_request` means bad params.
+const STANDARD_METHODS: &[&str] = &[
+    "initialize",
+    "server/discover",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "subscriptions/listen",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+];
+
+/// One per process; cloned (cheaply) into every session.
+#[derive(Clone)]
+pub struct ZenServer {
+    engine: Arc<Engine>,
+    /// `tools/list` in rmcp's types, converted once from the engine's JSON.
+    tools: Arc<Vec<Tool>>,
+}
+
+impl ZenServer {
+    pub fn new(engine: Arc<Engine>) -> Result<Self, serde_json::Error> {
+        let tools = engine
+            .tool_list()
+            .iter()
+            .map(|tool| serde_json::from_value(tool.clone()))
+            .collect::<Result<Vec<Tool>, _>>()?;
+        Ok(ZenServer {
+            engine,
+            tools: Arc::new(tools),
+        })
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+}
+
+/// A tool outcome as MCP content: the JSON as text, and as `structuredContent`.
+pub fn to_call_result(outcome: ToolOutcome) -> CallToolResult {
+    if outcome.is_error {
+        CallToolResult::structured_error(outcome.body)
+    } else {
+        CallToolResult::structured(outcome.body)
+    }
+}
+
+impl ServerHandler for ZenServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut implementation = Implementation::new("zenmode", env!("CARGO_PKG_VERSION"));
+        implementation.title = Some("zenmode".to_owned());
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(implementation)
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        match self.engine.call_tool(&request.name, arguments).await {
+            Ok(outcome) => Ok(to_call_result(outcome).into()),
+            Err(unknown) => Err(ErrorData::invalid_params(
+                format!(
+                    "{unknown}; this server lists: {}",
+                    self.engine.tool_names().join(", ")
+                ),
+                None,
+            )),
+        }
+    }
+
+    /// rmcp hands over anything it could not type, which includes standard
+    /// methods whose params are malformed: those get -32602, the rest -32601.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        if STANDARD_METHODS.contains(&method) {
+            Err(ErrorData::invalid_params(
+                format!(
+                    "Invalid params for {method}: they do not match the MCP schema for this method"
+                ),
+                None,
+            ))
+        } else {
+            Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+                None,
+            ))
+        }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::default())
+    }
+}

@@ -324,7 +324,8 @@ fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<ExitCod
             println!("{}\n", manifest.description);
             println!("required: {}", manifest.required().join(", "));
             println!("fields:");
-            for (field, summary) in describe::field_summary(manifest, FieldSet::All) {
+            let fields = describe::field_summary(manifest, FieldSet::All);
+            for (field, summary) in fields.required.iter().chain(&fields.optional) {
                 println!("  {field:<28} {}", summary.as_str().unwrap_or_default());
             }
             println!(
@@ -381,13 +382,13 @@ fn render_selection(reply: &Value) -> String {
         reply["summary"].as_str().unwrap_or_default(),
         reply["reason"].as_str().unwrap_or_default(),
     );
-    if let Some(fields) = reply["fields"].as_object() {
-        out.push_str("  fields:\n");
-        for (name, summary) in fields {
-            out.push_str(&format!(
-                "    {name:<24} {}\n",
-                summary.as_str().unwrap_or_default()
-            ));
+    for group in ["required", "optional"] {
+        if let Some(fields) = reply[group].as_object() {
+            out.push_str(&format!("  {group}:\n"));
+            for (name, summary) in fields {
+                let summary = summary.as_str().unwrap_or_default();
+                out.push_str(&format!("    {name:<24} {summary}\n"));
+            }
         }
     }
     out.push_str(&format!("  next: {}\n", reply["next_call"]));

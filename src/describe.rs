@@ -21,21 +21,29 @@ pub enum FieldSet {
     All,
 }
 
-/// `{"field": "type - short phrase", ...}` for the chosen fields, in schema order.
-pub fn field_summary(manifest: &Manifest, which: FieldSet) -> Map<String, Value> {
+/// Compact summaries of a mode's fields, `{"field": "type - short phrase"}`,
+/// split into required and optional, each in schema order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FieldSummary {
+    pub required: Map<String, Value>,
+    pub optional: Map<String, Value>,
+}
+
+pub fn field_summary(manifest: &Manifest, which: FieldSet) -> FieldSummary {
+    let mut summary = FieldSummary::default();
     let Some(properties) = manifest.properties() else {
-        return Map::new();
+        return summary;
     };
     let required = manifest.required();
-    properties
-        .iter()
-        .filter(|(name, _)| {
-            which == FieldSet::All
-                || required.contains(&name.as_str())
-                || manifest.summary_fields.iter().any(|f| f == *name)
-        })
-        .map(|(name, property)| (name.clone(), Value::String(describe_property(property))))
-        .collect()
+    for (name, property) in properties {
+        let line = Value::String(describe_property(property));
+        if required.contains(&name.as_str()) {
+            summary.required.insert(name.clone(), line);
+        } else if which == FieldSet::All || manifest.summary_fields.iter().any(|f| f == name) {
+            summary.optional.insert(name.clone(), line);
+        }
+    }
+    summary
 }
 
 /// "integer>=1 - Which step this is" style one-liner for one property.
@@ -210,12 +218,15 @@ mod tests {
     fn key_summary_has_required_and_summary_fields_only() {
         let m = manifest(demo_schema(), None);
         let summary = field_summary(&m, FieldSet::Key);
-        let keys: Vec<&String> = summary.keys().collect();
-        assert_eq!(keys, ["step", "count", "level", "note"]);
-        assert_eq!(summary["step"], "string - What this step does");
-        assert_eq!(summary["count"], "integer>=1 - How many");
-        assert_eq!(summary["level"], "low|high - Level");
-        assert_eq!(field_summary(&m, FieldSet::All)["tags"], "string[] - Tags");
+        let required: Vec<&String> = summary.required.keys().collect();
+        let optional: Vec<&String> = summary.optional.keys().collect();
+        assert_eq!(required, ["step", "count", "level"]);
+        assert_eq!(optional, ["note"]);
+        assert_eq!(summary.required["step"], "string - What this step does");
+        assert_eq!(summary.required["count"], "integer>=1 - How many");
+        assert_eq!(summary.required["level"], "low|high - Level");
+        let all = field_summary(&m, FieldSet::All);
+        assert_eq!(all.optional["tags"], "string[] - Tags");
     }
 
     #[test]

@@ -13,13 +13,15 @@ const STOPWORDS: &[&str] = &[
     "your",
 ];
 
-/// Splits `text` into lower-case whole words, dropping stopwords.
+/// Splits `text` into lower-case whole words, dropping stopwords and single
+/// letters (the "s" of "here's").
 pub fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for raw in text.split(|c: char| !c.is_alphanumeric()) {
         for piece in split_camel_case(raw) {
             let word = piece.to_lowercase();
-            if !word.is_empty() && !STOPWORDS.contains(&word.as_str()) {
+            let meaningful = word.chars().count() > 1 || word.chars().all(|c| c.is_ascii_digit());
+            if meaningful && !STOPWORDS.contains(&word.as_str()) {
                 out.push(word);
             }
         }

@@ -88,7 +88,6 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
                 "mode": mode.name(),
                 "confidence": round2(*confidence),
                 "summary": mode.manifest.summary,
-                "reason": reason(&ranked.matched),
                 "required": mode.manifest.required(),
             })
         })
@@ -133,15 +132,16 @@ fn describe_mode(mode: &Mode) -> Value {
     Value::Object(reply)
 }
 
-/// summary, required, fields and the `zen_execute` call with a valid example request.
+/// summary, required and optional fields, and the `zen_execute` call with a
+/// valid example request.
 fn insert_essentials(reply: &mut Map<String, Value>, mode: &Mode, fields: FieldSet) {
     let manifest = &mode.manifest;
+    let summary = describe::field_summary(manifest, fields);
     reply.insert("summary".into(), json!(manifest.summary));
-    reply.insert("required".into(), json!(manifest.required()));
-    reply.insert(
-        "fields".into(),
-        Value::Object(describe::field_summary(manifest, fields)),
-    );
+    reply.insert("required".into(), Value::Object(summary.required));
+    if !summary.optional.is_empty() {
+        reply.insert("optional".into(), Value::Object(summary.optional));
+    }
     reply.insert(
         "next_call".into(),
         json!({

@@ -20,7 +20,8 @@ pub fn words(text: &str) -> Vec<String> {
     for raw in text.split(|c: char| !c.is_alphanumeric()) {
         for piece in split_camel_case(raw) {
             let word = piece.to_lowercase();
-            let meaningful = word.chars().count() > 1 || word.chars().all(|c| c.is_ascii_digit());
+            let meaningful = word.chars().count() > 1
+                || (!word.is_empty() && word.chars().all(|c| c.is_ascii_digit()));
             if meaningful && !STOPWORDS.contains(&word.as_str()) {
                 out.push(word);
             }

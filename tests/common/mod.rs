@@ -1,0 +1,248 @@
+//! A minimal MCP client for driving the real `zenmode` binary in tests.
+//!
+//! It writes newline-delimited JSON-RPC and reads replies on a thread, so a
+//! hung server fails the test after [`REPLY_TIMEOUT`] instead of hanging CI.
+//! Every stdout line must be a JSON-RPC message: anything else fails the
+//! test, which is how "stdout carries only protocol messages" is enforced.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::TcpStream,
+    process::{Child, ChildStdin, Command, Stdio},
+    sync::mpsc::{self, Receiver},
+    thread,
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(20);
+pub const LEGACY_VERSION: &str = "2025-11-25";
+pub const STATELESS_VERSION: &str = "2026-07-28";
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_zenmode")
+}
+
+/// A base command with logs quiet unless the test run asks for them.
+pub fn zenmode(args: &[&str]) -> Command {
+    let mut command = Command::new(binary());
+    command
+        .args(args)
+        .env_remove("ZEN_TOKEN_OPTIMIZATION")
+        .env_remove("ZEN_PINNED_MODES")
+        .env_remove("ZEN_MODES_DIR")
+        .env(
+            "RUST_LOG",
+            std::env::var("TEST_RUST_LOG").unwrap_or("warn".into()),
+        );
+    command
+}
+
+/// Where replies come from and where requests go.
+pub struct Client {
+    writer: Box<dyn Write + Send>,
+    lines: Receiver<String>,
+    next_id: u64,
+    /// Messages without a matching id seen while waiting (errors with id null, notifications).
+    pub stray: Vec<Value>,
+    child: Option<Child>,
+}
+
+fn spawn_line_reader(reader: impl Read + Send + 'static) -> Receiver<String> {
+    let (sender, receiver) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(reader).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receiver
+}
+
+impl Client {
+    /// Spawns `zenmode <args>` and talks to it over stdio.
+    pub fn spawn(args: &[&str]) -> Self {
+        Self::spawn_command(zenmode(args))
+    }
+
+    pub fn spawn_command(mut command: Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn zenmode");
+        let stdin: ChildStdin = child.stdin.take().unwrap();
+        let lines = spawn_line_reader(child.stdout.take().unwrap());
+        Client {
+            writer: Box::new(stdin),
+            lines,
+            next_id: 1,
+            stray: Vec::new(),
+            child: Some(child),
+        }
+    }
+
+    pub fn connect(address: &str) -> Self {
+        let stream = TcpStream::connect(address).expect("connect to zenmode");
+        let reader = stream.try_clone().unwrap();
+        Client {
+            writer: Box::new(stream),
+            lines: spawn_line_reader(reader),
+            next_id: 1,
+            stray: Vec::new(),
+            child: None,
+        }
+    }
+
+    pub fn send_raw(&mut self, line: &str) {
+        self.writer.write_all(line.as_bytes()).unwrap();
+        self.writer.write_all(b"\n").unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    /// The next stdout message; panics on a non-JSON-RPC line or a timeout.
+    pub fn next_message(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(REPLY_TIMEOUT)
+            .expect("zenmode replied in time");
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "not JSON-RPC: {line}");
+        message
+    }
+
+    /// Waits for the reply with `id`, keeping anything else in `stray`.
+    pub fn reply_to(&mut self, id: &Value) -> Value {
+        loop {
+            let message = self.next_message();
+            if &message["id"] == id && message.get("method").is_none() {
+                return message;
+            }
+            self.stray.push(message);
+        }
+    }
+
+    /// Waits for a message matching `predicate`, looking at `stray` first.
+    pub fn wait_for(&mut self, predicate: impl Fn(&Value) -> bool) -> Value {
+        if let Some(index) = self.stray.iter().position(&predicate) {
+            return self.stray.remove(index);
+        }
+        loop {
+            let message = self.next_message();
+            if predicate(&message) {
+                return message;
+            }
+            self.stray.push(message);
+        }
+    }
+
+    /// Sends a request and returns the whole response (result or error).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = json!(self.next_id);
+        self.next_id += 1;
+        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if !params.is_null() {
+            message["params"] = params;
+        }
+        self.send(&message);
+        self.reply_to(&id)
+    }
+
+    /// Sends a request that must succeed and returns its `result`.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        let response = self.request(method, params);
+        assert!(
+            response.get("error").is_none(),
+            "{method} failed: {response}"
+        );
+        response["result"].clone()
+    }
+
+    /// The legacy handshake (Python and TypeScript SDKs).
+    pub fn initialize(&mut self) -> Value {
+        let result = self.call(
+            "initialize",
+            json!({
+                "protocolVersion": LEGACY_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "zenmode-tests", "version": "1"}
+            }),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        result
+    }
+
+    pub fn tool_names(&mut self) -> Vec<String> {
+        self.call("tools/list", Value::Null)["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// `tools/call`; returns the result (which may have `isError`).
+    pub fn tool(&mut self, name: &str, arguments: Value) -> Value {
+        self.call("tools/call", json!({"name": name, "arguments": arguments}))
+    }
+
+    /// Closes stdin and waits for the process to exit.
+    pub fn finish(mut self) -> std::process::ExitStatus {
+        drop(std::mem::replace(
+            &mut self.writer,
+            Box::new(std::io::sink()),
+        ));
+        let mut child = self.child.take().expect("a spawned client");
+        for _ in 0..200 {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        child.kill().ok();
+        panic!("zenmode did not exit after stdin closed");
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            child.kill().ok();
+            child.wait().ok();
+        }
+    }
+}
+
+/// `_meta` that a 2026-07-28 client puts on every request.
+pub fn stateless_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "zenmode-tests", "version": "1"}
+    })
+}
+
+/// structuredContent of a tool result, checking the error flag.
+pub fn structured(result: &Value, expect_error: bool) -> Value {
+    assert_eq!(
+        result["isError"].as_bool().unwrap_or(false),
+        expect_error,
+        "unexpected isError in {result}"
+    );
+    let structured = result["structuredContent"].clone();
+    // The text content is the same JSON, for clients that ignore structuredContent.
+    let text = result["content"][0]["text"].as_str().expect("text content");
+    assert_eq!(serde_json::from_str::<Value>(text).unwrap(), structured);
+    structured
+}

@@ -1,0 +1,123 @@
+//! The built binary over TCP: independent concurrent sessions and the remote guard.
+
+mod common;
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Stdio},
+    sync::mpsc,
+    thread,
+    time::Duration,
+};
+
+use common::{Client, structured, zenmode};
+use serde_json::{Value, json};
+
+/// A TCP server on an ephemeral loopback port, killed on drop.
+struct TcpServer {
+    child: Child,
+    address: String,
+}
+
+impl TcpServer {
+    fn start() -> Self {
+        let mut child = zenmode(&["serve", "--transport", "tcp", "--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (sender, receiver) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(address) = line.strip_prefix("zenmode: listening on ") {
+                    let _ = sender.send(address.trim().to_owned());
+                }
+            }
+        });
+        let address = receiver
+            .recv_timeout(Duration::from_secs(20))
+            .expect("server announced its address");
+        TcpServer { child, address }
+    }
+}
+
+impl Drop for TcpServer {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+#[test]
+fn concurrent_connections_are_independent_sessions() {
+    let server = TcpServer::start();
+    let mut first = Client::connect(&server.address);
+    let mut second = Client::connect(&server.address);
+
+    // Interleave: the second session initializes while the first is mid-conversation.
+    first.initialize();
+    second.initialize();
+    assert_eq!(first.tool_names(), ["zen_select_mode", "zen_execute"]);
+
+    // Bad input on one connection does not disturb the other.
+    first.send_raw("{{{");
+    let parse_error = first.wait_for(|m| m["error"]["code"] == -32700);
+    assert_eq!(parse_error["id"], Value::Null);
+    let reply = structured(
+        &second.tool(
+            "zen_execute",
+            json!({"mode": "challenge", "request": {"prompt": "a"}}),
+        ),
+        false,
+    );
+    assert_eq!(reply["original_statement"], "a");
+
+    // Many parallel clients, each with its own handshake.
+    let address = server.address.clone();
+    let workers: Vec<_> = (0..8)
+        .map(|n| {
+            let address = address.clone();
+            thread::spawn(move || {
+                let mut client = Client::connect(&address);
+                client.initialize();
+                let reply = structured(
+                    &client.tool(
+                        "zen_execute",
+                        json!({"mode": "challenge", "request": {"prompt": format!("claim {n}")}}),
+                    ),
+                    false,
+                );
+                assert_eq!(reply["original_statement"], format!("claim {n}"));
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("worker succeeded");
+    }
+    assert_eq!(first.tool_names(), ["zen_select_mode", "zen_execute"]);
+}
+
+#[test]
+fn a_closed_connection_leaves_the_server_running() {
+    let server = TcpServer::start();
+    {
+        let mut gone = Client::connect(&server.address);
+        gone.initialize();
+    }
+    let mut client = Client::connect(&server.address);
+    client.initialize();
+    assert_eq!(client.tool_names().len(), 2);
+}
+
+#[test]
+fn non_loopback_needs_allow_remote() {
+    let output = zenmode(&["serve", "--transport", "tcp", "--listen", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+}

@@ -1,0 +1,114 @@
+//! Snapshots of what the model pays for: both tool lists and their token cost.
+//!
+//! Any change to a description or schema changes these files, so review shows
+//! its token cost. Snapshots live in the top-level `snapshots/` folder.
+
+mod common;
+
+use common::Client;
+use serde_json::Value;
+use zenmode::{
+    catalog::Catalog,
+    engine::{Engine, EngineConfig},
+    tokens,
+    tools::Listing,
+};
+
+fn engine(listing: Listing) -> Engine {
+    let config = EngineConfig {
+        listing,
+        pinned: Vec::new(),
+    };
+    Engine::new(Catalog::builtin().unwrap(), config).unwrap()
+}
+
+macro_rules! snapshot {
+    ($name:expr, $value:expr) => {
+        insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+            insta::assert_json_snapshot!($name, $value);
+        })
+    };
+}
+
+#[test]
+fn optimized_tool_list() {
+    snapshot!(
+        "tool_list_optimized",
+        engine(Listing::Optimized).tool_list()
+    );
+}
+
+#[test]
+fn full_tool_list() {
+    snapshot!("tool_list_full", engine(Listing::Full).tool_list());
+}
+
+#[test]
+fn token_report() {
+    let tokenizers = tokens::Tokenizers::load().unwrap();
+    let report = tokens::measure(Catalog::builtin().unwrap(), &tokenizers).unwrap();
+    snapshot!("tokens", tokens::to_json(&report));
+}
+
+/// The wire format is our JSON, unchanged by the protocol layer.
+#[test]
+fn tools_list_on_the_wire_matches_the_engine() {
+    for (args, listing) in [
+        (&["serve"][..], Listing::Optimized),
+        (&["serve", "--full"][..], Listing::Full),
+    ] {
+        let mut client = Client::spawn(args);
+        client.initialize();
+        let wire = client.call("tools/list", Value::Null)["tools"].clone();
+        let expected = Value::Array(engine(listing).tool_list().to_vec());
+        assert_eq!(wire.to_string(), expected.to_string(), "{args:?}");
+    }
+}
+
+/// `zenmode tokens --json` prints the snapshotted report.
+#[test]
+fn tokens_command_prints_the_report() {
+    let output = common::zenmode(&["tokens", "--json"]).output().unwrap();
+    assert!(output.status.success());
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let strategies = printed["strategies"].as_array().unwrap();
+    assert_eq!(strategies[0]["name"], "optimized");
+    assert_eq!(strategies[0]["tools"], 2);
+    assert_eq!(strategies[1]["name"], "full");
+    assert_eq!(strategies[1]["tools"], 18);
+    for strategy in strategies {
+        for key in ["bytes", "tokens_o200k", "tokens_cl100k"] {
+            assert!(strategy[key].as_u64().unwrap() > 0, "{strategy}");
+        }
+    }
+    assert!(
+        printed["select_reply_tokens_o200k_median"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+
+    let tokenizers = tokens::Tokenizers::load().unwrap();
+    let report = tokens::measure(Catalog::builtin().unwrap(), &tokenizers).unwrap();
+    assert_eq!(printed, tokens::to_json(&report));
+}
+
+/// `--catalog` adds foreign tools to the measurement.
+#[test]
+fn tokens_command_measures_foreign_catalogs() {
+    let catalog = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/catalogs/github.json"
+    );
+    let output = common::zenmode(&["tokens", "--json", "--catalog", catalog])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["strategies"][1]["tools"], 18 + 117);
+    // The optimized list does not grow with the catalog.
+    assert_eq!(printed["strategies"][0]["tools"], 2);
+    let optimized = printed["strategies"][0]["tokens_o200k"].as_u64().unwrap();
+    let full = printed["strategies"][1]["tokens_o200k"].as_u64().unwrap();
+    assert!(full > 30 * optimized, "{printed}");
+}

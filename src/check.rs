@@ -5,8 +5,6 @@
 //! rules of `docs/manifest-format.md`. CI runs it so a broken mode fails the
 //! build instead of a user's call.
 
-use serde_json::Value;
-
 use crate::{catalog::Catalog, describe, executor};
 
 /// What the check found for one mode.
@@ -28,8 +26,7 @@ pub fn check_catalog(catalog: &Catalog) -> Vec<ModeReport> {
                 ..Default::default()
             };
             let manifest = &mode.manifest;
-            let schema = Value::Object((*mode.schema).clone());
-            if let Err(error) = jsonschema::draft202012::meta::validate(&schema) {
+            if let Err(error) = jsonschema::draft202012::meta::validate(mode.schema()) {
                 report
                     .errors
                     .push(format!("schema is not valid draft 2020-12: {error}"));

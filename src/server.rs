@@ -66,6 +66,11 @@ impl ZenServer {
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
+
+    /// The `tools/list` result: a clone of the list built at start-up.
+    pub fn tools_list_result(&self) -> ListToolsResult {
+        ListToolsResult::with_all_items((*self.tools).clone())
+    }
 }
 
 /// A tool outcome as MCP content: the JSON as text, and as `structuredContent`.
@@ -91,7 +96,7 @@ impl ServerHandler for ZenServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+        Ok(self.tools_list_result())
     }
 
     async fn call_tool(

@@ -69,7 +69,7 @@ fn into_manifest(tool: ForeignTool) -> Manifest {
         executor: None,
         summary_fields: Vec::new(),
         example_request: None,
-        schema,
+        schema: Value::Object(schema),
     }
 }
 

@@ -33,7 +33,8 @@ pub struct Manifest {
     /// A request that validates against `schema`; `None` only for foreign tools.
     #[serde(default)]
     pub example_request: Option<Value>,
-    pub schema: Map<String, Value>,
+    /// The request schema, always a JSON object (checked at parse time).
+    pub schema: Value,
 }
 
 impl Manifest {
@@ -67,8 +68,8 @@ impl Manifest {
                 "summary must be one line of at most {MAX_SUMMARY_CHARS} characters (it has {summary_chars})"
             ));
         }
-        if self.schema.get("type").and_then(Value::as_str) != Some("object") {
-            return Err("schema must have \"type\": \"object\"".to_owned());
+        if !self.schema.is_object() || self.schema["type"] != "object" {
+            return Err("schema must be an object with \"type\": \"object\"".to_owned());
         }
         let properties = self.properties();
         for field in &self.summary_fields {

@@ -19,7 +19,7 @@ use std::{
     sync::{Arc, OnceLock},
 };
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use manifest::{MAX_SUMMARY_CHARS, Manifest, is_valid_mode_name};
 
@@ -51,8 +51,6 @@ pub type CompiledSchema = Result<jsonschema::Validator, String>;
 pub struct Mode {
     pub manifest: Manifest,
     pub origin: Origin,
-    /// The schema as a JSON value, shared by the tool list and the validator.
-    pub schema: Arc<Map<String, Value>>,
     validator: OnceLock<CompiledSchema>,
 }
 
@@ -68,11 +66,9 @@ impl fmt::Debug for Mode {
 
 impl Mode {
     pub fn new(manifest: Manifest, origin: Origin) -> Self {
-        let schema = Arc::new(manifest.schema.clone());
         Mode {
             manifest,
             origin,
-            schema,
             validator: OnceLock::new(),
         }
     }
@@ -81,12 +77,16 @@ impl Mode {
         &self.manifest.name
     }
 
+    /// The request schema (a JSON object).
+    pub fn schema(&self) -> &Value {
+        &self.manifest.schema
+    }
+
     /// The request validator, compiled on first call and cached for the process.
     pub fn validator(&self) -> &CompiledSchema {
         self.validator.get_or_init(|| {
             tracing::debug!(mode = self.name(), "compiling request schema");
-            let schema = Value::Object((*self.schema).clone());
-            jsonschema::draft202012::new(&schema).map_err(|e| {
+            jsonschema::draft202012::new(&self.manifest.schema).map_err(|e| {
                 format!(
                     "the request schema of mode {:?} does not compile: {e}",
                     self.name()

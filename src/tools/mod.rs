@@ -52,7 +52,7 @@ pub fn mode_tool(mode: &Mode) -> Value {
     tool.insert("name".into(), json!(manifest.name));
     tool.insert("title".into(), json!(manifest.title));
     tool.insert("description".into(), json!(manifest.description));
-    tool.insert("inputSchema".into(), Value::Object((*mode.schema).clone()));
+    tool.insert("inputSchema".into(), mode.schema().clone());
     if !manifest.annotations.is_empty() {
         tool.insert(
             "annotations".into(),

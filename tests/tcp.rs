@@ -111,6 +111,27 @@ fn a_closed_connection_leaves_the_server_running() {
     assert_eq!(client.tool_names().len(), 2);
 }
 
+#[cfg(unix)]
+#[test]
+fn sigterm_shuts_the_listener_down_cleanly() {
+    let mut server = TcpServer::start();
+    let mut client = Client::connect(&server.address);
+    client.initialize();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for _ in 0..100 {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            assert!(status.success(), "exit status {status:?}");
+            return;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    panic!("server did not exit after SIGTERM");
+}
+
 #[test]
 fn non_loopback_needs_allow_remote() {
     let output = zenmode(&["serve", "--transport", "tcp", "--listen", "0.0.0.0:0"])

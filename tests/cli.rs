@@ -1,0 +1,150 @@
+//! The command line: select and exec run what the tools run; modes subcommands.
+
+mod common;
+
+use std::process::{Output, Stdio};
+
+use common::zenmode;
+use serde_json::{Value, json};
+
+fn run(args: &[&str]) -> Output {
+    zenmode(args).stdin(Stdio::null()).output().unwrap()
+}
+
+fn stdout_json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {output:?}"))
+}
+
+#[test]
+fn select_json_is_the_tool_reply() {
+    let task = "write unit tests for the date parser";
+    let output = run(&["select", task, "--json", "--top", "2"]);
+    assert!(output.status.success());
+    let printed = stdout_json(&output);
+
+    let mut client = common::Client::spawn(&["serve"]);
+    client.initialize();
+    let tool = client.tool(
+        "zen_select_mode",
+        json!({"task_description": task, "top_k": 2}),
+    );
+    assert_eq!(printed, tool["structuredContent"]);
+    assert!(printed["alternatives"].as_array().unwrap().len() <= 1);
+}
+
+#[test]
+fn select_prints_a_readable_summary() {
+    let output = run(&["select", "plan the database migration step by step"]);
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("confidence"), "{text}");
+    assert!(text.contains("next: "), "{text}");
+}
+
+#[test]
+fn exec_runs_a_mode_and_reports_errors_by_exit_code() {
+    let ok = run(&[
+        "exec",
+        "challenge",
+        "--request",
+        r#"{"prompt":"caches are free"}"#,
+    ]);
+    assert!(ok.status.success());
+    assert_eq!(stdout_json(&ok)["status"], "challenge_accepted");
+
+    let invalid = run(&["exec", "challenge", "--request", "{}"]);
+    assert_eq!(invalid.status.code(), Some(1));
+    assert_eq!(stdout_json(&invalid)["error"], "invalid_request");
+
+    let unknown = run(&["exec", "chalenge"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(stdout_json(&unknown)["closest"][0], "challenge");
+
+    let not_json = run(&["exec", "challenge", "--request", "{oops"]);
+    assert_eq!(not_json.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&not_json.stderr).contains("--request"));
+}
+
+#[test]
+fn modes_subcommands() {
+    let list = run(&["modes", "list"]);
+    assert!(list.status.success());
+    let text = String::from_utf8(list.stdout).unwrap();
+    assert_eq!(text.lines().count(), 18);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("planner") && l.contains("ready"))
+    );
+
+    let show = run(&["modes", "show", "tracer"]);
+    let text = String::from_utf8(show.stdout).unwrap();
+    assert!(
+        text.contains("trace_mode") && text.contains("example request"),
+        "{text}"
+    );
+
+    let missing = run(&["modes", "show", "tracr"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("tracer"));
+
+    let check = run(&["modes", "check"]);
+    assert!(check.status.success());
+    assert!(
+        String::from_utf8_lossy(&check.stdout).contains("18 modes checked, 18 passed, 0 failed")
+    );
+}
+
+#[test]
+fn modes_check_fails_on_a_broken_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = json!({
+        "name": "bad_example", "title": "Bad", "summary": "Example does not validate",
+        "description": "Used by tests.", "category": "utility", "executor": "version",
+        "examples": ["anything"], "example_request": {"unexpected": 1},
+        "schema": {"type": "object", "properties": {}, "additionalProperties": false}
+    });
+    std::fs::write(dir.path().join("bad_example.json"), manifest.to_string()).unwrap();
+    let output = run(&[
+        "modes",
+        "check",
+        "--modes-dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("FAIL  bad_example") && text.contains("unexpected"),
+        "{text}"
+    );
+}
+
+#[test]
+fn help_and_version() {
+    let version = run(&["--version"]);
+    assert!(String::from_utf8_lossy(&version.stdout).contains(env!("CARGO_PKG_VERSION")));
+    for args in [
+        &["--help"][..],
+        &["serve", "--help"],
+        &["modes", "--help"],
+        &["tokens", "--help"],
+    ] {
+        let help = run(args);
+        assert!(help.status.success(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&help.stdout).contains("Usage"),
+            "{args:?}"
+        );
+    }
+    let serve_help = String::from_utf8(run(&["serve", "--help"]).stdout).unwrap();
+    for flag in [
+        "--full",
+        "--pin",
+        "--transport",
+        "--listen",
+        "--allow-remote",
+        "--max-message-bytes",
+    ] {
+        assert!(serve_help.contains(flag), "serve --help lacks {flag}");
+    }
+}

@@ -68,6 +68,22 @@ pub fn check_catalog(catalog: &Catalog) -> Vec<ModeReport> {
             if manifest.examples.iter().any(|e| e.trim().is_empty()) {
                 report.errors.push("an example task is empty".to_owned());
             }
+            if let Some(Err(problem)) = manifest
+                .executor
+                .as_deref()
+                .and_then(|key| executor::construct(key, mode))
+            {
+                report.errors.push(problem);
+            }
+            if let Some(workflow) = &manifest.workflow {
+                for field in workflow.skip_expert_when.keys() {
+                    if !manifest.properties().is_some_and(|p| p.contains_key(field)) {
+                        report.errors.push(format!(
+                            "workflow.skip_expert_when names {field:?}, which is not a schema property"
+                        ));
+                    }
+                }
+            }
             match manifest.executor.as_deref() {
                 Some(key) if !executor::is_registered(key) => report
                     .notes

@@ -10,9 +10,11 @@ use crate::{
     catalog::{Catalog, CatalogSources},
     check,
     describe::{self, FieldSet},
+    docs,
     engine::{Engine, EngineConfig},
     executor, listener,
     server::ZenServer,
+    services::{CallContext, Services},
     shutdown, tokens,
     tools::{Listing, select_mode},
     transport::DEFAULT_MAX_MESSAGE_BYTES,
@@ -30,8 +32,18 @@ small tool definitions instead of every mode's schema."
 pub struct Cli {
     #[command(flatten)]
     pub catalog: CatalogArgs,
+    #[command(flatten)]
+    pub access: AccessArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// What running modes may touch; shared by `serve` and `exec`.
+#[derive(Debug, Args)]
+pub struct AccessArgs {
+    /// Let modes read files under DIR too (repeatable; the working directory is always allowed; env ZEN_ALLOWED_ROOTS, ':'-separated)
+    #[arg(long = "allow-root", value_name = "DIR", global = true)]
+    pub allow_roots: Vec<PathBuf>,
 }
 
 /// Where modes come from; shared by every subcommand.
@@ -88,6 +100,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Score mode selection on a labeled set (JSON lines: query, expected, acceptable)
+    Eval(EvalArgs),
     /// Run one mode, as zen_execute does
     Exec {
         /// Mode name
@@ -101,6 +115,29 @@ pub enum Command {
     },
 }
 
+/// `zenmode eval`; `--catalog FILE` (global) adds foreign tools to rank.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Labels file: one {"query", "expected", "acceptable"?} JSON object per line
+    #[arg(long, value_name = "FILE")]
+    pub labels: PathBuf,
+    /// Rank among the --catalog / --modes-dir modes alone, without the built-in modes
+    #[arg(long)]
+    pub no_builtin_modes: bool,
+    /// Ranking to score: the full ranker or the plain BM25 baseline
+    #[arg(long, value_enum, default_value = "full")]
+    pub ranker: crate::select::Ranker,
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// List every miss in the table
+    #[arg(long)]
+    pub misses: bool,
+    /// Exit non-zero if top-1 is below this share (for CI on your own catalog)
+    #[arg(long, value_name = "SHARE")]
+    pub min_top1: Option<f64>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ModesCommand {
     /// One line per mode
@@ -109,6 +146,10 @@ pub enum ModesCommand {
     Show { name: String },
     /// Compile every schema and validate every example (non-zero exit on problems)
     Check,
+    /// Print the mode table for README.md (Markdown)
+    Table,
+    /// Print the full mode reference, docs/modes.md (Markdown)
+    Docs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -182,7 +223,7 @@ fn init_logging() {
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve(args) => serve(&cli.catalog, args),
+        Command::Serve(args) => serve(&cli.catalog, &cli.access, args),
         Command::Tokens { json } => {
             let tokenizers = tokens::Tokenizers::load()?;
             let report = tokens::measure(cli.catalog.load()?, &tokenizers)?;
@@ -209,6 +250,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(exit_for(outcome.is_error))
         }
+        Command::Eval(args) => eval(&cli.catalog, &args),
         Command::Exec {
             mode,
             request,
@@ -217,9 +259,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let request: Value = serde_json::from_str(&request).context(
                 "--request must be a JSON object, e.g. --request '{\"prompt\":\"...\"}'",
             )?;
-            let engine = engine(&cli.catalog, EngineConfig::default())?;
-            let outcome =
-                runtime()?.block_on(engine.execute(&mode, request, continuation_id.as_deref()));
+            let engine = serving_engine(&cli.catalog, &cli.access, EngineConfig::default())?;
+            let outcome = runtime(false)?.block_on(engine.execute(
+                &mode,
+                request,
+                continuation_id.as_deref(),
+                &CallContext::default(),
+            ));
             println!("{}", serde_json::to_string_pretty(&outcome.body)?);
             Ok(exit_for(outcome.is_error))
         }
@@ -238,14 +284,36 @@ fn engine(catalog: &CatalogArgs, config: EngineConfig) -> anyhow::Result<Engine>
     Engine::new(catalog.load()?, config).map_err(anyhow::Error::msg)
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
+/// An engine with the real services: providers, allowed roots and memory
+/// from the flags and environment.
+fn serving_engine(
+    catalog: &CatalogArgs,
+    access: &AccessArgs,
+    config: EngineConfig,
+) -> anyhow::Result<Engine> {
+    let services = Services::from_env(&access.allow_roots).context("cannot set up file access")?;
+    for problem in services.providers.problems() {
+        tracing::warn!("provider configuration: {problem}");
+    }
+    Engine::with_services(catalog.load()?, config, services).map_err(anyhow::Error::msg)
+}
+
+/// A stdio session (and a one-shot `exec`) needs one thread, and a
+/// single-threaded runtime starts faster: start-up happens on every client
+/// launch. The TCP listener serves many sessions, so it gets every core.
+fn runtime(multi_threaded: bool) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = if multi_threaded {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    builder
         .enable_all()
         .build()
         .context("cannot start the async runtime")
 }
 
-fn serve(catalog: &CatalogArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
+fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
     if args.max_message_bytes < 1024 {
         bail!("--max-message-bytes must be at least 1024");
     }
@@ -259,9 +327,9 @@ fn serve(catalog: &CatalogArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
         listing: args.listing(),
         pinned,
     };
-    let engine = Arc::new(engine(catalog, config)?);
+    let engine = Arc::new(serving_engine(catalog, access, config)?);
     let server = ZenServer::new(engine).context("cannot build the tool list")?;
-    let runtime = runtime()?;
+    let runtime = runtime(args.transport == TransportKind::Tcp)?;
     runtime.block_on(async {
         let shutdown = shutdown::on_signal();
         match args.transport {
@@ -334,6 +402,14 @@ fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<ExitCod
             );
             Ok(ExitCode::SUCCESS)
         }
+        ModesCommand::Table => {
+            print!("{}", docs::modes_table(&catalog));
+            Ok(ExitCode::SUCCESS)
+        }
+        ModesCommand::Docs => {
+            print!("{}", docs::modes_reference(&catalog));
+            Ok(ExitCode::SUCCESS)
+        }
         ModesCommand::Check => {
             let reports = check::check_catalog(&catalog);
             let mut failed = 0;
@@ -363,6 +439,41 @@ fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<ExitCod
             Ok(exit_for(failed > 0))
         }
     }
+}
+
+/// Loads the catalog (honouring --no-builtin-modes), ranks every label and
+/// prints the scores.
+fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> {
+    let labels = crate::eval::read_labels(&args.labels)?;
+    let sources = CatalogSources {
+        no_builtin: args.no_builtin_modes,
+        modes_dirs: catalog.modes_dirs.clone(),
+        foreign_catalogs: catalog.catalogs.clone(),
+    };
+    let catalog = Catalog::load(&sources).context("cannot load the mode catalog")?;
+    if catalog.is_empty() {
+        bail!("no modes to rank: --no-builtin-modes needs --catalog FILE or --modes-dir DIR");
+    }
+    crate::eval::check_labels(&labels, &catalog, &args.labels.display().to_string())
+        .map_err(anyhow::Error::msg)?;
+    let index = crate::select::Index::build_with(&catalog, args.ranker);
+    let report = crate::eval::evaluate(&index, &catalog, &labels);
+    if args.json {
+        println!("{}", crate::eval::to_json(&report));
+    } else {
+        print!("{}", crate::eval::to_table(&report, args.misses));
+    }
+    let below_floor = args
+        .min_top1
+        .is_some_and(|floor| report.overall.top1 < floor);
+    if below_floor {
+        eprintln!(
+            "zenmode: top-1 {:.3} is below --min-top1 {}",
+            report.overall.top1,
+            args.min_top1.unwrap_or_default()
+        );
+    }
+    Ok(exit_for(below_floor))
 }
 
 /// A select reply for people: the pick, why, its fields and the call to make.

@@ -17,6 +17,7 @@ use crate::{
     describe,
     executor::{self, ExecContext, Executor},
     select::Index,
+    services::{CallContext, Services},
     tools::{self, Listing, ToolCall, ToolOutcome},
 };
 
@@ -49,13 +50,26 @@ pub struct Engine {
     tool_list: Vec<Value>,
     index: OnceLock<Index>,
     /// One cell per mode; filled with its executor on the mode's first request.
-    executors: HashMap<String, OnceLock<Option<Arc<dyn Executor>>>>,
+    executors: HashMap<String, OnceLock<Option<StartedExecutor>>>,
+    services: Services,
     started: Instant,
 }
 
+/// An executor, or why the mode's manifest cannot be run.
+type StartedExecutor = Result<Arc<dyn Executor>, String>;
+
 impl Engine {
-    /// Errors name any pinned mode that does not exist.
+    /// An engine with [`Services::offline`]: no providers, files confined to the
+    /// working directory. Errors name any pinned mode that does not exist.
     pub fn new(catalog: Catalog, config: EngineConfig) -> Result<Self, String> {
+        Self::with_services(catalog, config, Services::offline())
+    }
+
+    pub fn with_services(
+        catalog: Catalog,
+        config: EngineConfig,
+        services: Services,
+    ) -> Result<Self, String> {
         for name in &config.pinned {
             if catalog.get(name).is_none() {
                 let closest = catalog.closest_names(name, 3);
@@ -82,6 +96,7 @@ impl Engine {
             tool_list,
             index: OnceLock::new(),
             executors,
+            services,
             started: Instant::now(),
         })
     }
@@ -111,6 +126,10 @@ impl Engine {
         self.index.get_or_init(|| Index::build(&self.catalog))
     }
 
+    pub fn services(&self) -> &Services {
+        &self.services
+    }
+
     pub fn uptime(&self) -> Duration {
         self.started.elapsed()
     }
@@ -120,7 +139,7 @@ impl Engine {
         let mut names: Vec<&str> = self
             .executors
             .iter()
-            .filter(|(_, cell)| matches!(cell.get(), Some(Some(_))))
+            .filter(|(_, cell)| matches!(cell.get(), Some(Some(Ok(_)))))
             .map(|(name, _)| name.as_str())
             .collect();
         names.sort_unstable();
@@ -132,10 +151,11 @@ impl Engine {
         &self,
         name: &str,
         arguments: Map<String, Value>,
+        call: &CallContext,
     ) -> Result<ToolOutcome, UnknownTool> {
-        let call =
+        let tool =
             ToolCall::parse(self, name, arguments).ok_or_else(|| UnknownTool(name.into()))?;
-        Ok(call.run(self).await)
+        Ok(tool.run(self, call).await)
     }
 
     /// Validates `request` against the mode's schema and runs its executor.
@@ -147,6 +167,7 @@ impl Engine {
         mode_name: &str,
         mut request: Value,
         continuation_id: Option<&str>,
+        call: &CallContext,
     ) -> ToolOutcome {
         let Some(mode) = self.catalog.get(mode_name) else {
             return tools::unknown_mode(&self.catalog, mode_name);
@@ -161,10 +182,16 @@ impl Engine {
             }
             Ok(_) => {}
         }
-        let Some(executor) = self.executor_for(mode) else {
-            return no_executor(mode);
+        let executor = match self.executor_for(mode) {
+            None => return no_executor(mode),
+            Some(Err(problem)) => return ToolOutcome::failure("broken_mode", problem),
+            Some(Ok(executor)) => executor,
         };
-        let context = ExecContext { mode, engine: self };
+        let context = ExecContext {
+            mode,
+            engine: self,
+            call,
+        };
         match executor.execute(request, &context).await {
             Ok(body) => ToolOutcome::ok(body),
             Err(error) => {
@@ -175,12 +202,12 @@ impl Engine {
         }
     }
 
-    fn executor_for(&self, mode: &Mode) -> Option<Arc<dyn Executor>> {
+    fn executor_for(&self, mode: &Mode) -> Option<StartedExecutor> {
         let key = mode.manifest.executor.as_deref()?;
         let cell = self.executors.get(mode.name())?;
         cell.get_or_init(|| {
             tracing::debug!(mode = mode.name(), executor = key, "starting executor");
-            executor::construct(key)
+            executor::construct(key, mode)
         })
         .clone()
     }

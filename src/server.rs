@@ -8,17 +8,24 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
+
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
-        ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-        ServerConfig, SubscriptionFilter, Tool,
+        ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
+        ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
+        SubscriptionFilter, Tool,
     },
-    service::RequestContext,
+    service::{Peer, RequestContext},
 };
 
-use crate::{engine::Engine, tools::ToolOutcome};
+use crate::{
+    engine::Engine,
+    services::{CallContext, ProgressSink},
+    tools::ToolOutcome,
+};
 
 /// Shown to clients that display server instructions.
 const INSTRUCTIONS: &str = "Call zen_select_mode with your task to pick a mode and learn its fields, then zen_execute with that mode and request.";
@@ -73,6 +80,23 @@ impl ZenServer {
     }
 }
 
+/// Sends `notifications/progress` for a call whose client sent a progress token.
+struct PeerProgress {
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+}
+
+#[async_trait]
+impl ProgressSink for PeerProgress {
+    async fn report(&self, progress: f64, message: String) {
+        let mut param = ProgressNotificationParam::new(self.token.clone(), progress);
+        param.message = Some(message);
+        if let Err(error) = self.peer.notify_progress(param).await {
+            tracing::debug!(%error, "could not send progress");
+        }
+    }
+}
+
 /// A tool outcome as MCP content: the JSON as text, and as `structuredContent`.
 pub fn to_call_result(outcome: ToolOutcome) -> CallToolResult {
     if outcome.is_error {
@@ -102,10 +126,20 @@ impl ServerHandler for ZenServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.unwrap_or_default();
-        match self.engine.call_tool(&request.name, arguments).await {
+        let progress = context.meta.get_progress_token().map(|token| {
+            Arc::new(PeerProgress {
+                peer: context.peer.clone(),
+                token,
+            }) as Arc<dyn ProgressSink>
+        });
+        let call = CallContext {
+            cancel: context.ct.clone(),
+            progress,
+        };
+        match self.engine.call_tool(&request.name, arguments, &call).await {
             Ok(outcome) => Ok(to_call_result(outcome).into()),
             Err(unknown) => Err(ErrorData::invalid_params(
                 format!(

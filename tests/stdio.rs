@@ -217,16 +217,29 @@ fn execute_runs_validates_and_explains() {
 }
 
 #[test]
-fn modes_without_an_executor_say_so_honestly() {
-    let mut client = Client::spawn(&["serve"]);
+fn imported_tools_without_an_executor_say_so_honestly() {
+    let catalog = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/catalogs/github.json"
+    );
+    let mut client = Client::spawn(&["serve", "--catalog", catalog]);
     client.initialize();
-    let request = json!({"prompt": "hi", "working_directory_absolute_path": "/tmp"});
+    let request = json!({"owner": "acme", "repo": "web", "title": "Login is broken"});
     let reply = structured(
-        &client.tool("zen_execute", json!({"mode": "chat", "request": request})),
+        &client.tool(
+            "zen_execute",
+            json!({"mode": "create_issue", "request": request}),
+        ),
         true,
     );
-    assert_eq!(reply["error"], "no_executor");
-    assert!(reply["message"].as_str().unwrap().contains("no executor"));
+    assert_eq!(reply["error"], "no_executor", "{reply}");
+    assert!(reply["message"].as_str().unwrap().contains("github.json"));
+    // Selectable and describable all the same.
+    let described = structured(
+        &client.tool("zen_select_mode", json!({"mode": "create_issue"})),
+        false,
+    );
+    assert!(described["required"]["title"].is_string(), "{described}");
 }
 
 #[test]

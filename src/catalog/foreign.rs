@@ -68,6 +68,7 @@ fn into_manifest(tool: ForeignTool) -> Manifest {
         annotations: tool.annotations.unwrap_or_default(),
         executor: None,
         summary_fields: Vec::new(),
+        workflow: None,
         example_request: None,
         schema: Value::Object(schema),
     }

@@ -30,6 +30,9 @@ pub struct Manifest {
     /// Optional properties worth showing in compact field summaries.
     #[serde(default)]
     pub summary_fields: Vec<String>,
+    /// Prompts and rules for the workflow executor (workflow modes only).
+    #[serde(default)]
+    pub workflow: Option<crate::workflow::WorkflowSpec>,
     /// A request that validates against `schema`; `None` only for foreign tools.
     #[serde(default)]
     pub example_request: Option<Value>,

@@ -1,40 +1,40 @@
-//! `listmodels`: reports which model providers the environment configures.
+//! `listmodels`: the configured providers and every model they make available.
 //!
-//! Key values are never read into the result, only whether they are set.
+//! Key values are never read into the result, only which variable enabled a provider.
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{ExecContext, ExecError, Executor};
 
-/// Provider name and the environment variable that enables it.
-const PROVIDERS: &[(&str, &str)] = &[
-    ("openai", "OPENAI_API_KEY"),
-    ("gemini", "GEMINI_API_KEY"),
-    ("openrouter", "OPENROUTER_API_KEY"),
-    ("xai", "XAI_API_KEY"),
-    ("custom", "CUSTOM_API_URL"),
-];
+/// The variables that can enable a provider, for the "how to configure" hint.
+const PROVIDER_VARIABLES: &str =
+    "OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY, XAI_API_KEY or CUSTOM_API_URL";
 
 pub struct ListModels;
 
 #[async_trait]
 impl Executor for ListModels {
-    async fn execute(&self, _: Value, _: &ExecContext<'_>) -> Result<Value, ExecError> {
-        let providers: Vec<Value> = PROVIDERS
-            .iter()
-            .map(|(name, variable)| {
-                let configured = std::env::var(variable).is_ok_and(|v| !v.trim().is_empty());
-                json!({"provider": name, "env": variable, "configured": configured})
-            })
+    async fn execute(&self, _: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
+        let providers = &context.engine.services().providers;
+        let configured: Vec<Value> = providers
+            .configured()
+            .into_iter()
+            .map(|(provider, variable)| json!({"provider": provider, "enabled_by": variable}))
             .collect();
-        let configured = providers.iter().filter(|p| p["configured"] == true).count();
-        let default_model = std::env::var("DEFAULT_MODEL").unwrap_or_else(|_| "auto".to_owned());
-        Ok(json!({
-            "providers": providers,
-            "configured_providers": configured,
-            "default_model": default_model,
-            "note": "This build detects providers from the environment but does not call models yet; modes that need a model report that they have no executor.",
-        }))
+        let mut reply = json!({
+            "providers": configured,
+            "default_model": providers.default_model(),
+            "models": providers.models(),
+        });
+        if providers.is_empty() {
+            reply["note"] = json!(format!(
+                "No model provider is configured. Set one of {PROVIDER_VARIABLES} in the server's environment. Local modes (planner, challenge, apilookup, tracer, docgen, version) work without one; workflow modes finish without expert analysis; chat, consensus need one."
+            ));
+        }
+        if !providers.problems().is_empty() {
+            reply["problems"] = json!(providers.problems());
+        }
+        Ok(reply)
     }
 }

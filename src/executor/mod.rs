@@ -7,6 +7,9 @@
 
 mod apilookup;
 mod challenge;
+mod chat;
+pub mod clink;
+mod consensus;
 mod listmodels;
 mod planner;
 mod version;
@@ -16,7 +19,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use crate::{catalog::Mode, engine::Engine};
+use crate::{
+    catalog::Mode, engine::Engine, providers::ProviderError, services::CallContext,
+    workflow::WorkflowExecutor,
+};
 
 /// Runs validated requests for one mode.
 #[async_trait]
@@ -29,6 +35,8 @@ pub trait Executor: Send + Sync {
 pub struct ExecContext<'a> {
     pub mode: &'a Mode,
     pub engine: &'a Engine,
+    /// This call's cancellation and progress reporting.
+    pub call: &'a CallContext,
 }
 
 /// A failure the caller should read: it becomes an `isError` tool result.
@@ -65,28 +73,65 @@ impl ExecError {
     }
 }
 
-type Constructor = fn() -> Arc<dyn Executor>;
+/// Builds an executor for a mode; errors explain a manifest that cannot be run.
+type Constructor = fn(&Mode) -> Result<Arc<dyn Executor>, String>;
 
 /// Executor keys this build implements, and how to build each.
 pub static REGISTRY: &[(&str, Constructor)] = &[
-    ("apilookup", || Arc::new(apilookup::ApiLookup)),
-    ("challenge", || Arc::new(challenge::Challenge)),
-    ("listmodels", || Arc::new(listmodels::ListModels)),
-    ("planner", || Arc::new(planner::Planner::default())),
-    ("version", || Arc::new(version::Version)),
+    ("apilookup", |_| Ok(Arc::new(apilookup::ApiLookup))),
+    ("challenge", |_| Ok(Arc::new(challenge::Challenge))),
+    ("chat", |_| Ok(Arc::new(chat::Chat))),
+    ("clink", |_| Ok(Arc::new(clink::Clink))),
+    ("consensus", |_| Ok(Arc::new(consensus::Consensus))),
+    ("listmodels", |_| Ok(Arc::new(listmodels::ListModels))),
+    ("planner", |_| Ok(Arc::new(planner::Planner))),
+    ("version", |_| Ok(Arc::new(version::Version))),
+    ("workflow", |mode| {
+        let spec = mode.manifest.workflow.clone().ok_or_else(|| {
+            format!(
+                "mode {:?} uses the workflow executor but has no \"workflow\" section",
+                mode.name()
+            )
+        })?;
+        Ok(Arc::new(WorkflowExecutor::new(spec)))
+    }),
 ];
 
-/// Builds the executor registered under `key`, if this build has one.
-pub fn construct(key: &str) -> Option<Arc<dyn Executor>> {
+/// Builds the executor registered under `key` for `mode`: `None` when this
+/// build has no such executor, `Some(Err)` when the manifest cannot run.
+pub fn construct(key: &str, mode: &Mode) -> Option<Result<Arc<dyn Executor>, String>> {
     REGISTRY
         .iter()
         .find(|(name, _)| *name == key)
-        .map(|(_, constructor)| constructor())
+        .map(|(_, constructor)| constructor(mode))
 }
 
 /// Whether this build has an executor registered under `key`.
 pub fn is_registered(key: &str) -> bool {
     REGISTRY.iter().any(|(name, _)| *name == key)
+}
+
+/// A provider failure as the agent reads it.
+pub fn provider_error(error: ProviderError) -> ExecError {
+    ExecError::new(error.kind(), error.to_string())
+}
+
+/// Refuses, naming the path, any file outside the allowed roots or missing.
+pub fn check_paths(context: &ExecContext<'_>, paths: &[String]) -> Result<(), ExecError> {
+    let files = &context.engine.services().files;
+    for path in paths {
+        files.resolve(path).map_err(|e| {
+            ExecError::new("file_access", e.to_string()).with(
+                "allowed_roots",
+                files
+                    .roots()
+                    .iter()
+                    .map(|root| root.display().to_string())
+                    .collect::<Vec<_>>(),
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Reads a string field from a validated request.

@@ -1,23 +1,22 @@
 //! `planner`: builds a plan one step per call, with revisions and branches.
 //!
-//! Each plan lives under a `continuation_id` that the first step returns; later
-//! steps name it to add to the same plan. Plans are kept in memory, bounded by
-//! [`MAX_PLANS`] (the least recently touched plan is dropped first).
+//! Steps are kept in the conversation thread that the first step opens, so
+//! a plan can be continued later, or discussed in another mode (chat) under
+//! the same `continuation_id`. The plan is rebuilt from the thread on each
+//! call: the thread is the only state.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::Mutex,
-    time::Instant,
-};
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ExecContext, ExecError, Executor};
+use crate::{
+    conversation::{Role, Thread, Turn},
+    workflow::{memory_error, record_turn},
+};
 
-/// How many plans one process keeps before dropping the stalest.
-pub const MAX_PLANS: usize = 1024;
 /// Plans this long or longer get a reflection prompt in their first steps.
 const DEEP_PLAN_STEPS: u64 = 5;
 
@@ -47,17 +46,37 @@ struct Plan {
     /// Branch id -> (step it branches from, its steps).
     branches: BTreeMap<String, (u64, BTreeMap<u64, String>)>,
     revisions: u64,
-    touched: Option<Instant>,
 }
 
-#[derive(Default)]
-pub struct Planner {
-    plans: Mutex<HashMap<String, Plan>>,
+impl Plan {
+    /// Replays the current plan's steps from the thread (since its last fresh step 1).
+    fn from_thread(thread: &Thread) -> Self {
+        let steps: Vec<StepRequest> = thread
+            .turns
+            .iter()
+            .filter(|turn| turn.role == Role::User && turn.mode == "planner")
+            .filter_map(|turn| turn.data.clone())
+            .filter_map(|data| serde_json::from_value(data).ok())
+            .collect();
+        let start = steps
+            .iter()
+            .rposition(|s| s.step_number == 1 && !s.is_step_revision && s.branch_id.is_none())
+            .unwrap_or(0);
+        let mut plan = Plan::default();
+        for step in &steps[start..] {
+            // Recorded steps were valid when recorded.
+            let _ = record_step(&mut plan, step);
+        }
+        plan
+    }
 }
+
+pub struct Planner;
 
 #[async_trait]
 impl Executor for Planner {
-    async fn execute(&self, request: Value, _: &ExecContext<'_>) -> Result<Value, ExecError> {
+    async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
+        let data = request.clone();
         let request: StepRequest = serde_json::from_value(request)
             .map_err(|e| ExecError::new("invalid_request", e.to_string()))?;
         if request.step.trim().is_empty() {
@@ -66,32 +85,22 @@ impl Executor for Planner {
                 "step is empty: describe this planning step",
             ));
         }
-        let mut plans = self
-            .plans
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        let id = match &request.continuation_id {
-            Some(id) if plans.contains_key(id) => id.clone(),
-            Some(id) => {
-                return Err(ExecError::new(
-                    "unknown_continuation",
-                    format!(
-                        "no plan has continuation_id {id:?} (it may have expired); omit continuation_id to start a new plan"
-                    ),
-                ));
-            }
-            None => {
-                if plans.len() >= MAX_PLANS {
-                    evict_stalest(&mut plans);
-                }
-                let id = uuid::Uuid::new_v4().to_string();
-                plans.insert(id.clone(), Plan::default());
-                id
-            }
+        let memory = &context.engine.services().memory;
+        let mut plan = match &request.continuation_id {
+            Some(id) => Plan::from_thread(&memory.get(id).await.map_err(memory_error)?),
+            None => Plan::default(),
         };
-        let plan = plans.get_mut(&id).expect("plan inserted or found above");
-        let placement = record_step(plan, &request)?;
-        plan.touched = Some(Instant::now());
+        if request.step_number == 1 && !request.is_step_revision && request.branch_id.is_none() {
+            plan = Plan::default();
+        }
+        // Check the step against the plan before it is recorded.
+        let placement = record_step(&mut plan, &request)?;
+        let turn = Turn::user(
+            "planner",
+            format!("Plan step {}: {}", request.step_number, request.step),
+        )
+        .with_data(data);
+        let id = record_turn(context, request.continuation_id.as_deref(), turn).await?;
 
         let complete = !request.next_step_required && !request.more_steps_needed;
         let mut reply = json!({
@@ -105,7 +114,7 @@ impl Executor for Planner {
             "next_step_required": !complete,
         });
         if complete {
-            reply["plan"] = render_plan(plan);
+            reply["plan"] = render_plan(&plan);
             reply["guidance"] = json!(
                 "The plan is complete. Present it to the user as an ordered list, mention any branches as alternatives, and start on step 1 only once they agree."
             );
@@ -206,16 +215,6 @@ fn render_plan(plan: &Plan) -> Value {
     })
 }
 
-fn evict_stalest(plans: &mut HashMap<String, Plan>) {
-    if let Some(stalest) = plans
-        .iter()
-        .min_by_key(|(_, plan)| plan.touched)
-        .map(|(id, _)| id.clone())
-    {
-        plans.remove(&stalest);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,27 +275,5 @@ mod tests {
             record_step(&mut plan, &ghost).unwrap_err().kind,
             "unknown_branch"
         );
-    }
-
-    #[test]
-    fn eviction_drops_the_stalest_plan() {
-        let mut plans = HashMap::new();
-        let old = Instant::now();
-        plans.insert(
-            "old".to_owned(),
-            Plan {
-                touched: Some(old),
-                ..Plan::default()
-            },
-        );
-        plans.insert(
-            "new".to_owned(),
-            Plan {
-                touched: Some(old + std::time::Duration::from_secs(1)),
-                ..Plan::default()
-            },
-        );
-        evict_stalest(&mut plans);
-        assert!(plans.contains_key("new") && !plans.contains_key("old"));
     }
 }

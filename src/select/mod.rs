@@ -1,39 +1,191 @@
 //! Ranking modes against a free-text task description.
 //!
-//! A field-weighted BM25 index over each mode's name, title, summary, keywords,
-//! example tasks, description and parameter names. The index is built once per
-//! process, on the first query (the engine keeps it in a `OnceLock`).
+//! A mode's score adds three signals, each in 0..1:
+//!
+//! 1. **Lexical**: field-weighted BM25 ([`bm25`]) over the mode's name, title,
+//!    summary, keywords, description and parameter names, divided by the
+//!    query's largest possible score, so it reads as "how much of what the
+//!    query says, weighted by rarity, this mode covers".
+//! 2. **Examples**: cosine similarity to the mode's closest example task
+//!    phrasings ([`examples`]): how people ask for the mode, not only what
+//!    it does.
+//! 3. **Phrasing**: the posterior of a naive Bayes model trained on all of a
+//!    mode's phrasings at once ([`phrasing`]): words that recur across its
+//!    examples and keywords count, a subject one example mentions does not.
+//!
+//! Both run over the same analyzed terms ([`analyze`]): whole words (never
+//! substrings), case-folded, English-stemmed, with phrase bigrams, glued
+//! compounds and a small domain synonym table ([`synonyms`]).
+//!
+//! Ties break by catalog order (mode name), and every sum runs in a fixed
+//! order, so the same query always gets the same ranking. The confidence of
+//! each mode is a softmax over the top candidates plus a "none of these"
+//! candidate with a fixed score ([`NO_FIT_SCORE`]), so a weak best match
+//! gets a low confidence even when nothing beats it.
+//!
+//! [`Ranker::Bm25`] is a plain BM25 baseline (one field, no stemming, no
+//! synonyms, no phrases, no examples) that the evaluation reports beside the
+//! full ranker.
+//!
+//! The index is built once per process, on the first query (the engine keeps
+//! it in a `OnceLock`).
 
+pub mod analyze;
+pub mod bm25;
+pub mod examples;
+pub mod phrasing;
+pub mod synonyms;
 pub mod text;
 
 use std::collections::HashMap;
 
-use crate::catalog::Catalog;
+use analyze::{Analyzer, Options, Term, TermKind, Vocabulary, query_terms};
+use bm25::{Bm25F, Document, Field, FieldParams, FieldTable};
+use examples::ExampleIndex;
+use phrasing::{PhrasingCounts, PhrasingModel};
 
-/// BM25 term-frequency saturation.
-const K1: f32 = 1.2;
-/// BM25 length normalization.
-const B: f32 = 0.75;
+use crate::catalog::{Catalog, Manifest};
 
-/// How much one occurrence of a word counts, by the field it occurs in.
+/// The ranker's constants. [`Tuning::DEFAULT`] is what the select tool
+/// uses; the struct exists so evaluations can measure alternatives.
 #[derive(Debug, Clone, Copy)]
-enum Field {
-    Name,
-    Title,
-    Summary,
-    Keywords,
-    Examples,
-    Description,
-    Parameters,
+pub struct Tuning {
+    /// Which text normalizations run (the baseline turns them all off).
+    pub analysis: Options,
+    /// Field weights and length normalization, by [`Field`] order.
+    pub fields: FieldTable,
+    /// Weight of the lexical signal in a mode's score.
+    pub lexical_weight: f32,
+    /// Weight of the example-similarity signal in a mode's score.
+    pub example_weight: f32,
+    /// Weight of the phrasing-model posterior in a mode's score.
+    pub phrasing_weight: f32,
+    /// In the phrasing model: weight of a name, title, summary or keyword
+    /// phrase relative to one example task.
+    pub intent_text_weight: f32,
+    /// In the phrasing model: weight of the description (0 leaves it out).
+    pub description_phrasing_weight: f32,
+    /// In the phrasing model: additive smoothing pseudo-count.
+    pub phrasing_smoothing: f32,
+    /// In the phrasing model: temperature of the posterior.
+    pub phrasing_temperature: f32,
+    /// How much a mode's second-best example adds to its best.
+    pub second_best_share: f32,
+    /// Weight of a topic word (in one example only, in no mode's intent
+    /// fields) in the example vectors.
+    pub topic_weight: f32,
+    /// Softmax temperature over scores: lower is more decisive.
+    pub temperature: f32,
+    /// The score of the implicit "no mode fits" candidate.
+    pub no_fit_score: f32,
+    /// How much query evidence (summed IDF of the query's known terms) makes
+    /// a ranking count fully; see [`Index::ranking`].
+    pub evidence_scale: f32,
 }
 
-impl Field {
-    fn weight(self) -> f32 {
+impl Tuning {
+    pub const DEFAULT: Tuning = Tuning {
+        analysis: Options::FULL,
+        // Names and keywords are written to be matched; descriptions are long
+        // and wordy; parameter names are shared by many modes (step, model...).
+        fields: [
+            FieldParams {
+                weight: 3.0,
+                b: 0.3,
+            }, // name
+            FieldParams {
+                weight: 2.0,
+                b: 0.5,
+            }, // title
+            FieldParams {
+                weight: 2.0,
+                b: 0.5,
+            }, // summary
+            FieldParams {
+                weight: 3.0,
+                b: 0.5,
+            }, // keywords
+            FieldParams {
+                weight: 1.0,
+                b: 0.75,
+            }, // description
+            FieldParams {
+                weight: 0.5,
+                b: 0.75,
+            }, // parameters
+        ],
+        lexical_weight: 1.0,
+        example_weight: 1.0,
+        phrasing_weight: 1.0,
+        intent_text_weight: 3.0,
+        description_phrasing_weight: 0.5,
+        phrasing_smoothing: 0.2,
+        phrasing_temperature: 3.0,
+        second_best_share: 0.3,
+        topic_weight: 0.5,
+        temperature: 0.2,
+        no_fit_score: 0.4,
+        evidence_scale: 8.0,
+    };
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning::DEFAULT
+    }
+}
+
+/// Plain BM25: every field in one bag of words (the description slot).
+const PLAIN_FIELDS: FieldTable = [
+    FieldParams {
+        weight: 0.0,
+        b: 0.75,
+    },
+    FieldParams {
+        weight: 0.0,
+        b: 0.75,
+    },
+    FieldParams {
+        weight: 0.0,
+        b: 0.75,
+    },
+    FieldParams {
+        weight: 0.0,
+        b: 0.75,
+    },
+    FieldParams {
+        weight: 1.0,
+        b: 0.75,
+    },
+    FieldParams {
+        weight: 0.0,
+        b: 0.75,
+    },
+];
+
+/// How many of the best modes share the confidence (with the no-fit
+/// candidate); the long tail of a big catalog would otherwise dilute it.
+const CONFIDENCE_CANDIDATES: usize = 10;
+/// Below this confidence the best mode is flagged as a weak match.
+pub const LOW_CONFIDENCE: f32 = 0.4;
+/// Modes that get their matched words listed (the select tool shows at most 10).
+const EXPLAINED: usize = 10;
+
+/// Which ranking to run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Ranker {
+    /// Field-weighted BM25 with stemming, synonyms and phrases, plus examples.
+    #[default]
+    Full,
+    /// Plain BM25 over all text as one field: the baseline.
+    Bm25,
+}
+
+impl Ranker {
+    pub fn as_str(self) -> &'static str {
         match self {
-            Field::Name | Field::Keywords => 3.0,
-            Field::Title | Field::Summary => 2.0,
-            Field::Examples | Field::Description => 1.0,
-            Field::Parameters => 0.5,
+            Ranker::Full => "full",
+            Ranker::Bm25 => "bm25",
         }
     }
 }
@@ -43,101 +195,250 @@ impl Field {
 pub struct Ranked {
     /// Index into the catalog's mode list.
     pub mode_index: usize,
+    /// Lexical plus example score (about 0..2).
     pub score: f32,
-    /// Query words that contributed, strongest first.
+    /// Probability-like confidence in 0..1 that this is the mode wanted.
+    pub confidence: f32,
+    /// Query words that matched this mode's text, strongest first (filled
+    /// for the first few modes only).
     pub matched: Vec<String>,
 }
 
-/// The inverted index over a catalog.
+/// A ranking and how likely it is that no mode fits at all.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ranking {
+    /// Modes with a positive score, best first.
+    pub ranked: Vec<Ranked>,
+    /// The "none of these" share of the confidence; with the modes'
+    /// confidences it sums to 1.
+    pub no_fit: f32,
+}
+
+impl Ranking {
+    /// The best mode's confidence is low: show alternatives, flag the reply.
+    pub fn is_low_confidence(&self) -> bool {
+        self.ranked
+            .first()
+            .is_none_or(|best| best.confidence < LOW_CONFIDENCE)
+    }
+
+    /// No mode clearly fits: the "none" candidate outweighs the best mode, so
+    /// a general-purpose mode is the safer recommendation. Two strong modes
+    /// that split the confidence are ambiguous, not a non-fit.
+    pub fn no_clear_fit(&self) -> bool {
+        self.ranked
+            .first()
+            .is_none_or(|best| self.no_fit >= best.confidence)
+    }
+}
+
+/// The precomputed index over a catalog.
 #[derive(Debug)]
 pub struct Index {
-    /// word -> (mode index, weighted term frequency)
-    postings: HashMap<String, Vec<(usize, f32)>>,
-    doc_lengths: Vec<f32>,
-    average_length: f32,
+    ranker: Ranker,
+    tuning: Tuning,
+    analyzer: Analyzer,
+    /// Every term of the catalog, interned; the parts below are keyed by id.
+    vocabulary: Vocabulary,
+    lexical: Bm25F,
+    examples: Option<ExampleIndex>,
+    phrasing: Option<PhrasingModel>,
+    modes: usize,
+}
+
+/// A mode's three signals before weighting, each about 0..1.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Signals {
+    pub lexical: f32,
+    pub examples: f32,
+    pub phrasing: f32,
 }
 
 impl Index {
+    /// The full ranker.
     pub fn build(catalog: &Catalog) -> Self {
-        let mut postings: HashMap<String, Vec<(usize, f32)>> = HashMap::new();
-        let mut doc_lengths = Vec::with_capacity(catalog.len());
+        Self::build_with(catalog, Ranker::Full)
+    }
+
+    pub fn build_with(catalog: &Catalog, ranker: Ranker) -> Self {
+        Self::build_tuned(catalog, ranker, Tuning::DEFAULT)
+    }
+
+    /// [`Index::build_with`] with other constants, for evaluations.
+    pub fn build_tuned(catalog: &Catalog, ranker: Ranker, tuning: Tuning) -> Self {
+        let full = ranker == Ranker::Full;
+        let analyzer = Analyzer::new(if full {
+            tuning.analysis
+        } else {
+            Options::PLAIN
+        });
+        let mut vocabulary = Vocabulary::default();
+        let mut cache = HashMap::new();
+        let mut scratch: Vec<(u32, TermKind)> = Vec::new();
+        let mut ids: Vec<u32> = Vec::new();
+        let mut documents = Vec::with_capacity(catalog.len());
+        let mut example_terms: Vec<(usize, Vec<(u32, TermKind)>)> = Vec::new();
+        let mut phrasing = PhrasingCounts::new(catalog.len());
+        // Terms of the fields written to say what a mode is for, by id.
+        let mut intent_terms: Vec<bool> = Vec::new();
         for (mode_index, mode) in catalog.modes().iter().enumerate() {
             let manifest = &mode.manifest;
-            let mut frequencies: HashMap<String, f32> = HashMap::new();
-            let mut length = 0.0;
-            let mut add = |field: Field, text: &str| {
-                for word in text::words(text) {
-                    *frequencies.entry(word).or_default() += field.weight();
-                    length += field.weight();
+            let mut document = Document::default();
+            for (field, text) in field_texts(manifest) {
+                let field = if full { field } else { Field::Description };
+                scratch.clear();
+                analyzer.for_each_term(text, &mut cache, &mut |key, kind| {
+                    scratch.push((vocabulary.intern(key), kind));
+                });
+                ids.clear();
+                ids.extend(scratch.iter().map(|&(id, _)| id));
+                if !matches!(field, Field::Description | Field::Parameters) {
+                    intent_terms.resize(vocabulary.len(), false);
+                    for &id in &ids {
+                        intent_terms[id as usize] = true;
+                    }
+                    phrasing.add(mode_index, &ids, tuning.intent_text_weight);
+                } else if field == Field::Description && tuning.description_phrasing_weight > 0.0 {
+                    phrasing.add(mode_index, &ids, tuning.description_phrasing_weight);
                 }
-            };
-            add(Field::Name, &manifest.name);
-            add(Field::Title, &manifest.title);
-            add(Field::Summary, &manifest.summary);
-            add(Field::Description, &manifest.description);
-            for keyword in &manifest.keywords {
-                add(Field::Keywords, keyword);
+                add_terms(document.field_mut(field), &scratch);
             }
-            for example in &manifest.examples {
-                add(Field::Examples, example);
-            }
-            if let Some(properties) = manifest.properties() {
-                for name in properties.keys() {
-                    add(Field::Parameters, name);
+            documents.push(document);
+            if full {
+                for example in &manifest.examples {
+                    let mut terms = Vec::new();
+                    analyzer.for_each_term(example, &mut cache, &mut |key, kind| {
+                        terms.push((vocabulary.intern(key), kind));
+                    });
+                    ids.clear();
+                    ids.extend(terms.iter().map(|&(id, _)| id));
+                    phrasing.add(mode_index, &ids, 1.0);
+                    example_terms.push((mode_index, terms));
                 }
             }
-            for (word, frequency) in frequencies {
-                postings
-                    .entry(word)
-                    .or_default()
-                    .push((mode_index, frequency));
-            }
-            doc_lengths.push(length);
         }
-        let average_length =
-            (doc_lengths.iter().sum::<f32>() / doc_lengths.len().max(1) as f32).max(1.0);
+        let terms = vocabulary.len();
+        let lexical = Bm25F::build(
+            &documents,
+            if full { &tuning.fields } else { &PLAIN_FIELDS },
+            terms,
+        );
+        let examples = (!example_terms.is_empty()).then(|| {
+            let is_intent = |id: u32| intent_terms.get(id as usize).copied().unwrap_or(false);
+            ExampleIndex::build(&example_terms, terms, &is_intent, tuning.topic_weight)
+        });
+        let phrasing = full.then(|| PhrasingModel::build(phrasing, terms, tuning.phrasing_smoothing));
         Index {
-            postings,
-            doc_lengths,
-            average_length,
+            ranker,
+            tuning,
+            analyzer,
+            vocabulary,
+            lexical,
+            examples,
+            phrasing,
+            modes: catalog.len(),
         }
     }
 
-    fn idf(&self, word: &str) -> f32 {
-        let n = self.doc_lengths.len() as f32;
-        let df = self.postings.get(word).map_or(0, Vec::len) as f32;
-        ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
+    pub fn ranker(&self) -> Ranker {
+        self.ranker
     }
 
-    /// All modes with a positive score, best first; ties break by catalog order (name).
+    /// Modes with a positive score, best first; ties break by catalog order.
     pub fn rank(&self, query: &str) -> Vec<Ranked> {
-        let mut query_words = text::words(query);
-        query_words.sort();
-        query_words.dedup();
+        self.ranking(query).ranked
+    }
 
-        let mut scores: HashMap<usize, (f32, Vec<(f32, String)>)> = HashMap::new();
-        for word in &query_words {
-            let Some(postings) = self.postings.get(word) else {
-                continue;
-            };
-            let idf = self.idf(word);
-            for &(mode_index, frequency) in postings {
-                let norm = K1 * (1.0 - B + B * self.doc_lengths[mode_index] / self.average_length);
-                let contribution = idf * frequency * (K1 + 1.0) / (frequency + norm);
-                let entry = scores.entry(mode_index).or_default();
-                entry.0 += contribution;
-                entry.1.push((contribution, word.clone()));
+    /// Each mode's signals before weighting. For evaluations and debugging.
+    pub fn signals(&self, query: &str) -> Vec<Signals> {
+        self.signals_of(&self.query(query)).0
+    }
+
+    fn query(&self, text: &str) -> Query {
+        let terms = query_terms(self.analyzer.analyze(text));
+        let ids = terms
+            .iter()
+            .map(|(term, weight)| (self.vocabulary.get(&term.key), *weight))
+            .collect();
+        Query { terms, ids }
+    }
+
+    /// The signals and the query's evidence: the summed weighted IDF of its
+    /// terms that occur in the catalog (the lexical score's ceiling), plus
+    /// the weight of terms only the examples know.
+    fn signals_of(&self, query: &Query) -> (Vec<Signals>, f32) {
+        let mut lexical = vec![0.0f32; self.modes];
+        let mut ceiling = 0.0f32;
+        // Terms only the examples know add half a unit each: they are
+        // evidence too, but have no IDF on the lexical scale, and words that
+        // only example phrasings use are mostly generic ("better", "now").
+        let mut example_only = 0.0f32;
+        for &(id, weight) in &query.ids {
+            let Some(id) = id else { continue };
+            let most = self.lexical.accumulate(id, weight, &mut lexical);
+            ceiling += most;
+            if most == 0.0 && self.examples.as_ref().is_some_and(|e| e.knows(id)) {
+                example_only += 0.5 * weight;
             }
         }
-        let mut ranked: Vec<Ranked> = scores
+        if ceiling > 0.0 {
+            for score in &mut lexical {
+                *score /= ceiling;
+            }
+        }
+        let examples = match &self.examples {
+            Some(examples) => examples.scores(&query.ids, self.modes, self.tuning.second_best_share),
+            None => vec![0.0; self.modes],
+        };
+        let phrasing = match &self.phrasing {
+            Some(model) => model.posterior(&query.ids, self.tuning.phrasing_temperature),
+            None => vec![0.0; self.modes],
+        };
+        let signals = lexical
             .into_iter()
-            .map(|(mode_index, (score, mut contributions))| {
-                contributions.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-                Ranked {
-                    mode_index,
-                    score,
-                    matched: contributions.into_iter().map(|(_, word)| word).collect(),
-                }
+            .zip(examples)
+            .zip(phrasing)
+            .map(|((lexical, examples), phrasing)| Signals {
+                lexical,
+                examples,
+                phrasing,
+            })
+            .collect();
+        (signals, ceiling + example_only)
+    }
+
+    /// [`Index::rank`] plus the no-fit share of the confidence.
+    ///
+    /// Every signal is relative to the query's own known words, so "make it
+    /// better" can match a mode as well as a detailed task does. Scores are
+    /// therefore scaled by `1 - exp(-evidence / evidence_scale)`, where the
+    /// evidence is the summed IDF of the query's known terms: the order of
+    /// the modes is unchanged, but a thin query gets flatter confidences and
+    /// loses to the no-fit candidate more easily.
+    pub fn ranking(&self, query: &str) -> Ranking {
+        let query = self.query(query);
+        let tuning = &self.tuning;
+        let (signals, evidence) = self.signals_of(&query);
+        let strength = 1.0 - (-evidence / tuning.evidence_scale.max(f32::MIN_POSITIVE)).exp();
+        let scores: Vec<f32> = signals
+            .into_iter()
+            .map(|s| {
+                strength
+                    * (tuning.lexical_weight * s.lexical
+                        + tuning.example_weight * s.examples
+                        + tuning.phrasing_weight * s.phrasing)
+            })
+            .collect();
+
+        let mut ranked: Vec<Ranked> = scores
+            .iter()
+            .enumerate()
+            .filter(|(_, score)| **score > 0.0 && score.is_finite())
+            .map(|(mode_index, &score)| Ranked {
+                mode_index,
+                score,
+                confidence: 0.0,
+                matched: Vec::new(),
             })
             .collect();
         ranked.sort_by(|a, b| {
@@ -145,53 +446,266 @@ impl Index {
                 .total_cmp(&a.score)
                 .then_with(|| a.mode_index.cmp(&b.mode_index))
         });
-        ranked
+        let no_fit = assign_confidences(&mut ranked, tuning);
+        for entry in ranked.iter_mut().take(EXPLAINED) {
+            entry.matched = self.matched_words(&query, entry.mode_index);
+        }
+        Ranking { ranked, no_fit }
+    }
+
+    /// The query's words that matched `mode_index`, strongest first, each once.
+    fn matched_words(&self, query: &Query, mode_index: usize) -> Vec<String> {
+        let mut contributions: Vec<(f32, &Term)> = query
+            .terms
+            .iter()
+            .zip(&query.ids)
+            .map(|((term, _), &(id, weight))| {
+                let contribution =
+                    id.map_or(0.0, |id| self.lexical.contribution(id, weight, mode_index));
+                (contribution, term)
+            })
+            .filter(|(contribution, _)| *contribution > 0.0)
+            .collect();
+        contributions.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| a.1.kind.cmp(&b.1.kind))
+                .then_with(|| a.1.surface.cmp(&b.1.surface))
+        });
+        let mut words: Vec<String> = Vec::new();
+        for (_, term) in contributions {
+            // A phrase already says its words; a concept says the word it came from.
+            let covered = words.iter().any(|w| {
+                w == &term.surface || (term.kind != TermKind::Phrase && w.contains(&term.surface))
+            });
+            if !covered {
+                words.push(term.surface.clone());
+            }
+        }
+        words
     }
 }
 
-/// Turns raw scores into confidences in 0..1 that sum to at most 1.
-///
-/// A softmax whose temperature scales with the best score, so a clear winner
-/// gets a high share and near-ties split it.
-pub fn confidences(scores: &[f32]) -> Vec<f32> {
-    let Some(&best) = scores.first() else {
-        return Vec::new();
-    };
-    if best <= 0.0 {
-        return vec![0.0; scores.len()];
+/// The text of each field of a manifest.
+fn field_texts(manifest: &Manifest) -> Vec<(Field, &str)> {
+    let mut texts = vec![
+        (Field::Name, manifest.name.as_str()),
+        (Field::Title, manifest.title.as_str()),
+        (Field::Summary, manifest.summary.as_str()),
+        (Field::Description, manifest.description.as_str()),
+    ];
+    texts.extend(
+        manifest
+            .keywords
+            .iter()
+            .map(|k| (Field::Keywords, k.as_str())),
+    );
+    if let Some(properties) = manifest.properties() {
+        texts.extend(properties.keys().map(|p| (Field::Parameters, p.as_str())));
     }
-    let temperature = (best / 4.0).max(0.25);
-    let exps: Vec<f32> = scores
-        .iter()
-        .map(|s| ((s - best) / temperature).exp())
-        .collect();
-    let total: f32 = exps.iter().sum();
-    exps.iter().map(|e| e / total).collect()
+    texts
+}
+
+/// A query's distinct weighted terms and, in the same order, their ids in
+/// the index's vocabulary (`None` for words the catalog never uses).
+struct Query {
+    terms: Vec<(Term, f32)>,
+    ids: Vec<(Option<u32>, f32)>,
+}
+
+/// Counts terms into a field; only words count toward its length.
+fn add_terms(field: &mut bm25::FieldTerms, terms: &[(u32, TermKind)]) {
+    for &(id, kind) in terms {
+        *field.counts.entry(id).or_default() += 1.0;
+        if kind == TermKind::Word {
+            field.length += 1.0;
+        }
+    }
+}
+
+/// Softmax over the best [`CONFIDENCE_CANDIDATES`] scores and the no-fit
+/// score; modes further down get their share of what is left (effectively 0).
+/// Returns the no-fit share.
+fn assign_confidences(ranked: &mut [Ranked], tuning: &Tuning) -> f32 {
+    let Some(best) = ranked.first().map(|r| r.score) else {
+        return 1.0;
+    };
+    // Shift by the largest score for numeric stability.
+    let top = best.max(tuning.no_fit_score);
+    let weight = |score: f32| ((score - top) / tuning.temperature).exp();
+    let no_fit = weight(tuning.no_fit_score);
+    let total: f32 = no_fit
+        + ranked
+            .iter()
+            .take(CONFIDENCE_CANDIDATES)
+            .map(|r| weight(r.score))
+            .sum::<f32>();
+    for entry in ranked.iter_mut() {
+        entry.confidence = (weight(entry.score) / total).clamp(0.0, 1.0);
+    }
+    no_fit / total
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn confidences_favor_the_leader_and_stay_in_range() {
-        let c = confidences(&[10.0, 2.0, 1.0]);
-        assert!(c[0] > 0.8 && c[0] <= 1.0, "{c:?}");
-        assert!(c.iter().all(|v| (0.0..=1.0).contains(v)));
-        let tie = confidences(&[5.0, 5.0]);
-        assert!((tie[0] - 0.5).abs() < 1e-6);
-        assert!(confidences(&[]).is_empty());
+    fn builtin_index() -> (Catalog, Index) {
+        let catalog = Catalog::builtin().unwrap();
+        let index = Index::build(&catalog);
+        (catalog, index)
+    }
+
+    fn top(catalog: &Catalog, index: &Index, query: &str) -> String {
+        let ranked = index.rank(query);
+        catalog.modes()[ranked[0].mode_index].name().to_owned()
     }
 
     #[test]
     fn ranks_builtin_modes_by_whole_words() {
-        let catalog = Catalog::builtin().unwrap();
-        if catalog.get("debug").is_none() {
-            return; // manifests not present yet in this build
-        }
-        let index = Index::build(&catalog);
-        let top = &index.rank("the app crashes with a stack trace, find the root cause")[0];
-        assert_eq!(catalog.modes()[top.mode_index].name(), "debug");
+        let (catalog, index) = builtin_index();
+        assert_eq!(
+            top(
+                &catalog,
+                &index,
+                "the app crashes with a stack trace, find the root cause"
+            ),
+            "debug"
+        );
         assert!(index.rank("zzzz qqqq").is_empty());
+    }
+
+    #[test]
+    fn substrings_never_match() {
+        // "or" is inside "refactor", "for" and "error"; it must match nothing.
+        let (_, index) = builtin_index();
+        assert!(index.rank("or").is_empty());
+    }
+
+    #[test]
+    fn confidences_are_probabilities_and_favor_the_leader() {
+        let (_, index) = builtin_index();
+        let ranking = index.ranking("write unit tests with edge cases for the parser");
+        let sum: f32 = ranking.ranked.iter().map(|r| r.confidence).sum::<f32>() + ranking.no_fit;
+        assert!((sum - 1.0).abs() < 1e-3, "{sum}");
+        assert!(
+            ranking
+                .ranked
+                .iter()
+                .all(|r| (0.0..=1.0).contains(&r.confidence))
+        );
+        assert!(ranking.ranked[0].confidence > ranking.ranked[1].confidence);
+        assert!(!ranking.is_low_confidence() && !ranking.no_clear_fit());
+    }
+
+    #[test]
+    fn a_vague_query_has_no_clear_fit() {
+        let (_, index) = builtin_index();
+        let ranking = index.ranking("hello there");
+        assert!(
+            ranking.is_low_confidence() && ranking.no_clear_fit(),
+            "{ranking:?}"
+        );
+        let empty = index.ranking("");
+        assert!(empty.ranked.is_empty() && empty.no_clear_fit());
+        assert_eq!(empty.no_fit, 1.0);
+    }
+
+    #[test]
+    fn ranking_is_deterministic_and_ties_break_by_name() {
+        let (_, index) = builtin_index();
+        let first = index.rank("review the diff before I commit");
+        for _ in 0..5 {
+            assert_eq!(index.rank("review the diff before I commit"), first);
+        }
+        for pair in first.windows(2) {
+            assert!(
+                pair[0].score > pair[1].score
+                    || (pair[0].score == pair[1].score && pair[0].mode_index < pair[1].mode_index)
+            );
+        }
+    }
+
+    #[test]
+    fn explains_matches_with_the_words_as_written() {
+        let (catalog, index) = builtin_index();
+        let ranked = index.rank("Generate unit tests for the parser");
+        assert_eq!(catalog.modes()[ranked[0].mode_index].name(), "testgen");
+        assert!(
+            ranked[0].matched.iter().any(|w| w.contains("tests")),
+            "{:?}",
+            ranked[0].matched
+        );
+    }
+
+    /// A one-mode catalog whose only text is `words`.
+    fn catalog_of(name: &str, words: &str) -> Catalog {
+        let manifest = serde_json::json!({
+            "name": name, "title": words, "summary": words, "description": words,
+            "category": "utility", "schema": {"type": "object", "properties": {}}
+        });
+        let manifest = Manifest::parse(&manifest.to_string(), None).unwrap();
+        Catalog::from_modes([crate::catalog::Mode::new(
+            manifest,
+            crate::catalog::Origin::Builtin,
+        )])
+    }
+
+    #[test]
+    fn the_baseline_ranks_without_stemming() {
+        let catalog = catalog_of("demo", "find the crash");
+        let plain = Index::build_with(&catalog, Ranker::Bm25);
+        let full = Index::build(&catalog);
+        assert_eq!(plain.ranker(), Ranker::Bm25);
+        // "crashes" is not a word of the manifest; only its stem is.
+        assert!(plain.rank("crashes").is_empty());
+        assert!(!full.rank("crashes").is_empty());
+        // Synonyms: "exception" is in the defect group with "crash".
+        assert!(plain.rank("exception").is_empty());
+        assert!(!full.rank("exception").is_empty());
+    }
+
+    #[test]
+    fn exact_forms_outrank_inflections() {
+        let catalog = Catalog::from_modes(
+            [
+                ("list_branches", "list branches"),
+                ("create_branch", "create branch"),
+            ]
+            .map(|(name, words)| {
+                let manifest = serde_json::json!({
+                    "name": name, "title": words, "summary": words, "description": words,
+                    "category": "utility", "schema": {"type": "object", "properties": {}}
+                });
+                crate::catalog::Mode::new(
+                    Manifest::parse(&manifest.to_string(), None).unwrap(),
+                    crate::catalog::Origin::Builtin,
+                )
+            }),
+        );
+        let index = Index::build(&catalog);
+        let name = |query: &str| {
+            catalog.modes()[index.rank(query)[0].mode_index]
+                .name()
+                .to_owned()
+        };
+        assert_eq!(name("which branches are there"), "list_branches");
+        assert_eq!(name("make a branch"), "create_branch");
+    }
+
+    #[test]
+    fn hostile_queries_do_not_panic() {
+        let (_, index) = builtin_index();
+        let long = "debug ".repeat(5_000);
+        for query in ["", " ", "🦀", "\u{0}", long.as_str(), "İ ß ǅ", "a'b'c'd"] {
+            let ranking = index.ranking(query);
+            assert!(ranking.no_fit.is_finite());
+        }
+    }
+
+    #[test]
+    fn empty_catalog_ranks_nothing() {
+        let catalog = Catalog::from_modes(Vec::new());
+        let index = Index::build(&catalog);
+        assert!(index.rank("debug this crash").is_empty());
     }
 }

@@ -1,47 +1,129 @@
-//! Text normalization shared by the index and the queries.
+//! Tokenization shared by the index and the queries.
 //!
 //! Words are split on every non-alphanumeric character and on camelCase humps,
 //! then lower-cased, so matching is always whole-word: "or" never matches
-//! inside "refactor" or "error".
+//! inside "refactor" or "error". Apostrophes are dropped inside a word
+//! ("what's" -> "whats", "don't" -> "dont") so contractions stay one word.
+//!
+//! [`runs`] also keeps adjacency: a run is a stretch of content words with no
+//! stopword or clause punctuation between them. Phrase bigrams ("unit tests",
+//! "call graph") are only formed inside a run, so "root cause of the crash"
+//! never yields the pseudo-phrase "cause crash".
 
-/// Words too common to carry meaning in a task description.
+/// Words too common to carry meaning in a task description. They also break
+/// runs, which keeps phrases honest. Words that look common but separate modes
+/// ("not", "who", "why", "how") are deliberately kept: IDF weighs them.
 const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "do", "does", "for", "from",
-    "get", "i", "if", "in", "into", "is", "it", "its", "let", "me", "my", "of", "on", "or", "our",
-    "please", "should", "so", "some", "that", "the", "their", "them", "then", "there", "these",
-    "this", "to", "us", "was", "we", "what", "when", "which", "will", "with", "would", "you",
-    "your",
+    "a", "am", "an", "and", "any", "are", "as", "at", "be", "been", "being", "but", "by", "can",
+    "could", "did", "do", "does", "for", "from", "got", "had", "has", "have", "here", "heres", "i",
+    "id", "if", "im", "in", "into", "is", "it", "its", "ive", "just", "let", "lets", "me", "my",
+    "of", "on", "or", "our", "please", "should", "so", "some", "than", "that", "thats", "the",
+    "their", "them", "then", "there", "these", "they", "this", "those", "to", "up", "us", "was",
+    "we", "were", "what", "whats", "when", "which", "will", "with", "would", "you", "your",
+    "youre",
 ];
 
-/// Splits `text` into lower-case whole words, dropping stopwords and single
-/// letters (the "s" of "here's").
-pub fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for raw in text.split(|c: char| !c.is_alphanumeric()) {
-        for piece in split_camel_case(raw) {
-            let word = piece.to_lowercase();
-            let meaningful = word.chars().count() > 1
-                || (!word.is_empty() && word.chars().all(|c| c.is_ascii_digit()));
-            if meaningful && !STOPWORDS.contains(&word.as_str()) {
-                out.push(word);
-            }
+/// Characters that end a clause: no phrase is formed across them.
+fn breaks_run(c: char) -> bool {
+    matches!(
+        c,
+        '.' | ','
+            | ';'
+            | ':'
+            | '!'
+            | '?'
+            | '('
+            | ')'
+            | '['
+            | ']'
+            | '{'
+            | '}'
+            | '<'
+            | '>'
+            | '"'
+            | '|'
+            | '\n'
+            | '`'
+            | '='
+    )
+}
+
+fn is_apostrophe(c: char) -> bool {
+    matches!(c, '\'' | '’' | '‘')
+}
+
+/// Whether `word` (already lower-case) is a stopword.
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.binary_search(&word).is_ok()
+}
+
+/// Splits `text` into runs of adjacent lower-case content words.
+///
+/// Stopwords, single letters and clause punctuation end a run; whitespace,
+/// hyphens, slashes and underscores do not ("pre-commit", "relevant_files").
+pub fn runs(text: &str) -> Vec<Vec<String>> {
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let mut current: Vec<String> = Vec::new();
+    let mut raw = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() {
+            raw.push(c);
+            continue;
+        }
+        // "don't": an apostrophe between letters joins them.
+        if is_apostrophe(c) && !raw.is_empty() && chars.peek().is_some_and(|n| n.is_alphanumeric())
+        {
+            continue;
+        }
+        push_raw_word(&mut raw, &mut current, &mut runs);
+        if breaks_run(c) {
+            end_run(&mut current, &mut runs);
         }
     }
-    out
+    push_raw_word(&mut raw, &mut current, &mut runs);
+    end_run(&mut current, &mut runs);
+    runs
+}
+
+/// Lower-case whole content words, in order, without adjacency.
+pub fn words(text: &str) -> Vec<String> {
+    runs(text).into_iter().flatten().collect()
+}
+
+fn push_raw_word(raw: &mut String, current: &mut Vec<String>, runs: &mut Vec<Vec<String>>) {
+    if raw.is_empty() {
+        return;
+    }
+    for piece in split_camel_case(raw) {
+        let word = piece.to_lowercase();
+        let meaningful = word.chars().count() > 1 || word.chars().all(|c| c.is_ascii_digit());
+        if meaningful && !is_stopword(&word) {
+            current.push(word);
+        } else {
+            end_run(current, runs);
+        }
+    }
+    raw.clear();
+}
+
+fn end_run(current: &mut Vec<String>, runs: &mut Vec<Vec<String>>) {
+    if !current.is_empty() {
+        runs.push(std::mem::take(current));
+    }
 }
 
 /// "listModels" -> ["list", "Models"]; all-caps and all-lower words stay whole.
 fn split_camel_case(word: &str) -> Vec<&str> {
     let mut pieces = Vec::new();
     let mut start = 0;
-    let chars: Vec<(usize, char)> = word.char_indices().collect();
-    for window in chars.windows(2) {
-        let (_, previous) = window[0];
-        let (index, current) = window[1];
-        if previous.is_lowercase() && current.is_uppercase() {
+    let mut previous: Option<char> = None;
+    for (index, current) in word.char_indices() {
+        if previous.is_some_and(char::is_lowercase) && current.is_uppercase() {
             pieces.push(&word[start..index]);
             start = index;
         }
+        previous = Some(current);
     }
     pieces.push(&word[start..]);
     pieces
@@ -50,6 +132,14 @@ fn split_camel_case(word: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stopwords_are_sorted_for_binary_search() {
+        assert!(
+            STOPWORDS.windows(2).all(|w| w[0] < w[1]),
+            "keep STOPWORDS sorted"
+        );
+    }
 
     #[test]
     fn splits_on_word_boundaries_only() {
@@ -72,5 +162,42 @@ mod tests {
     #[test]
     fn drops_stopwords_and_keeps_digits() {
         assert_eq!(words("Can you fix the HTTP 500?"), ["fix", "http", "500"]);
+    }
+
+    #[test]
+    fn keeps_contractions_whole() {
+        assert_eq!(words("don't panic, it's fine"), ["dont", "panic", "fine"]);
+        assert_eq!(words("what’s wrong"), ["wrong"]);
+    }
+
+    #[test]
+    fn runs_break_at_stopwords_and_punctuation() {
+        assert_eq!(
+            runs("root cause of the crash. Unit tests, pre-commit"),
+            vec![
+                vec!["root", "cause"],
+                vec!["crash"],
+                vec!["unit", "tests"],
+                vec!["pre", "commit"]
+            ]
+        );
+    }
+
+    #[test]
+    fn odd_input_does_not_panic() {
+        for text in [
+            "",
+            "   ",
+            "'",
+            "a'",
+            "'b",
+            "ÄÖÜ ß İstanbul",
+            "🦀🦀",
+            "x\u{0}y",
+            "ǅemal",
+        ] {
+            let _ = runs(text);
+        }
+        assert!(words("").is_empty());
     }
 }

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{EXECUTE, ToolOutcome, parse_arguments};
-use crate::engine::Engine;
+use crate::{engine::Engine, services::CallContext};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -18,7 +18,11 @@ struct ExecuteArgs {
     continuation_id: Option<String>,
 }
 
-pub async fn call(engine: &Engine, arguments: Map<String, Value>) -> ToolOutcome {
+pub async fn call(
+    engine: &Engine,
+    arguments: Map<String, Value>,
+    call: &CallContext,
+) -> ToolOutcome {
     let args = match parse_arguments::<ExecuteArgs>(EXECUTE, arguments) {
         Ok(args) => args,
         Err(outcome) => return outcome,
@@ -38,6 +42,6 @@ pub async fn call(engine: &Engine, arguments: Map<String, Value>) -> ToolOutcome
         Some(other) => other,
     };
     engine
-        .execute(&args.mode, request, args.continuation_id.as_deref())
+        .execute(&args.mode, request, args.continuation_id.as_deref(), call)
         .await
 }

@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     catalog::{Catalog, Mode},
     engine::Engine,
+    services::CallContext,
 };
 
 pub const SELECT_MODE: &str = "zen_select_mode";
@@ -151,12 +152,14 @@ impl ToolCall {
         }
     }
 
-    pub async fn run(self, engine: &Engine) -> ToolOutcome {
+    pub async fn run(self, engine: &Engine, call: &CallContext) -> ToolOutcome {
         match self {
             ToolCall::SelectMode(arguments) => select_mode::call(engine, arguments),
-            ToolCall::Execute(arguments) => execute::call(engine, arguments).await,
+            ToolCall::Execute(arguments) => execute::call(engine, arguments, call).await,
             ToolCall::Mode { name, request } => {
-                engine.execute(&name, Value::Object(request), None).await
+                engine
+                    .execute(&name, Value::Object(request), None, call)
+                    .await
             }
         }
     }

@@ -12,15 +12,13 @@ use crate::{
     catalog::Mode,
     describe::{self, FieldSet},
     engine::Engine,
-    select,
 };
 
 pub const DEFAULT_TOP_K: usize = 3;
 pub const MAX_TOP_K: usize = 10;
-/// The mode recommended when nothing in the catalog matches the task.
+/// The mode recommended when no mode clearly fits: it answers anything, and
+/// a wrong specialised mode (say, a multi-step audit) costs more than a chat.
 const FALLBACK_MODE: &str = "chat";
-/// Below this confidence the reply says the match is weak.
-const LOW_CONFIDENCE: f32 = 0.35;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,33 +60,58 @@ pub fn run(engine: &Engine, args: &SelectArgs) -> ToolOutcome {
 
 fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
     let catalog = engine.catalog();
-    let ranked = engine.index().rank(task);
-    let scores: Vec<f32> = ranked.iter().take(top_k).map(|r| r.score).collect();
-    let confidences = select::confidences(&scores);
-
-    let Some(best) = ranked.first() else {
+    let ranking = engine.index().ranking(task);
+    let Some(best) = ranking.ranked.first() else {
         return no_match(engine, task);
     };
-    let best_mode = &catalog.modes()[best.mode_index];
+    let fallback = catalog
+        .get(FALLBACK_MODE)
+        .filter(|_| ranking.no_clear_fit())
+        .filter(|fallback| fallback.name() != catalog.modes()[best.mode_index].name());
+
     let mut reply = Map::new();
-    reply.insert("mode".into(), json!(best_mode.name()));
-    reply.insert("confidence".into(), json!(round2(confidences[0])));
-    if confidences[0] < LOW_CONFIDENCE {
+    let (mode, confidence, reason_text) = match fallback {
+        // No mode clearly fits: recommend the general mode, and list the
+        // best matches (including the top one) as alternatives.
+        Some(fallback) => {
+            let confidence = ranking
+                .ranked
+                .iter()
+                .find(|r| catalog.modes()[r.mode_index].name() == fallback.name())
+                .map_or(0.0, |r| r.confidence);
+            let best_name = catalog.modes()[best.mode_index].name();
+            let reason = format!(
+                "no mode clearly fits (best: {best_name} at {:.2}); {} is the general fallback",
+                best.confidence,
+                fallback.name()
+            );
+            (fallback.as_ref(), confidence, reason)
+        }
+        None => (
+            catalog.modes()[best.mode_index].as_ref(),
+            best.confidence,
+            reason(&best.matched),
+        ),
+    };
+    reply.insert("mode".into(), json!(mode.name()));
+    reply.insert("confidence".into(), json!(round2(confidence)));
+    if fallback.is_some() || ranking.is_low_confidence() {
         reply.insert("low_confidence".into(), json!(true));
     }
-    reply.insert("reason".into(), json!(reason(&best.matched)));
-    insert_essentials(&mut reply, best_mode, FieldSet::Key);
-    let alternatives: Vec<Value> = ranked
+    reply.insert("reason".into(), json!(reason_text));
+    insert_essentials(&mut reply, mode, FieldSet::Key);
+    let alternatives: Vec<Value> = ranking
+        .ranked
         .iter()
-        .zip(&confidences)
-        .skip(1)
-        .map(|(ranked, confidence)| {
-            let mode = &catalog.modes()[ranked.mode_index];
+        .filter(|ranked| catalog.modes()[ranked.mode_index].name() != mode.name())
+        .take(top_k - 1 + usize::from(fallback.is_some()))
+        .map(|ranked| {
+            let alternative = &catalog.modes()[ranked.mode_index];
             json!({
-                "mode": mode.name(),
-                "confidence": round2(*confidence),
-                "summary": mode.manifest.summary,
-                "required": mode.manifest.required(),
+                "mode": alternative.name(),
+                "confidence": round2(ranked.confidence),
+                "summary": alternative.manifest.summary,
+                "required": alternative.manifest.required(),
             })
         })
         .collect();
@@ -152,6 +175,9 @@ fn insert_essentials(reply: &mut Map<String, Value>, mode: &Mode, fields: FieldS
 }
 
 fn reason(matched: &[String]) -> String {
+    if matched.is_empty() {
+        return "close to this mode's example tasks".to_owned();
+    }
     let words: Vec<&str> = matched.iter().take(4).map(String::as_str).collect();
     format!("matched: {}", words.join(", "))
 }
@@ -166,5 +192,99 @@ fn truncate(text: &str, max_chars: usize) -> String {
     } else {
         let cut: String = text.chars().take(max_chars - 1).collect();
         format!("{cut}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{catalog::Catalog, engine::EngineConfig};
+
+    fn engine() -> Engine {
+        Engine::new(Catalog::builtin().unwrap(), EngineConfig::default()).unwrap()
+    }
+
+    fn select(engine: &Engine, task: &str, top_k: Option<usize>) -> Value {
+        let args = SelectArgs {
+            task_description: Some(task.to_owned()),
+            mode: None,
+            top_k,
+        };
+        let outcome = run(engine, &args);
+        assert!(!outcome.is_error, "{}", outcome.body);
+        outcome.body
+    }
+
+    #[test]
+    fn a_clear_task_gets_its_mode_with_high_confidence() {
+        let engine = engine();
+        let reply = select(
+            &engine,
+            "write unit tests with edge cases for the date parser",
+            None,
+        );
+        assert_eq!(reply["mode"], "testgen");
+        assert!(reply["confidence"].as_f64().unwrap() > 0.5, "{reply}");
+        assert!(reply.get("low_confidence").is_none(), "{reply}");
+        assert!(reply["reason"].as_str().unwrap().starts_with("matched: "));
+        let alternatives = reply["alternatives"].as_array().unwrap();
+        assert!(alternatives.len() <= DEFAULT_TOP_K - 1);
+        for alternative in alternatives {
+            for key in ["mode", "confidence", "summary", "required"] {
+                assert!(
+                    alternative.get(key).is_some(),
+                    "{key} missing: {alternative}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_vague_task_falls_back_to_chat_and_shows_the_best_matches() {
+        let engine = engine();
+        let reply = select(&engine, "make it better", Some(3));
+        assert_eq!(reply["mode"], FALLBACK_MODE, "{reply}");
+        assert_eq!(reply["low_confidence"], true);
+        assert!(
+            reply["reason"]
+                .as_str()
+                .unwrap()
+                .contains("no mode clearly fits")
+        );
+        let alternatives = reply["alternatives"].as_array().unwrap();
+        // The fallback adds one alternative: the best match is not hidden.
+        assert_eq!(alternatives.len(), 3, "{reply}");
+        assert!(alternatives.iter().all(|a| a["mode"] != FALLBACK_MODE));
+        assert!(reply["next_call"]["arguments"]["mode"] == FALLBACK_MODE);
+    }
+
+    #[test]
+    fn nothing_matched_lists_the_modes() {
+        let engine = engine();
+        let reply = select(&engine, "zzzz qqqq", None);
+        assert_eq!(reply["mode"], FALLBACK_MODE);
+        assert_eq!(reply["confidence"], 0.0);
+        assert_eq!(reply["low_confidence"], true);
+        assert_eq!(
+            reply["modes"].as_array().unwrap().len(),
+            engine.catalog().len()
+        );
+    }
+
+    #[test]
+    fn confidences_are_in_range_and_alternatives_follow_top_k() {
+        let engine = engine();
+        for top_k in [1, 2, 5, 50] {
+            let reply = select(
+                &engine,
+                "review my staged changes before I commit",
+                Some(top_k),
+            );
+            let clamped = top_k.clamp(1, MAX_TOP_K);
+            let alternatives = reply["alternatives"].as_array().map_or(0, Vec::len);
+            assert!(alternatives < clamped, "top_k {top_k}: {reply}");
+            let confidence = reply["confidence"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&confidence));
+        }
     }
 }

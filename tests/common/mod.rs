@@ -7,6 +7,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod fake_provider;
+
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::TcpStream,
@@ -22,6 +24,22 @@ pub const REPLY_TIMEOUT: Duration = Duration::from_secs(20);
 pub const LEGACY_VERSION: &str = "2025-11-25";
 pub const STATELESS_VERSION: &str = "2026-07-28";
 
+/// Variables that configure model providers; tests start from none of them.
+pub const PROVIDER_VARIABLES: &[&str] = &[
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GEMINI_API_KEY",
+    "GEMINI_BASE_URL",
+    "OPENROUTER_API_KEY",
+    "OPENROUTER_BASE_URL",
+    "XAI_API_KEY",
+    "XAI_BASE_URL",
+    "CUSTOM_API_URL",
+    "CUSTOM_API_KEY",
+    "CUSTOM_MODEL_NAME",
+    "DEFAULT_MODEL",
+];
+
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_zenmode")
 }
@@ -34,10 +52,15 @@ pub fn zenmode(args: &[&str]) -> Command {
         .env_remove("ZEN_TOKEN_OPTIMIZATION")
         .env_remove("ZEN_PINNED_MODES")
         .env_remove("ZEN_MODES_DIR")
-        .env(
-            "RUST_LOG",
-            std::env::var("TEST_RUST_LOG").unwrap_or("warn".into()),
-        );
+        .env_remove("ZEN_ALLOWED_ROOTS")
+        .env_remove("ZEN_CLINK_CONFIG");
+    for variable in PROVIDER_VARIABLES {
+        command.env_remove(variable);
+    }
+    command.env(
+        "RUST_LOG",
+        std::env::var("TEST_RUST_LOG").unwrap_or("warn".into()),
+    );
     command
 }
 

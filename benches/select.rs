@@ -1,0 +1,138 @@
+//! Mode selection: accuracy against the plain BM25 baseline, then latency.
+//!
+//! `cargo bench --bench select` first prints top-1 / top-3 / MRR of the full
+//! ranker and of the plain BM25 baseline on the dev set (18 built-in modes)
+//! and on the GitHub set (117 imported tools), then measures:
+//!
+//! - `select/rank_builtin`: one ranking over the 18 built-in modes (target p50 <= 200 µs);
+//! - `select/reply_builtin`: the whole `zen_select_mode` reply, ranking included;
+//! - `select/rank_union`: one ranking over the 1,155-tool union catalog (target <= 1 ms);
+//! - `select/build_union`: building the index for the union catalog (target <= 50 ms).
+//!
+//! Criterion reports the median per iteration; each iteration ranks the next
+//! query of the labeled set, so the figure is a median over real queries.
+
+use std::{
+    hint::black_box,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use zenmode::{
+    catalog::{Catalog, CatalogSources},
+    engine::{Engine, EngineConfig},
+    eval,
+    select::{Index, Ranker},
+    tools::select_mode,
+};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn foreign(file: &str) -> Catalog {
+    let sources = CatalogSources {
+        no_builtin: true,
+        foreign_catalogs: vec![root().join("../shared/catalogs").join(file)],
+        ..Default::default()
+    };
+    Catalog::load(&sources).expect("catalog loads")
+}
+
+fn labels(file: &str) -> Vec<eval::Label> {
+    let path: PathBuf = root().join("tests/data").join(file);
+    eval::read_labels(&path).expect("labels parse")
+}
+
+/// Prints the accuracy table once, so a bench run documents both sides of
+/// the trade: what the ranking costs and what it buys over plain BM25.
+fn print_accuracy() {
+    let sets = [
+        (
+            "dev (18 modes)",
+            Catalog::builtin().unwrap(),
+            labels("select_dev.jsonl"),
+        ),
+        (
+            "github (117 tools)",
+            foreign("github.json"),
+            labels("select_github.jsonl"),
+        ),
+    ];
+    println!("\nselection accuracy           ranker  top-1  top-3    MRR");
+    for (name, catalog, labels) in &sets {
+        for ranker in [Ranker::Full, Ranker::Bm25] {
+            let index = Index::build_with(catalog, ranker);
+            let o = eval::evaluate(&index, catalog, labels).overall;
+            println!(
+                "{name:<28} {:<6} {:>6.3} {:>6.3} {:>6.3}",
+                ranker.as_str(),
+                o.top1,
+                o.top3,
+                o.mrr
+            );
+        }
+    }
+    println!();
+}
+
+fn bench_select(c: &mut Criterion) {
+    print_accuracy();
+
+    let dev: Vec<String> = labels("select_dev.jsonl")
+        .into_iter()
+        .map(|l| l.query)
+        .collect();
+    let github: Vec<String> = labels("select_github.jsonl")
+        .into_iter()
+        .map(|l| l.query)
+        .collect();
+
+    let builtin = Catalog::builtin().unwrap();
+    let index = Index::build(&builtin);
+    let union = foreign("union_all.json");
+    let union_index = Index::build(&union);
+    let engine = Engine::new(Catalog::builtin().unwrap(), EngineConfig::default()).unwrap();
+    engine.index(); // build outside the measurement
+
+    let mut group = c.benchmark_group("select");
+    group.measurement_time(Duration::from_secs(5));
+
+    let mut next = 0usize;
+    group.bench_function("rank_builtin", |b| {
+        b.iter(|| {
+            next = (next + 1) % dev.len();
+            black_box(index.ranking(black_box(&dev[next])))
+        })
+    });
+
+    let mut next = 0usize;
+    group.bench_function("reply_builtin", |b| {
+        b.iter(|| {
+            next = (next + 1) % dev.len();
+            let args = select_mode::SelectArgs {
+                task_description: Some(dev[next].clone()),
+                ..Default::default()
+            };
+            black_box(select_mode::run(&engine, &args))
+        })
+    });
+
+    let mut next = 0usize;
+    group.bench_function("rank_union", |b| {
+        b.iter(|| {
+            next = (next + 1) % github.len();
+            black_box(union_index.ranking(black_box(&github[next])))
+        })
+    });
+
+    group.sample_size(20);
+    group.bench_function("build_union", |b| {
+        b.iter(|| black_box(Index::build(black_box(&union))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_select);
+criterion_main!(benches);

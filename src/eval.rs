@@ -1,0 +1,520 @@
+//! `zenmode eval`: scores the selection ranking on a labeled set.
+//!
+//! A labels file has one JSON object per line:
+//! `{"query": "...", "expected": "mode", "acceptable": ["other_mode"]}`
+//! (`acceptable` optional; blank lines are skipped). Every named mode must
+//! exist in the catalog, so a typo fails loudly instead of scoring as a miss.
+//!
+//! The report gives top-1 (exactly the expected mode first), top-1 counting
+//! acceptable modes too, top-3 and mean reciprocal rank (of the expected
+//! mode; a mode not ranked at all counts 0), per expected mode, the most
+//! frequent confusions, and how the confidence behaves: how often the select
+//! tool would flag a reply as low-confidence or fall back to the general
+//! mode, and the expected calibration error (the gap between the stated
+//! confidence and the observed accuracy, averaged over confidence bins).
+
+use std::{collections::BTreeMap, fmt::Write as _, path::Path};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::{
+    catalog::Catalog,
+    select::{Index, Ranking},
+};
+
+/// How many confusions the report lists.
+const TOP_CONFUSIONS: usize = 10;
+/// Bins for the expected calibration error.
+const CALIBRATION_BINS: usize = 10;
+
+/// One labeled query.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Label {
+    pub query: String,
+    pub expected: String,
+    #[serde(default)]
+    pub acceptable: Vec<String>,
+    /// 1-based line in the labels file, for error messages.
+    #[serde(skip)]
+    pub line: usize,
+}
+
+/// A labels file that cannot be used; names the file and the line.
+#[derive(Debug, thiserror::Error)]
+pub enum LabelsError {
+    #[error("{path}: cannot read labels file: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {problem}")]
+    Line {
+        path: String,
+        line: usize,
+        problem: String,
+    },
+    #[error("{path}: no labeled queries (one JSON object per line)")]
+    Empty { path: String },
+}
+
+/// Reads a labels file (JSON lines).
+pub fn read_labels(path: &Path) -> Result<Vec<Label>, LabelsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LabelsError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    parse_labels(&text, &path.display().to_string())
+}
+
+/// Parses JSON-lines labels; `source_name` is used in errors.
+pub fn parse_labels(text: &str, source_name: &str) -> Result<Vec<Label>, LabelsError> {
+    let mut labels = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let error = |problem: String| LabelsError::Line {
+            path: source_name.to_owned(),
+            line: number + 1,
+            problem,
+        };
+        let mut label: Label = serde_json::from_str(line).map_err(|e| {
+            error(format!(
+                "not a label ({{\"query\": \"...\", \"expected\": \"mode\", \"acceptable\": [...]}}): {e}"
+            ))
+        })?;
+        if label.query.trim().is_empty() {
+            return Err(error("\"query\" is empty".to_owned()));
+        }
+        if label.expected.trim().is_empty() {
+            return Err(error("\"expected\" is empty".to_owned()));
+        }
+        label.line = number + 1;
+        labels.push(label);
+    }
+    if labels.is_empty() {
+        return Err(LabelsError::Empty {
+            path: source_name.to_owned(),
+        });
+    }
+    Ok(labels)
+}
+
+/// Checks that every mode a label names exists; the error names the line.
+pub fn check_labels(labels: &[Label], catalog: &Catalog, source_name: &str) -> Result<(), String> {
+    for label in labels {
+        for name in std::iter::once(&label.expected).chain(&label.acceptable) {
+            if catalog.get(name).is_none() {
+                let closest = catalog.closest_names(name, 3);
+                return Err(format!(
+                    "{source_name}:{}: mode {name:?} is not in the catalog{}",
+                    label.line,
+                    if closest.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (closest: {})", closest.join(", "))
+                    }
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Scores for one group of queries (all, or one expected mode).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scores {
+    pub n: usize,
+    pub top1: f64,
+    pub top1_acceptable: f64,
+    pub top3: f64,
+    pub mrr: f64,
+}
+
+/// What went wrong on one query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Miss {
+    pub query: String,
+    pub expected: String,
+    /// The top-ranked mode, or `None` when nothing matched.
+    pub got: Option<String>,
+    pub confidence: f64,
+    /// 1-based rank of the expected mode, `None` if it was not ranked.
+    pub rank: Option<usize>,
+}
+
+/// The full evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub ranker: &'static str,
+    pub modes: usize,
+    pub overall: Scores,
+    pub per_mode: BTreeMap<String, Scores>,
+    /// ((expected, got), count), most frequent first.
+    pub confusions: Vec<((String, String), usize)>,
+    /// Share of queries the select tool would flag as low-confidence.
+    pub low_confidence: f64,
+    /// Share it would answer with the general fallback mode instead.
+    pub no_clear_fit: f64,
+    /// Top-1 accuracy over the queries not flagged low-confidence.
+    pub top1_when_confident: f64,
+    /// Mean stated top-1 confidence.
+    pub mean_confidence: f64,
+    /// Expected calibration error of the top-1 confidence.
+    pub calibration_error: f64,
+    pub misses: Vec<Miss>,
+}
+
+#[derive(Default)]
+struct Tally {
+    n: usize,
+    top1: usize,
+    top1_acceptable: usize,
+    top3: usize,
+    reciprocal_ranks: f64,
+}
+
+impl Tally {
+    fn add(&mut self, rank: Option<usize>, acceptable_first: bool) {
+        self.n += 1;
+        self.top1 += usize::from(rank == Some(1));
+        self.top1_acceptable += usize::from(rank == Some(1) || acceptable_first);
+        self.top3 += usize::from(rank.is_some_and(|r| r <= 3));
+        self.reciprocal_ranks += rank.map_or(0.0, |r| 1.0 / r as f64);
+    }
+
+    fn scores(&self) -> Scores {
+        let share = |count: usize| ratio(count as f64, self.n);
+        Scores {
+            n: self.n,
+            top1: share(self.top1),
+            top1_acceptable: share(self.top1_acceptable),
+            top3: share(self.top3),
+            mrr: ratio(self.reciprocal_ranks, self.n),
+        }
+    }
+}
+
+fn ratio(value: f64, n: usize) -> f64 {
+    if n == 0 { 0.0 } else { value / n as f64 }
+}
+
+/// Ranks every labeled query with `index` over `catalog` and scores it.
+pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
+    let name = |ranking: &Ranking, position: usize| {
+        ranking
+            .ranked
+            .get(position)
+            .map(|r| catalog.modes()[r.mode_index].name().to_owned())
+    };
+    let mut overall = Tally::default();
+    let mut per_mode: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut confusions: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut misses = Vec::new();
+    let (mut low, mut no_fit) = (0usize, 0usize);
+    let (mut confident, mut confident_right) = (0usize, 0usize);
+    let mut confidence_sum = 0.0;
+    // Per bin: (count, summed confidence, correct).
+    let mut bins = [(0usize, 0.0f64, 0usize); CALIBRATION_BINS];
+
+    for label in labels {
+        let ranking = index.ranking(&label.query);
+        let rank = ranking
+            .ranked
+            .iter()
+            .position(|r| catalog.modes()[r.mode_index].name() == label.expected)
+            .map(|position| position + 1);
+        let top = name(&ranking, 0);
+        let acceptable_first = top.as_ref().is_some_and(|t| label.acceptable.contains(t));
+        overall.add(rank, acceptable_first);
+        per_mode
+            .entry(label.expected.clone())
+            .or_default()
+            .add(rank, acceptable_first);
+
+        let confidence = f64::from(ranking.ranked.first().map_or(0.0, |r| r.confidence));
+        let right = rank == Some(1);
+        confidence_sum += confidence;
+        let bin = ((confidence * CALIBRATION_BINS as f64) as usize).min(CALIBRATION_BINS - 1);
+        bins[bin].0 += 1;
+        bins[bin].1 += confidence;
+        bins[bin].2 += usize::from(right);
+        if ranking.is_low_confidence() {
+            low += 1;
+        } else {
+            confident += 1;
+            confident_right += usize::from(right);
+        }
+        no_fit += usize::from(ranking.no_clear_fit());
+
+        if !right {
+            if let Some(got) = &top {
+                *confusions
+                    .entry((label.expected.clone(), got.clone()))
+                    .or_default() += 1;
+            }
+            misses.push(Miss {
+                query: label.query.clone(),
+                expected: label.expected.clone(),
+                got: top,
+                confidence,
+                rank,
+            });
+        }
+    }
+
+    let mut confusions: Vec<((String, String), usize)> = confusions.into_iter().collect();
+    confusions.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    confusions.truncate(TOP_CONFUSIONS);
+    let n = labels.len();
+    let calibration_error = bins
+        .iter()
+        .filter(|(count, _, _)| *count > 0)
+        .map(|&(count, confidence, correct)| {
+            (count as f64 / n as f64)
+                * (confidence / count as f64 - correct as f64 / count as f64).abs()
+        })
+        .sum();
+    Report {
+        ranker: index.ranker().as_str(),
+        modes: catalog.len(),
+        overall: overall.scores(),
+        per_mode: per_mode.into_iter().map(|(m, t)| (m, t.scores())).collect(),
+        confusions,
+        low_confidence: ratio(low as f64, n),
+        no_clear_fit: ratio(no_fit as f64, n),
+        top1_when_confident: ratio(confident_right as f64, confident),
+        mean_confidence: ratio(confidence_sum, n),
+        calibration_error,
+        misses,
+    }
+}
+
+fn round3(value: f64) -> f64 {
+    (value * 1000.0).round() / 1000.0
+}
+
+fn scores_json(scores: &Scores) -> Value {
+    json!({
+        "n": scores.n,
+        "top1": round3(scores.top1),
+        "top1_acceptable": round3(scores.top1_acceptable),
+        "top3": round3(scores.top3),
+        "mrr": round3(scores.mrr),
+    })
+}
+
+/// The report as `eval --json` prints it: the overall scores at the top level.
+pub fn to_json(report: &Report) -> Value {
+    let mut value = scores_json(&report.overall);
+    let extra = json!({
+        "ranker": report.ranker,
+        "modes": report.modes,
+        "low_confidence": round3(report.low_confidence),
+        "no_clear_fit": round3(report.no_clear_fit),
+        "top1_when_confident": round3(report.top1_when_confident),
+        "mean_confidence": round3(report.mean_confidence),
+        "calibration_error": round3(report.calibration_error),
+        "per_mode": report
+            .per_mode
+            .iter()
+            .map(|(mode, scores)| (mode.clone(), scores_json(scores)))
+            .collect::<serde_json::Map<String, Value>>(),
+        "confusions": report
+            .confusions
+            .iter()
+            .map(|((expected, got), count)| json!({"expected": expected, "got": got, "count": count}))
+            .collect::<Vec<_>>(),
+        "misses": report
+            .misses
+            .iter()
+            .map(|miss| json!({
+                "query": miss.query,
+                "expected": miss.expected,
+                "got": miss.got,
+                "confidence": round3(miss.confidence),
+                "rank": miss.rank,
+            }))
+            .collect::<Vec<_>>(),
+    });
+    if let (Value::Object(base), Value::Object(extra)) = (&mut value, extra) {
+        base.extend(extra);
+    }
+    value
+}
+
+/// The report as a table for people.
+pub fn to_table(report: &Report, show_misses: bool) -> String {
+    let o = &report.overall;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} queries over {} modes ({} ranker)\n",
+        o.n, report.modes, report.ranker
+    );
+    let _ = writeln!(
+        out,
+        "top-1 {:.3}   top-1 (acceptable) {:.3}   top-3 {:.3}   MRR {:.3}",
+        o.top1, o.top1_acceptable, o.top3, o.mrr
+    );
+    let _ = writeln!(
+        out,
+        "low confidence {:.3}   fallback {:.3}   top-1 when confident {:.3}   mean confidence {:.3}   calibration error {:.3}\n",
+        report.low_confidence,
+        report.no_clear_fit,
+        report.top1_when_confident,
+        report.mean_confidence,
+        report.calibration_error
+    );
+    let width = report
+        .per_mode
+        .keys()
+        .map(|m| m.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>4}  {:>6}  {:>6}  {:>6}  {:>6}",
+        "mode", "n", "top-1", "accept", "top-3", "MRR"
+    );
+    for (mode, s) in &report.per_mode {
+        let _ = writeln!(
+            out,
+            "{mode:<width$}  {:>4}  {:>6.3}  {:>6.3}  {:>6.3}  {:>6.3}",
+            s.n, s.top1, s.top1_acceptable, s.top3, s.mrr
+        );
+    }
+    if !report.confusions.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nmost frequent confusions (expected -> ranked first):"
+        );
+        for ((expected, got), count) in &report.confusions {
+            let _ = writeln!(out, "  {count:>3}  {expected} -> {got}");
+        }
+    }
+    if show_misses && !report.misses.is_empty() {
+        let _ = writeln!(out, "\nmisses:");
+        for miss in &report.misses {
+            let _ = writeln!(
+                out,
+                "  {} -> {} ({:.2}, expected at {}): {}",
+                miss.expected,
+                miss.got.as_deref().unwrap_or("nothing"),
+                miss.confidence,
+                miss.rank.map_or("-".to_owned(), |r| r.to_string()),
+                miss.query
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::select::Ranker;
+
+    #[test]
+    fn parses_labels_and_skips_blank_lines() {
+        let text = "{\"query\": \"q1\", \"expected\": \"debug\"}\n\n{\"query\": \"q2\", \"expected\": \"chat\", \"acceptable\": [\"thinkdeep\"]}\n";
+        let labels = parse_labels(text, "t.jsonl").unwrap();
+        assert_eq!(labels.len(), 2);
+        assert_eq!(labels[1].acceptable, ["thinkdeep"]);
+    }
+
+    #[test]
+    fn malformed_lines_name_the_line() {
+        let text = "{\"query\": \"q\", \"expected\": \"debug\"}\n{\"query\": \"q\"}\n";
+        let err = parse_labels(text, "t.jsonl").unwrap_err().to_string();
+        assert!(err.starts_with("t.jsonl:2: "), "{err}");
+        let err = parse_labels("not json", "t.jsonl").unwrap_err().to_string();
+        assert!(err.starts_with("t.jsonl:1: "), "{err}");
+        let err = parse_labels("{\"query\": \" \", \"expected\": \"x\"}", "t.jsonl")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"query\" is empty"), "{err}");
+        let err = parse_labels(
+            "{\"query\": \"q\", \"expected\": \"x\", \"acceptible\": []}",
+            "f",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("acceptible"), "{err}");
+        assert!(matches!(
+            parse_labels("\n\n", "f"),
+            Err(LabelsError::Empty { .. })
+        ));
+    }
+
+    #[test]
+    fn missing_file_is_a_clear_error() {
+        let err = read_labels(Path::new("/no/such/labels.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/no/such/labels.jsonl"), "{err}");
+    }
+
+    #[test]
+    fn unknown_modes_in_labels_are_rejected() {
+        let catalog = Catalog::builtin().unwrap();
+        let text = "\n{\"query\": \"q\", \"expected\": \"debgu\"}";
+        let labels = parse_labels(text, "f").unwrap();
+        let err = check_labels(&labels, &catalog, "f").unwrap_err();
+        assert!(
+            err.starts_with("f:2: ") && err.contains("\"debgu\"") && err.contains("debug"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn scores_a_tiny_set() {
+        let catalog = Catalog::builtin().unwrap();
+        let index = Index::build_with(&catalog, Ranker::Full);
+        let labels = parse_labels(
+            concat!(
+                "{\"query\": \"write unit tests for the parser\", \"expected\": \"testgen\"}\n",
+                "{\"query\": \"write unit tests for the parser\", \"expected\": \"debug\", \"acceptable\": [\"testgen\"]}\n",
+                "{\"query\": \"zzzz qqqq\", \"expected\": \"chat\"}\n",
+            ),
+            "f",
+        )
+        .unwrap();
+        let report = evaluate(&index, &catalog, &labels);
+        assert_eq!(report.overall.n, 3);
+        assert!((report.overall.top1 - 1.0 / 3.0).abs() < 1e-9);
+        assert!((report.overall.top1_acceptable - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!(report.per_mode["testgen"].top1, 1.0);
+        assert_eq!(report.per_mode["chat"].mrr, 0.0);
+        assert_eq!(report.confusions, [(("debug".into(), "testgen".into()), 1)]);
+        assert_eq!(report.misses.len(), 2);
+        assert!(
+            report
+                .misses
+                .iter()
+                .any(|m| m.got.is_none() && m.rank.is_none())
+        );
+
+        let json = to_json(&report);
+        for key in [
+            "n",
+            "top1",
+            "top1_acceptable",
+            "top3",
+            "mrr",
+            "per_mode",
+            "confusions",
+        ] {
+            assert!(json.get(key).is_some(), "{key} missing from {json}");
+        }
+        let table = to_table(&report, true);
+        assert!(
+            table.contains("testgen") && table.contains("debug -> testgen"),
+            "{table}"
+        );
+    }
+}

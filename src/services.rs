@@ -1,0 +1,112 @@
+//! What executors may use besides their request: model providers, confined
+//! file access, conversation memory and external CLIs (process-wide), plus
+//! progress and cancellation (per call).
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    conversation::{ConversationStore, InMemoryStore, MemoryConfig},
+    executor::clink::ClinkConfig,
+    files::{FileAccess, FileError, parse_root_list},
+    providers::Providers,
+};
+
+/// Process-wide services, built once at start-up from flags and environment.
+pub struct Services {
+    pub providers: Providers,
+    pub files: FileAccess,
+    pub memory: Arc<dyn ConversationStore>,
+    pub clink: ClinkConfig,
+}
+
+impl Services {
+    /// From the process environment: provider keys, `ZEN_ALLOWED_ROOTS`,
+    /// `CONVERSATION_TIMEOUT_HOURS`, `MAX_CONVERSATION_TURNS`, the clink settings;
+    /// `allow_roots` are the `--allow-root` flags.
+    pub fn from_env(allow_roots: &[PathBuf]) -> Result<Self, FileError> {
+        let env = |name: &str| std::env::var(name).ok();
+        let mut roots = allow_roots.to_vec();
+        if let Some(list) = std::env::var_os("ZEN_ALLOWED_ROOTS") {
+            roots.extend(parse_root_list(&list));
+        }
+        Ok(Services {
+            providers: Providers::from_env(&env),
+            files: FileAccess::new(&working_dir(), &roots)?,
+            memory: Arc::new(InMemoryStore::new(MemoryConfig::from_env(&env))),
+            clink: ClinkConfig::from_env(&env),
+        })
+    }
+
+    /// No providers and no CLIs, files confined to the working directory:
+    /// for tests, benches and the measuring commands.
+    pub fn offline() -> Self {
+        let no_env = |_: &str| None;
+        let cwd = working_dir();
+        let files = FileAccess::new(&cwd, &[])
+            .or_else(|_| FileAccess::new(&std::env::temp_dir(), &[]))
+            .expect("the temporary directory exists");
+        Services {
+            providers: Providers::from_env(&no_env),
+            files,
+            memory: Arc::new(InMemoryStore::new(MemoryConfig::default())),
+            clink: ClinkConfig::from_env(&no_env),
+        }
+    }
+}
+
+fn working_dir() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir())
+}
+
+/// Receives progress while a call waits on something slow (a model, a CLI).
+#[async_trait]
+pub trait ProgressSink: Send + Sync {
+    async fn report(&self, progress: f64, message: String);
+}
+
+/// Per-call context: the client's cancellation and, when it asked for
+/// progress (sent a progress token), where to report it.
+#[derive(Clone, Default)]
+pub struct CallContext {
+    pub cancel: CancellationToken,
+    pub progress: Option<Arc<dyn ProgressSink>>,
+}
+
+impl CallContext {
+    /// Runs `work`, reporting `message` every `every` while it runs, and
+    /// stopping early (with `None`) if the call is cancelled.
+    pub async fn run_with_progress<F, T>(
+        &self,
+        message: &str,
+        every: Duration,
+        work: F,
+    ) -> Option<T>
+    where
+        F: Future<Output = T>,
+    {
+        let mut ticks = tokio::time::interval(every);
+        ticks.tick().await; // the first tick is immediate
+        let mut elapsed = 0u64;
+        self.report(0.0, format!("{message}…")).await;
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                output = &mut work => return Some(output),
+                _ = self.cancel.cancelled() => return None,
+                _ = ticks.tick() => {
+                    elapsed += every.as_secs().max(1);
+                    self.report(elapsed as f64, format!("{message} ({elapsed}s)")).await;
+                }
+            }
+        }
+    }
+
+    pub async fn report(&self, progress: f64, message: String) {
+        if let Some(sink) = &self.progress {
+            sink.report(progress, message).await;
+        }
+    }
+}

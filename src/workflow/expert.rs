@@ -1,0 +1,211 @@
+//! The final step's optional expert consultation.
+//!
+//! The expert sees the mode's system prompt, the consolidated findings, the
+//! mode's own parameters, earlier conversation from other modes, and the
+//! relevant files embedded within a share of the model's context window.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{Consolidated, Step, WorkflowSpec, git, spec::Gather};
+use crate::{
+    conversation::{Turn, build_history},
+    executor::ExecContext,
+    files::Embedded,
+    providers::{Message, ModelRequest, Role},
+};
+
+/// Fields every workflow request may carry; anything else is mode-specific
+/// and is passed to the expert as a parameter.
+const COMMON_FIELDS: &[&str] = &[
+    "step",
+    "step_number",
+    "total_steps",
+    "next_step_required",
+    "findings",
+    "files_checked",
+    "relevant_files",
+    "relevant_context",
+    "issues_found",
+    "confidence",
+    "hypothesis",
+    "images",
+    "use_assistant_model",
+    "model",
+    "temperature",
+    "thinking_mode",
+    "continuation_id",
+];
+
+/// How often a waiting call reports progress.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+fn skipped(reason: impl Into<String>) -> Value {
+    json!({"status": "skipped", "reason": reason.into()})
+}
+
+/// Shares of the model's context window (in tokens) for each part of the prompt.
+pub struct PromptBudget {
+    pub files: usize,
+    pub history: usize,
+    pub diff: usize,
+}
+
+impl PromptBudget {
+    /// Leaves 40% of the window for the answer and the findings themselves.
+    pub fn for_window(context_window: u64) -> Self {
+        let prompt = usize::try_from(context_window).unwrap_or(usize::MAX) / 10 * 6;
+        PromptBudget {
+            files: prompt / 2,
+            history: prompt / 6,
+            diff: prompt / 4,
+        }
+    }
+}
+
+pub async fn consult(
+    spec: &WorkflowSpec,
+    context: &ExecContext<'_>,
+    step: &Step,
+    request: &Value,
+    consolidated: &Consolidated,
+    thread_id: &str,
+) -> Value {
+    let mode = context.mode.name();
+    if !spec.expert {
+        return json!({"status": "not_applicable", "reason": "this mode finishes locally, without an expert model"});
+    }
+    if step.use_assistant_model == Some(false) {
+        return skipped("use_assistant_model is false");
+    }
+    for (field, values) in &spec.skip_expert_when {
+        if let Some(value) = request.get(field).and_then(Value::as_str)
+            && values.iter().any(|v| v == value)
+        {
+            return skipped(format!(
+                "{field} is \"{value}\": the investigation's own conclusion stands without a second opinion"
+            ));
+        }
+    }
+    let services = context.engine.services();
+    let (provider, model) = match services.providers.resolve(step.model.as_deref(), mode) {
+        Ok(found) => found,
+        Err(error) => {
+            return json!({"status": "skipped", "reason": error.to_string(), "error": error.kind()});
+        }
+    };
+    let budget = PromptBudget::for_window(model.context_window);
+
+    let mut prompt = format!("# Final step of a {mode} investigation\n\n");
+    let parameters: Vec<String> = request
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| !COMMON_FIELDS.contains(&key.as_str()))
+        .map(|(key, value)| format!("- {key}: {value}"))
+        .collect();
+    if !parameters.is_empty() {
+        prompt.push_str(&format!("## Parameters\n{}\n\n", parameters.join("\n")));
+    }
+    if let Ok(thread) = services.memory.get(thread_id).await
+        && thread.turns.iter().any(|turn| turn.mode != mode)
+    {
+        let history = build_history(&thread, budget.history);
+        if !history.text.is_empty() {
+            prompt.push_str(&format!("## Earlier conversation\n{}\n\n", history.text));
+        }
+    }
+    prompt.push_str(&format!(
+        "## Investigation\n{}\n",
+        consolidated.to_markdown()
+    ));
+    if spec.gather == Some(Gather::GitChanges) {
+        match git::diff(context, request, budget.diff).await {
+            Ok(diff) => prompt.push_str(&format!("\n## Changes under review\n{diff}\n")),
+            Err(problem) => prompt.push_str(&format!(
+                "\n## Changes under review\n(not available: {problem})\n"
+            )),
+        }
+    }
+    let embedded = embed(context, consolidated.relevant_files.clone(), budget.files).await;
+    if !embedded.text.is_empty() {
+        prompt.push_str(&format!("\n## Relevant files\n{}\n", embedded.text));
+    }
+    let skipped_files: Vec<String> = embedded.skipped.iter().map(ToString::to_string).collect();
+    if !skipped_files.is_empty() {
+        prompt.push_str(&format!(
+            "\n## Files left out\n- {}\n",
+            skipped_files.join("\n- ")
+        ));
+    }
+
+    let model_request = ModelRequest {
+        model: model.name.clone(),
+        system_prompt: spec.system_prompt.clone(),
+        messages: vec![Message {
+            role: Role::User,
+            content: prompt,
+        }],
+        temperature: step.temperature,
+        thinking_mode: step.thinking_mode.clone(),
+        max_output_tokens: None,
+    };
+    let call = context.call;
+    let waited = call
+        .run_with_progress(
+            &format!("Waiting for {} to review the {mode} findings", model.name),
+            PROGRESS_EVERY,
+            provider.generate(&model_request, &call.cancel),
+        )
+        .await;
+    let files_embedded: Vec<String> = embedded
+        .files
+        .iter()
+        .map(|file| file.path.display().to_string())
+        .collect();
+    match waited {
+        None => json!({"status": "cancelled", "reason": "the client cancelled the request"}),
+        Some(Err(error)) => json!({
+            "status": "failed",
+            "error": error.kind(),
+            "message": error.to_string(),
+            "model": model.name,
+        }),
+        Some(Ok(response)) => {
+            let turn =
+                Turn::assistant(mode, response.text.clone()).with_model(response.model.clone());
+            if let Err(error) = services.memory.append(thread_id, turn).await {
+                tracing::warn!(%error, "could not record the expert's answer");
+            }
+            json!({
+                "status": "complete",
+                "model": response.model,
+                "provider": response.provider,
+                "content": response.text,
+                "files_embedded": files_embedded,
+                "files_left_out": skipped_files,
+            })
+        }
+    }
+}
+
+/// File reads are blocking; keep them off the async workers.
+pub async fn embed(context: &ExecContext<'_>, paths: Vec<String>, budget: usize) -> Embedded {
+    let files = context.engine.services().files.clone();
+    tokio::task::spawn_blocking(move || files.embed(&paths, budget))
+        .await
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_leaves_room_for_the_answer() {
+        let budget = PromptBudget::for_window(100_000);
+        assert_eq!(budget.files, 30_000);
+        assert!(budget.files + budget.history + budget.diff <= 60_000);
+    }
+}

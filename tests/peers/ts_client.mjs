@@ -1,0 +1,238 @@
+// zenmode against the official MCP TypeScript SDKs, over StdioClientTransport:
+//   - v1, @modelcontextprotocol/sdk (2025 `initialize` handshake only), and
+//   - v2, @modelcontextprotocol/client, three ways: versionNegotiation
+//     'legacy' (initialize), 'auto' (probes server/discover) and
+//     { pin: '2026-07-28' } (modern era, no fallback).
+// Spawns the zenmode binary (env ZENMODE_BIN, default
+// <repo>/target/release/zenmode), checks the optimized and the full tool list
+// and a few calls. Prints one line per check and `ts-sdk: N passed, M failed`;
+// exits non-zero if any check failed.
+
+import { accessSync, constants, readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import * as v1Client from "@modelcontextprotocol/sdk/client/index.js";
+import * as v1Stdio from "@modelcontextprotocol/sdk/client/stdio.js";
+import * as v2Client from "@modelcontextprotocol/client";
+import * as v2Stdio from "@modelcontextprotocol/client/stdio";
+
+const MODERN = "2026-07-28";
+// Each flavor: the SDK's Client and stdio transport, client options, and
+// whether the connection is expected to end up in the modern (2026-07-28) era.
+const FLAVORS = [
+  { tag: "sdk-v1", Client: v1Client.Client, stdio: v1Stdio, options: {}, modern: false },
+  { tag: "v2 legacy", Client: v2Client.Client, stdio: v2Stdio, options: { versionNegotiation: { mode: "legacy" } }, modern: false },
+  { tag: "v2 auto", Client: v2Client.Client, stdio: v2Stdio, options: { versionNegotiation: { mode: "auto" } }, modern: true },
+  { tag: "v2 pin", Client: v2Client.Client, stdio: v2Stdio, options: { versionNegotiation: { mode: { pin: MODERN } } }, modern: true },
+];
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "..", "..");
+const ZENMODE_BIN = process.env.ZENMODE_BIN || resolve(repo, "target", "release", "zenmode");
+const CALL_TIMEOUT_MS = 20_000;
+const TASK = "the checkout page crashes with a TypeError after the last deploy";
+const PLAN_TASK = "plan the migration of our billing monolith to services, step by step";
+
+let passed = 0;
+let failed = 0;
+
+function assert(cond, msg) {
+  if (!cond) throw new Error(`assertion: ${msg}`);
+}
+
+async function check(name, fn) {
+  let timer;
+  try {
+    await Promise.race([
+      fn(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`timed out after ${CALL_TIMEOUT_MS} ms`)), CALL_TIMEOUT_MS);
+      }),
+    ]);
+    passed++;
+    console.log(`  ok   ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`  FAIL ${name} -- ${e?.message ?? e}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function structured(result) {
+  const sc = result.structuredContent;
+  assert(sc && typeof sc === "object", `structuredContent missing: ${JSON.stringify(result)}`);
+  const text = result.content?.find((c) => c.type === "text")?.text;
+  assert(typeof text === "string", "no text content block");
+  assert(JSON.stringify(JSON.parse(text)) === JSON.stringify(sc), "text content differs from structuredContent");
+  return sc;
+}
+
+async function connect(flavor, args) {
+  const transport = new flavor.stdio.StdioClientTransport({
+    command: ZENMODE_BIN,
+    args: ["serve", ...args],
+    env: { ...flavor.stdio.getDefaultEnvironment(), RUST_LOG: "error" },
+    stderr: "inherit",
+  });
+  const client = new flavor.Client({ name: "zenmode-peer-test", version: "0.0.0" }, flavor.options);
+  await client.connect(transport, { timeout: CALL_TIMEOUT_MS });
+  return { client };
+}
+
+async function optimized(flavor) {
+  const { client } = await connect(flavor, []);
+  const tag = `[${flavor.tag}] `;
+  try {
+    if (client.getNegotiatedProtocolVersion) {
+      const version = client.getNegotiatedProtocolVersion();
+      console.log(`  ${flavor.tag}: negotiated protocol ${version}`);
+      await check(tag + `negotiates the ${flavor.modern ? "modern" : "2025"} era`, async () => {
+        assert((version === MODERN) === flavor.modern, `negotiated ${version}`);
+      });
+    }
+    await check(tag + "server version names zenmode", async () => {
+      const v = client.getServerVersion();
+      assert(v?.name === "zenmode", `serverInfo=${JSON.stringify(v)}`);
+      assert(client.getServerCapabilities()?.tools, "no tools capability");
+    });
+
+    await check(tag + "tools/list is exactly zen_select_mode + zen_execute", async () => {
+      const { tools } = await client.listTools();
+      const names = tools.map((t) => t.name).sort();
+      assert(JSON.stringify(names) === JSON.stringify(["zen_execute", "zen_select_mode"]), `tools=${names}`);
+      for (const t of tools) assert(t.inputSchema?.type === "object", `${t.name} inputSchema`);
+    });
+
+    await check(tag + "zen_select_mode recommends debug with required/next_call", async () => {
+      const r = await client.callTool({ name: "zen_select_mode", arguments: { task_description: TASK } });
+      assert(!r.isError, `isError: ${JSON.stringify(r.content)}`);
+      const sc = structured(r);
+      for (const k of ["mode", "confidence", "required", "next_call"]) assert(k in sc, `missing ${k}`);
+      assert(typeof sc.confidence === "number" && sc.confidence >= 0 && sc.confidence <= 1, `confidence=${sc.confidence}`);
+      assert(sc.mode === "debug", `mode=${sc.mode}`);
+      assert(sc.next_call.tool === "zen_execute" && sc.next_call.arguments.mode === "debug", JSON.stringify(sc.next_call));
+    });
+
+    await check(tag + "next_call from zen_select_mode (planner) runs as-is", async () => {
+      const r = await client.callTool({ name: "zen_select_mode", arguments: { task_description: PLAN_TASK } });
+      const sc = structured(r);
+      assert(sc.mode === "planner", `mode=${sc.mode}`);
+      const r2 = await client.callTool({ name: sc.next_call.tool, arguments: sc.next_call.arguments });
+      assert(!r2.isError, `next_call rejected: ${JSON.stringify(r2.structuredContent)}`);
+    });
+
+    await check(tag + "zen_execute challenge -> challenge_accepted", async () => {
+      const r = await client.callTool({
+        name: "zen_execute",
+        arguments: { mode: "challenge", request: { prompt: "Rewriting the service in Rust will fix the outage" } },
+      });
+      assert(!r.isError, `isError: ${JSON.stringify(r.content)}`);
+      assert(structured(r).status === "challenge_accepted", JSON.stringify(r.structuredContent));
+    });
+
+    await check(tag + "zen_execute unknown mode 'debgu' -> isError, closest has debug", async () => {
+      const r = await client.callTool({ name: "zen_execute", arguments: { mode: "debgu", request: {} } });
+      assert(r.isError === true, `expected isError: ${JSON.stringify(r.structuredContent)}`);
+      const closest = structured(r).closest;
+      assert(Array.isArray(closest) && closest.includes("debug"), `closest=${JSON.stringify(closest)}`);
+    });
+
+    await check(tag + "zen_execute debug {step:1} -> isError with violations", async () => {
+      const r = await client.callTool({ name: "zen_execute", arguments: { mode: "debug", request: { step: 1 } } });
+      assert(r.isError === true, `expected isError: ${JSON.stringify(r.structuredContent)}`);
+      const v = structured(r).violations;
+      assert(Array.isArray(v) && v.length > 0, `violations=${JSON.stringify(v)}`);
+    });
+
+    await check(tag + "unlisted mode tool 'challenge' callable by name", async () => {
+      const r = await client.callTool({ name: "challenge", arguments: { prompt: "tabs are better than spaces" } });
+      assert(!r.isError, `isError: ${JSON.stringify(r.content)}`);
+      assert(structured(r).status === "challenge_accepted", JSON.stringify(r.structuredContent));
+    });
+
+    await check(tag + "unknown tool -> JSON-RPC error -32602", async () => {
+      let r;
+      try {
+        r = await client.callTool({ name: "no_such_tool", arguments: {} });
+      } catch (e) {
+        assert(e.code === -32602, `code=${e.code} ${e.message}`);
+        return;
+      }
+      assert(r.isError === true, `unknown tool accepted: ${JSON.stringify(r)}`);
+    });
+
+    if (!flavor.modern) {
+      // ping is gone from the 2026-07-28 protocol.
+      await check(tag + "ping", async () => {
+        await client.ping();
+      });
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+async function full(flavor) {
+  const { client } = await connect(flavor, ["--full"]);
+  const tag = `[${flavor.tag} --full] `;
+  try {
+    await check(tag + "tools/list has 18 modes with inputSchema", async () => {
+      const { tools } = await client.listTools();
+      const names = new Set(tools.map((t) => t.name));
+      assert(tools.length === 18, `${tools.length} tools: ${[...names].sort()}`);
+      for (const n of ["debug", "codereview", "challenge", "version"]) assert(names.has(n), `missing ${n}`);
+      for (const t of tools) {
+        assert(t.inputSchema?.type === "object", `${t.name} inputSchema`);
+        assert(t.description, `${t.name} has no description`);
+      }
+    });
+
+    await check(tag + "call version", async () => {
+      const r = await client.callTool({ name: "version", arguments: {} });
+      assert(!r.isError, `isError: ${JSON.stringify(r.content)}`);
+      structured(r);
+    });
+
+    await check(tag + "call planner step 1", async () => {
+      const r = await client.callTool({
+        name: "planner",
+        arguments: { step: "Goal: split billing out of the monolith", step_number: 1, total_steps: 3, next_step_required: true },
+      });
+      assert(!r.isError, `isError: ${JSON.stringify(r.structuredContent)}`);
+    });
+  } finally {
+    await client.close();
+  }
+}
+
+async function main() {
+  try {
+    accessSync(ZENMODE_BIN, constants.X_OK);
+  } catch {
+    console.error(`ts-sdk: zenmode binary not found at ${ZENMODE_BIN}`);
+    console.log("ts-sdk: 0 passed, 1 failed");
+    process.exit(1);
+  }
+  const version = (pkg) =>
+    JSON.parse(readFileSync(resolve(here, "node_modules", pkg, "package.json"), "utf8")).version;
+  console.log(
+    `ts-sdk: @modelcontextprotocol/sdk ${version("@modelcontextprotocol/sdk")}, ` +
+      `@modelcontextprotocol/client ${version("@modelcontextprotocol/client")} against ${ZENMODE_BIN}`,
+  );
+  for (const flavor of FLAVORS) {
+    for (const suite of [optimized, full]) {
+      try {
+        await suite(flavor);
+      } catch (e) {
+        failed++;
+        console.log(`  FAIL [${flavor.tag}] ${suite.name} session -- ${e?.stack ?? e}`);
+      }
+    }
+  }
+  console.log(`ts-sdk: ${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 && passed > 0 ? 0 : 1);
+}
+
+await main();

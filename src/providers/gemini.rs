@@ -22,7 +22,7 @@ const KIND: ProviderKind = ProviderKind::Gemini;
 pub(crate) struct Gemini {
     base: Url,
     key: Secret,
-    client: reqwest::Client,
+    client: http::LazyClient,
     config: HttpConfig,
     available: Vec<String>,
 }
@@ -31,7 +31,7 @@ impl Gemini {
     pub(crate) fn new(
         base: &Url,
         key: Secret,
-        client: reqwest::Client,
+        client: http::LazyClient,
         config: HttpConfig,
         available: Vec<String>,
     ) -> Result<Self, String> {
@@ -221,7 +221,7 @@ mod tests {
         Gemini::new(
             &base,
             Secret::new("AIza-unit".into()),
-            http::build_client(&HttpConfig::default()).expect("client"),
+            http::LazyClient::new(&HttpConfig::default()),
             HttpConfig::default(),
             Vec::new(),
         )

@@ -107,7 +107,32 @@ impl fmt::Debug for Secret {
     }
 }
 
-/// Builds the client every provider shares, so connections are pooled.
+/// The client every provider shares (so connections are pooled), built on
+/// the first model call: loading the system's root certificates takes
+/// milliseconds that start-up should not pay.
+#[derive(Clone)]
+pub(crate) struct LazyClient {
+    config: HttpConfig,
+    cell: std::sync::Arc<std::sync::OnceLock<Result<reqwest::Client, String>>>,
+}
+
+impl LazyClient {
+    pub(crate) fn new(config: &HttpConfig) -> Self {
+        LazyClient {
+            config: config.clone(),
+            cell: Default::default(),
+        }
+    }
+
+    pub(crate) fn get(&self) -> Result<&reqwest::Client, String> {
+        self.cell
+            .get_or_init(|| build_client(&self.config))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+/// Builds the HTTP client with TLS set up.
 ///
 /// Any other HTTP client in the crate must be built after the crypto
 /// provider is installed (as here): with `rustls-no-provider`, a bare
@@ -171,11 +196,15 @@ enum Attempt {
 /// Retry-After in seconds), and returns the parsed JSON body of a success.
 /// Every wait races `cancel`.
 pub(crate) async fn post_json(
-    client: &reqwest::Client,
+    client: &LazyClient,
     config: &HttpConfig,
     post: &JsonPost<'_>,
     cancel: &CancellationToken,
 ) -> Result<Value, ProviderError> {
+    let client = client.get().map_err(|message| ProviderError::Network {
+        provider: post.provider.to_owned(),
+        message,
+    })?;
     let attempts = config.max_attempts.max(1);
     let mut attempt = 1;
     loop {

@@ -165,20 +165,14 @@ impl Providers {
                 .filter(|v| !v.is_empty())
         };
         let mut problems = Vec::new();
-        // Built on first need: without providers there is no TLS to set up.
-        let mut client: Option<Result<reqwest::Client, String>> = None;
+        // One pooled client, built on the first model call.
+        let client = http::LazyClient::new(&http);
         let mut configured = Vec::new();
         for kind in ProviderKind::ALL {
             let Some(enabler) = var(kind.enabling_var()) else {
                 continue;
             };
-            let client = match client.get_or_insert_with(|| http::build_client(&http)) {
-                Ok(client) => client.clone(),
-                Err(problem) => {
-                    problems.push(format!("{} is disabled: {problem}", kind.name()));
-                    continue;
-                }
-            };
+            let client = client.clone();
             let models = match kind {
                 ProviderKind::Custom => {
                     let name = var("CUSTOM_MODEL_NAME").unwrap_or(DEFAULT_CUSTOM_MODEL.into());

@@ -21,7 +21,7 @@ pub(crate) struct OpenAiCompatible {
     kind: ProviderKind,
     endpoint: Url,
     key: Option<Secret>,
-    client: reqwest::Client,
+    client: http::LazyClient,
     config: HttpConfig,
     /// Models to suggest when the server rejects a name.
     available: Vec<String>,
@@ -34,7 +34,7 @@ impl OpenAiCompatible {
         kind: ProviderKind,
         base: &Url,
         key: Option<Secret>,
-        client: reqwest::Client,
+        client: http::LazyClient,
         config: HttpConfig,
         available: Vec<String>,
     ) -> Result<Self, String> {
@@ -265,7 +265,7 @@ mod tests {
             kind,
             &base,
             Some(Secret::new("sk-unit".into())),
-            http::build_client(&HttpConfig::default()).expect("client"),
+            http::LazyClient::new(&HttpConfig::default()),
             HttpConfig::default(),
             Vec::new(),
         )

@@ -10,8 +10,10 @@ Prints `inspector: N passed, M failed`; exits non-zero if any check failed.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,6 +33,7 @@ TOOL_ERROR = 5
 passed = 0
 failed = 0
 HOME = tempfile.mkdtemp(prefix="zenmode-inspector-home-")
+atexit.register(shutil.rmtree, HOME, True)
 ENV = {**os.environ, "HOME": HOME, "CI": "true", "RUST_LOG": "error", "NO_COLOR": "1"}
 
 

@@ -75,8 +75,11 @@ async def optimized_suite(era: str, server: StdioServerParameters | None = None,
     async with Client(server or params(), mode=era, read_timeout_seconds=CALL_TIMEOUT) as client:
         print(f"  negotiated protocol {client.protocol_version} (mode={era}{label})", flush=True)
         if era == "legacy":
-            await check(tag + "legacy era negotiates a handshake version",
-                        _expect(lambda: client.protocol_version < "2026", f"got {client.protocol_version}"))
+            await check(tag + "legacy mode negotiates a 2025 handshake version",
+                        _expect(lambda: client.protocol_version.startswith("2025-"), f"got {client.protocol_version}"))
+        else:
+            await check(tag + "auto mode negotiates 2026-07-28 via server/discover",
+                        _expect(lambda: client.protocol_version == "2026-07-28", f"got {client.protocol_version}"))
         info = client.server_info
 
         async def server_info() -> None:
@@ -105,6 +108,14 @@ async def optimized_suite(era: str, server: StdioServerParameters | None = None,
             assert nc["tool"] == "zen_execute" and nc["arguments"]["mode"] == sc["mode"], nc
 
         await check(tag + "zen_select_mode recommends debug with required/next_call", select_mode)
+
+        async def select_by_mode() -> None:
+            r = await client.call_tool("zen_select_mode", {"mode": "codereview"})
+            assert not r.is_error, f"isError: {r.content}"
+            sc = structured(r)
+            assert sc.get("mode") == "codereview" and sc.get("required"), sc
+
+        await check(tag + "zen_select_mode {mode: codereview} describes that mode", select_by_mode)
 
         async def select_then_execute() -> None:
             # Follow next_call verbatim: the example request must be accepted
@@ -171,6 +182,17 @@ async def optimized_suite(era: str, server: StdioServerParameters | None = None,
             assert r.is_error, f"unknown tool accepted: {r}"
 
         await check(tag + "unknown tool -> error", unknown_tool)
+
+        if client.protocol_version >= "2026-07-28":
+
+            async def listen() -> None:
+                # subscriptions/listen: the server acknowledges; closing the stream cancels it.
+                async with client.listen(tools_list_changed=True) as sub:
+                    assert sub is not None
+                names = sorted(t.name for t in (await client.list_tools(cache_mode="refresh")).tools)
+                assert names == ["zen_execute", "zen_select_mode"], f"after listen: {names}"
+
+            await check(tag + "subscriptions/listen acknowledged, session usable after", listen)
 
         if era == "legacy":  # ping is removed as of 2026-07-28
 

@@ -49,25 +49,24 @@ else
   fi
 fi
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
-say "zenmode under test: $BIN ($("$BIN" --version </dev/null 2>/dev/null || echo 'no --version'))"
+say "zenmode under test: $BIN ($(timeout 10 "$BIN" --version </dev/null 2>/dev/null || echo "no --version"))"
 
 hash_of() { sha256sum "$1" | cut -d' ' -f1; }
 
 # --- Python: venv with the pinned MCP SDK ------------------------------------
 PY="$HERE/.venv/bin/python"
-if wants python || wants inspector || wants claude || [ "${PEERS_TRACE:-1}" != 0 ]; then
-  want=$(hash_of "$HERE/requirements.txt")
-  if [ ! -x "$PY" ] || [ "$(cat "$HERE/.venv/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
-    BASE_PY="${PYTHON:-python3}"
-    "$BASE_PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
-      || die "$BASE_PY is older than 3.10; the MCP Python SDK needs 3.10+ (set PYTHON=...)"
-    say "creating $HERE/.venv"
-    rm -rf "$HERE/.venv"
-    "$BASE_PY" -m venv "$HERE/.venv" || die "python3 -m venv failed"
-    "$PY" -m pip install --disable-pip-version-check --no-input -q -r "$HERE/requirements.txt" </dev/null \
-      || die "pip install -r requirements.txt failed"
-    echo "$want" > "$HERE/.venv/.requirements.sha256"
-  fi
+# (every peer's runner is Python; only python_client.py needs the SDK itself)
+want=$(hash_of "$HERE/requirements.txt")
+if [ ! -x "$PY" ] || [ "$(cat "$HERE/.venv/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
+  BASE_PY="${PYTHON:-python3}"
+  "$BASE_PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+    || die "$BASE_PY is older than 3.10; the MCP Python SDK needs 3.10+ (set PYTHON=...)"
+  say "creating $HERE/.venv"
+  rm -rf "$HERE/.venv"
+  "$BASE_PY" -m venv "$HERE/.venv" || die "python3 -m venv failed"
+  "$PY" -m pip install --disable-pip-version-check --no-input -q -r "$HERE/requirements.txt" </dev/null \
+    || die "pip install -r requirements.txt failed"
+  echo "$want" > "$HERE/.venv/.requirements.sha256"
 fi
 
 # --- Node: the pinned npm packages -------------------------------------------
@@ -90,7 +89,7 @@ fi
 
 # --- preflight: a server that cannot answer initialize fails fast ------------
 # (otherwise every peer check waits out its own connect timeout: ~15 minutes)
-"${PY:-python3}" - "$BIN" <<'EOF' || die "zenmode did not answer a plain initialize on stdio; not running the peers"
+"$PY" - "$BIN" <<'EOF' || die "zenmode did not answer a plain initialize on stdio; not running the peers"
 import json, subprocess, sys, threading
 proc = subprocess.Popen([sys.argv[1], "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL, text=True)

@@ -44,11 +44,8 @@ pub struct Label {
 /// A labels file that cannot be used; names the file and the line.
 #[derive(Debug, thiserror::Error)]
 pub enum LabelsError {
-    #[error("{path}: cannot read labels file: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("{path}: cannot read labels file: {io}")]
+    Read { path: String, io: std::io::Error },
     #[error("{path}:{line}: {problem}")]
     Line {
         path: String,
@@ -61,9 +58,9 @@ pub enum LabelsError {
 
 /// Reads a labels file (JSON lines).
 pub fn read_labels(path: &Path) -> Result<Vec<Label>, LabelsError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LabelsError::Read {
+    let text = std::fs::read_to_string(path).map_err(|io| LabelsError::Read {
         path: path.display().to_string(),
-        source,
+        io,
     })?;
     parse_labels(&text, &path.display().to_string())
 }

@@ -17,9 +17,8 @@
 //! - **concept**: the synonym group of a word or phrase (`~defect` for "bug",
 //!   "crash", "stack trace"...), see [`super::synonyms`].
 
-use std::collections::HashMap;
-
 use rust_stemmers::{Algorithm, Stemmer};
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{synonyms, text};
 
@@ -102,7 +101,7 @@ impl Analyzer {
         let mut analyzer = Analyzer {
             options,
             stemmer: Stemmer::create(Algorithm::English),
-            concepts: HashMap::new(),
+            concepts: HashMap::default(),
         };
         if options.synonyms {
             analyzer.concepts = analyzer.concept_table();
@@ -117,7 +116,7 @@ impl Analyzer {
     /// Stems the table's members with this analyzer, so lookups match exactly
     /// what [`Analyzer::analyze`] produces.
     fn concept_table(&self) -> HashMap<String, Vec<String>> {
-        let mut table: HashMap<String, Vec<String>> = HashMap::new();
+        let mut table: HashMap<String, Vec<String>> = HashMap::default();
         for (concept, members) in synonyms::GROUPS {
             let concept_key = format!("~{concept}");
             for member in *members {
@@ -149,7 +148,8 @@ impl Analyzer {
         let mut terms = Vec::new();
         self.walk(
             text,
-            &mut |word| self.stem_word(word),
+            &mut |word, out| out.push_str(&self.stem_word(word)),
+            true,
             true,
             &mut |key, kind, surface| {
                 terms.push(Term {
@@ -166,38 +166,60 @@ impl Analyzer {
     /// kind. Keys are borrowed, so the caller allocates only for terms it has
     /// not seen; stems are cached in `cache`, since an index over a thousand
     /// tools stems the same few thousand words again and again.
+    ///
+    /// `compounds: false` skips glued compounds: in long prose nearly every
+    /// word pair glues into a unique non-word, which costs build time and
+    /// never matches. Names and keywords keep them ("pre-commit").
     pub fn for_each_term(
         &self,
         text: &str,
+        compounds: bool,
         cache: &mut HashMap<String, String>,
         emit: &mut dyn FnMut(&str, TermKind),
     ) {
-        let mut stem = |word: &str| -> String {
+        let mut stem = |word: &str, out: &mut String| {
             if let Some(stem) = cache.get(word) {
-                return stem.clone();
+                out.push_str(stem);
+                return;
             }
             let stem = self.stem_word(word);
-            cache.insert(word.to_owned(), stem.clone());
-            stem
+            out.push_str(&stem);
+            cache.insert(word.to_owned(), stem);
         };
-        self.walk(text, &mut stem, false, &mut |key, kind, _| emit(key, kind));
+        self.walk(text, &mut stem, false, compounds, &mut |key, kind, _| {
+            emit(key, kind)
+        });
     }
 
-    /// The one analysis both paths share. `surfaces` formats the display
-    /// text of phrases (queries only); words are always passed as written.
+    /// The one analysis both paths share. `stem` appends a word's stem to
+    /// the buffer it is given (one buffer per run, so no allocation per
+    /// word). `surfaces` formats the display text of phrases (queries only);
+    /// words are always passed as written.
     fn walk(
         &self,
         text: &str,
-        stem: &mut dyn FnMut(&str) -> String,
+        stem: &mut dyn FnMut(&str, &mut String),
         surfaces: bool,
+        compounds: bool,
         emit: &mut dyn FnMut(&str, TermKind, &str),
     ) {
         let mut key = String::new();
         let mut surface = String::new();
         let mut glued = String::new();
+        let mut compound = String::new();
+        // The run's stems, back to back, and where each one ends.
+        let mut stems = String::new();
+        let mut ends: Vec<usize> = Vec::new();
         for run in text::runs(text) {
-            let stems: Vec<String> = run.iter().map(|word| stem(word)).collect();
-            for (word, word_stem) in run.iter().zip(&stems) {
+            stems.clear();
+            ends.clear();
+            for word in &run {
+                stem(word, &mut stems);
+                ends.push(stems.len());
+            }
+            let stem_of = |i: usize| &stems[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
+            for (i, word) in run.iter().enumerate() {
+                let word_stem = stem_of(i);
                 self.emit_concepts(word_stem, word, emit);
                 emit(word_stem, TermKind::Word, word);
                 if self.options.stem {
@@ -219,15 +241,19 @@ impl Analyzer {
                     surface.push_str(second);
                 }
                 key.clear();
-                key.push_str(&stems[pair]);
+                key.push_str(stem_of(pair));
                 key.push(' ');
-                key.push_str(&stems[pair + 1]);
+                key.push_str(stem_of(pair + 1));
                 self.emit_concepts(&key, &surface, emit);
                 emit(&key, TermKind::Phrase, &surface);
-                glued.clear();
-                glued.push_str(first);
-                glued.push_str(second);
-                emit(&stem(&glued), TermKind::Compound, &surface);
+                if compounds {
+                    glued.clear();
+                    glued.push_str(first);
+                    glued.push_str(second);
+                    compound.clear();
+                    stem(&glued, &mut compound);
+                    emit(&compound, TermKind::Compound, &surface);
+                }
             }
         }
     }
@@ -247,6 +273,12 @@ pub struct Vocabulary {
 }
 
 impl Vocabulary {
+    pub fn with_capacity(terms: usize) -> Self {
+        let mut ids = HashMap::default();
+        ids.reserve(terms);
+        Vocabulary { ids }
+    }
+
     /// The id of `key`, allocating one (and the key's only copy) if new.
     pub fn intern(&mut self, key: &str) -> u32 {
         if let Some(&id) = self.ids.get(key) {
@@ -273,7 +305,7 @@ impl Vocabulary {
 /// A query's distinct terms with their weights, sorted by key so scores add
 /// up in the same order on every run (f32 sums are order-sensitive).
 pub fn query_terms(terms: Vec<Term>) -> Vec<(Term, f32)> {
-    let mut by_key: HashMap<String, (Term, f32)> = HashMap::new();
+    let mut by_key: HashMap<String, (Term, f32)> = HashMap::default();
     for term in terms {
         let weight = term.kind.weight();
         match by_key.get_mut(&term.key) {

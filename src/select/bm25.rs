@@ -11,8 +11,6 @@
 //! index's shared [`super::analyze::Vocabulary`], so a query costs a
 //! multiply-add per posting.
 
-use std::collections::HashMap;
-
 /// Term-frequency saturation: how fast repeated occurrences stop adding.
 pub const K1: f32 = 1.2;
 
@@ -53,8 +51,8 @@ pub struct FieldParams {
 /// Field parameters by [`Field`] order.
 pub type FieldTable = [FieldParams; 6];
 
-/// A mode's text per field: term ids with how often each occurs, plus the
-/// field's length in words.
+/// A mode's text per field: every term occurrence (ids, repeated as often as
+/// the term occurs) and the field's length in words.
 #[derive(Debug, Default, Clone)]
 pub struct Document {
     pub fields: [FieldTerms; 6],
@@ -62,7 +60,7 @@ pub struct Document {
 
 #[derive(Debug, Default, Clone)]
 pub struct FieldTerms {
-    pub counts: HashMap<u32, f32>,
+    pub occurrences: Vec<u32>,
     pub length: f32,
 }
 
@@ -92,14 +90,15 @@ impl Bm25F {
         }
 
         let mut postings: Vec<Vec<(u32, f32)>> = vec![Vec::new(); terms];
-        let mut weighted: HashMap<u32, f32> = HashMap::new();
+        // Dense per-term accumulator for one document, and the terms it touched.
+        let mut weighted = vec![0.0f32; terms];
+        let mut touched: Vec<u32> = Vec::new();
         for (doc, document) in documents.iter().enumerate() {
             // Weighted, length-normalized frequency per term, summed over
             // fields in field order (so every sum is the same on every run).
-            weighted.clear();
             for (slot, field) in document.fields.iter().enumerate() {
                 let FieldParams { weight, b } = params[slot];
-                if weight <= 0.0 || field.counts.is_empty() {
+                if weight <= 0.0 || field.occurrences.is_empty() {
                     continue;
                 }
                 let relative = if average_length[slot] > 0.0 {
@@ -107,16 +106,23 @@ impl Bm25F {
                 } else {
                     1.0
                 };
-                let norm = (1.0 - b + b * relative).max(f32::EPSILON);
-                for (&id, count) in &field.counts {
-                    *weighted.entry(id).or_default() += weight * count / norm;
+                let per_occurrence = weight / (1.0 - b + b * relative).max(f32::EPSILON);
+                for &id in &field.occurrences {
+                    let Some(slot) = weighted.get_mut(id as usize) else {
+                        continue;
+                    };
+                    if *slot == 0.0 {
+                        touched.push(id);
+                    }
+                    *slot += per_occurrence;
                 }
             }
-            for (&id, &frequency) in &weighted {
-                if let Some(list) = postings.get_mut(id as usize) {
-                    list.push((doc as u32, frequency / (K1 + frequency)));
-                }
+            // Postings stay sorted by document: documents come in order.
+            for &id in &touched {
+                let frequency = std::mem::take(&mut weighted[id as usize]);
+                postings[id as usize].push((doc as u32, frequency / (K1 + frequency)));
             }
+            touched.clear();
         }
         let idf = postings
             .iter()
@@ -182,7 +188,7 @@ mod tests {
         for (field, ids) in fields {
             let terms = document.field_mut(*field);
             for id in *ids {
-                *terms.counts.entry(*id).or_default() += 1.0;
+                terms.occurrences.push(*id);
                 terms.length += 1.0;
             }
         }

@@ -7,7 +7,7 @@
 //! example, plus a fraction of its second best, so a mode whose phrasings
 //! agree beats one lucky example elsewhere.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::analyze::TermKind;
 
@@ -41,7 +41,7 @@ impl ExampleIndex {
         let distinct: Vec<Vec<(u32, f32)>> = examples
             .iter()
             .map(|(_, terms)| {
-                let mut seen: HashMap<u32, f32> = HashMap::new();
+                let mut seen: HashMap<u32, f32> = HashMap::default();
                 for &(id, kind) in terms {
                     let weight = kind.weight();
                     let entry = seen.entry(id).or_insert(weight);
@@ -100,7 +100,9 @@ impl ExampleIndex {
 
     /// Whether any example has the term.
     pub fn knows(&self, id: u32) -> bool {
-        self.postings.get(id as usize).is_some_and(|l| !l.is_empty())
+        self.postings
+            .get(id as usize)
+            .is_some_and(|l| !l.is_empty())
     }
 
     pub fn is_empty(&self) -> bool {

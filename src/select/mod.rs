@@ -13,15 +13,17 @@
 //!    mode's phrasings at once ([`phrasing`]): words that recur across its
 //!    examples and keywords count, a subject one example mentions does not.
 //!
-//! Both run over the same analyzed terms ([`analyze`]): whole words (never
+//! All three run over the same analyzed terms ([`analyze`]): whole words (never
 //! substrings), case-folded, English-stemmed, with phrase bigrams, glued
 //! compounds and a small domain synonym table ([`synonyms`]).
 //!
 //! Ties break by catalog order (mode name), and every sum runs in a fixed
 //! order, so the same query always gets the same ranking. The confidence of
 //! each mode is a softmax over the top candidates plus a "none of these"
-//! candidate with a fixed score ([`NO_FIT_SCORE`]), so a weak best match
-//! gets a low confidence even when nothing beats it.
+//! candidate with a fixed score ([`Tuning::no_fit_score`]), after scaling
+//! the scores by how much evidence the query holds ([`Index::ranking`]), so
+//! a weak or vague best match gets a low confidence even when nothing beats
+//! it. docs/selection.md has the whole story and the measured figures.
 //!
 //! [`Ranker::Bm25`] is a plain BM25 baseline (one field, no stemming, no
 //! synonyms, no phrases, no examples) that the evaluation reports beside the
@@ -37,7 +39,7 @@ pub mod phrasing;
 pub mod synonyms;
 pub mod text;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use analyze::{Analyzer, Options, Term, TermKind, Vocabulary, query_terms};
 use bm25::{Bm25F, Document, Field, FieldParams, FieldTable};
@@ -89,30 +91,12 @@ impl Tuning {
         // Names and keywords are written to be matched; descriptions are long
         // and wordy; parameter names are shared by many modes (step, model...).
         fields: [
-            FieldParams {
-                weight: 3.0,
-                b: 0.3,
-            }, // name
-            FieldParams {
-                weight: 2.0,
-                b: 0.5,
-            }, // title
-            FieldParams {
-                weight: 2.0,
-                b: 0.5,
-            }, // summary
-            FieldParams {
-                weight: 3.0,
-                b: 0.5,
-            }, // keywords
-            FieldParams {
-                weight: 1.0,
-                b: 0.75,
-            }, // description
-            FieldParams {
-                weight: 0.5,
-                b: 0.75,
-            }, // parameters
+            field(3.0, 0.3),  // name
+            field(2.0, 0.5),  // title
+            field(2.0, 0.5),  // summary
+            field(3.0, 0.5),  // keywords
+            field(1.0, 0.75), // description
+            field(0.5, 0.75), // parameters
         ],
         lexical_weight: 1.0,
         example_weight: 1.0,
@@ -137,37 +121,26 @@ impl Default for Tuning {
 
 /// Plain BM25: every field in one bag of words (the description slot).
 const PLAIN_FIELDS: FieldTable = [
-    FieldParams {
-        weight: 0.0,
-        b: 0.75,
-    },
-    FieldParams {
-        weight: 0.0,
-        b: 0.75,
-    },
-    FieldParams {
-        weight: 0.0,
-        b: 0.75,
-    },
-    FieldParams {
-        weight: 0.0,
-        b: 0.75,
-    },
-    FieldParams {
-        weight: 1.0,
-        b: 0.75,
-    },
-    FieldParams {
-        weight: 0.0,
-        b: 0.75,
-    },
+    field(0.0, 0.75),
+    field(0.0, 0.75),
+    field(0.0, 0.75),
+    field(0.0, 0.75),
+    field(1.0, 0.75),
+    field(0.0, 0.75),
 ];
+
+const fn field(weight: f32, b: f32) -> FieldParams {
+    FieldParams { weight, b }
+}
 
 /// How many of the best modes share the confidence (with the no-fit
 /// candidate); the long tail of a big catalog would otherwise dilute it.
 const CONFIDENCE_CANDIDATES: usize = 10;
 /// Below this confidence the best mode is flagged as a weak match.
 pub const LOW_CONFIDENCE: f32 = 0.4;
+/// Texts up to this long are analyzed once per index build, however often
+/// they occur.
+const MEMO_MAX_BYTES: usize = 64;
 /// Modes that get their matched words listed (the select tool shows at most 10).
 const EXPLAINED: usize = 10;
 
@@ -272,8 +245,15 @@ impl Index {
         } else {
             Options::PLAIN
         });
-        let mut vocabulary = Vocabulary::default();
-        let mut cache = HashMap::new();
+        // About one distinct term per 8 bytes of text in real catalogs.
+        let text_bytes: usize = catalog
+            .modes()
+            .iter()
+            .map(|m| m.manifest.description.len() + m.manifest.summary.len())
+            .sum();
+        let mut vocabulary = Vocabulary::with_capacity(text_bytes / 8);
+        let mut cache = HashMap::default();
+        let mut memo: HashMap<&str, Vec<(u32, TermKind)>> = HashMap::default();
         let mut scratch: Vec<(u32, TermKind)> = Vec::new();
         let mut ids: Vec<u32> = Vec::new();
         let mut documents = Vec::with_capacity(catalog.len());
@@ -287,9 +267,20 @@ impl Index {
             for (field, text) in field_texts(manifest) {
                 let field = if full { field } else { Field::Description };
                 scratch.clear();
-                analyzer.for_each_term(text, &mut cache, &mut |key, kind| {
-                    scratch.push((vocabulary.intern(key), kind));
-                });
+                // Short texts (parameter names, titles equal to names) repeat
+                // across a big catalog: analyze each once.
+                match memo.get(text) {
+                    Some(terms) => scratch.extend_from_slice(terms),
+                    None => {
+                        let compounds = field != Field::Description;
+                        analyzer.for_each_term(text, compounds, &mut cache, &mut |key, kind| {
+                            scratch.push((vocabulary.intern(key), kind));
+                        });
+                        if text.len() <= MEMO_MAX_BYTES {
+                            memo.insert(text, scratch.clone());
+                        }
+                    }
+                }
                 ids.clear();
                 ids.extend(scratch.iter().map(|&(id, _)| id));
                 if !matches!(field, Field::Description | Field::Parameters) {
@@ -307,7 +298,7 @@ impl Index {
             if full {
                 for example in &manifest.examples {
                     let mut terms = Vec::new();
-                    analyzer.for_each_term(example, &mut cache, &mut |key, kind| {
+                    analyzer.for_each_term(example, true, &mut cache, &mut |key, kind| {
                         terms.push((vocabulary.intern(key), kind));
                     });
                     ids.clear();
@@ -327,7 +318,8 @@ impl Index {
             let is_intent = |id: u32| intent_terms.get(id as usize).copied().unwrap_or(false);
             ExampleIndex::build(&example_terms, terms, &is_intent, tuning.topic_weight)
         });
-        let phrasing = full.then(|| PhrasingModel::build(phrasing, terms, tuning.phrasing_smoothing));
+        let phrasing =
+            full.then(|| PhrasingModel::build(phrasing, terms, tuning.phrasing_smoothing));
         Index {
             ranker,
             tuning,
@@ -387,7 +379,9 @@ impl Index {
             }
         }
         let examples = match &self.examples {
-            Some(examples) => examples.scores(&query.ids, self.modes, self.tuning.second_best_share),
+            Some(examples) => {
+                examples.scores(&query.ids, self.modes, self.tuning.second_best_share)
+            }
             None => vec![0.0; self.modes],
         };
         let phrasing = match &self.phrasing {
@@ -512,10 +506,10 @@ struct Query {
     ids: Vec<(Option<u32>, f32)>,
 }
 
-/// Counts terms into a field; only words count toward its length.
+/// Adds terms to a field; only words count toward its length.
 fn add_terms(field: &mut bm25::FieldTerms, terms: &[(u32, TermKind)]) {
     for &(id, kind) in terms {
-        *field.counts.entry(id).or_default() += 1.0;
+        field.occurrences.push(id);
         if kind == TermKind::Word {
             field.length += 1.0;
         }

@@ -14,8 +14,6 @@
 //! mention stays weak. On the development set's held-out half it is the
 //! strongest single signal; combined with BM25 it is stronger still.
 
-use std::collections::HashMap;
-
 #[derive(Debug, Default)]
 pub struct PhrasingModel {
     /// By term id: (mode, ln((count + α) / α)), the log-gain of having seen it.
@@ -27,15 +25,16 @@ pub struct PhrasingModel {
 /// Collects each mode's phrasing counts while the index is built.
 #[derive(Debug, Default)]
 pub struct PhrasingCounts {
-    /// mode -> term id -> weighted count.
-    modes: Vec<HashMap<u32, f32>>,
+    /// Per mode: (term id, weight) for each distinct term of each text;
+    /// summed per term when the model is built.
+    modes: Vec<Vec<(u32, f32)>>,
     scratch: Vec<u32>,
 }
 
 impl PhrasingCounts {
     pub fn new(modes: usize) -> Self {
         PhrasingCounts {
-            modes: vec![HashMap::new(); modes],
+            modes: vec![Vec::new(); modes],
             scratch: Vec::new(),
         }
     }
@@ -49,9 +48,7 @@ impl PhrasingCounts {
         self.scratch.extend_from_slice(ids);
         self.scratch.sort_unstable();
         self.scratch.dedup();
-        for &id in &self.scratch {
-            *counts.entry(id).or_default() += weight;
-        }
+        counts.extend(self.scratch.iter().map(|&id| (id, weight)));
     }
 }
 
@@ -62,25 +59,38 @@ impl PhrasingModel {
     pub fn build(counts: PhrasingCounts, terms: usize, smoothing: f32) -> Self {
         let smoothing = smoothing.max(f32::MIN_POSITIVE);
         let mut gains: Vec<Vec<(u32, f32)>> = vec![Vec::new(); terms];
+        // Per mode, (term, summed count) by term id; a stable sort keeps
+        // each sum in insertion order, so it is the same on every run.
+        let merged: Vec<Vec<(u32, f32)>> = counts
+            .modes
+            .into_iter()
+            .map(|mut entries| {
+                entries.sort_by_key(|&(id, _)| id);
+                let mut sums: Vec<(u32, f32)> = Vec::new();
+                for (id, count) in entries {
+                    match sums.last_mut() {
+                        Some((last, sum)) if *last == id => *sum += count,
+                        _ => sums.push((id, count)),
+                    }
+                }
+                sums
+            })
+            .collect();
         // |V|: the distinct terms any mode produced.
         let mut seen = vec![false; terms];
-        for mode_counts in &counts.modes {
-            for &id in mode_counts.keys() {
+        for sums in &merged {
+            for &(id, _) in sums {
                 if let Some(flag) = seen.get_mut(id as usize) {
                     *flag = true;
                 }
             }
         }
-        let known = seen.iter().filter(|&&flag| flag).count();
-        let size = known as f32;
-        let mut unseen = Vec::with_capacity(counts.modes.len());
-        for (mode, mode_counts) in counts.modes.iter().enumerate() {
-            // Summed in id order: the same total on every run.
-            let mut entries: Vec<(u32, f32)> = mode_counts.iter().map(|(&id, &c)| (id, c)).collect();
-            entries.sort_by_key(|&(id, _)| id);
-            let total: f32 = entries.iter().map(|&(_, c)| c).sum();
+        let size = seen.iter().filter(|&&flag| flag).count() as f32;
+        let mut unseen = Vec::with_capacity(merged.len());
+        for (mode, sums) in merged.iter().enumerate() {
+            let total: f32 = sums.iter().map(|&(_, c)| c).sum();
             unseen.push((smoothing / (total + smoothing * size).max(f32::MIN_POSITIVE)).ln());
-            for (id, count) in entries {
+            for &(id, count) in sums {
                 if let Some(list) = gains.get_mut(id as usize) {
                     list.push((mode as u32, ((count + smoothing) / smoothing).ln()));
                 }
@@ -214,6 +224,9 @@ mod tests {
         counts.add(5, &[0], 1.0);
         counts.add(0, &[7], 1.0); // beyond the vocabulary
         let model = PhrasingModel::build(counts, 1, 0.2);
-        assert_eq!(model.posterior(&[(Some(0), 1.0), (Some(42), 1.0)], 1.0), [0.0]);
+        assert_eq!(
+            model.posterior(&[(Some(0), 1.0), (Some(42), 1.0)], 1.0),
+            [0.0]
+        );
     }
 }

@@ -95,38 +95,50 @@ fn push_raw_word(raw: &mut String, current: &mut Vec<String>, runs: &mut Vec<Vec
     if raw.is_empty() {
         return;
     }
-    for piece in split_camel_case(raw) {
-        let word = piece.to_lowercase();
-        let meaningful = word.chars().count() > 1 || word.chars().all(|c| c.is_ascii_digit());
-        if meaningful && !is_stopword(&word) {
-            current.push(word);
-        } else {
-            end_run(current, runs);
+    // Lower-cased into one buffer; a String is allocated only for a kept word.
+    let mut lower = String::new();
+    let mut start = 0;
+    let mut previous: Option<char> = None;
+    for (index, c) in raw.char_indices() {
+        if previous.is_some_and(char::is_lowercase) && c.is_uppercase() {
+            push_piece(&raw[start..index], &mut lower, current, runs);
+            start = index;
         }
+        previous = Some(c);
     }
+    push_piece(&raw[start..], &mut lower, current, runs);
     raw.clear();
+}
+
+/// One camelCase piece: kept (lower-cased) or, as a stopword or a single
+/// letter, the end of the run.
+fn push_piece(
+    piece: &str,
+    lower: &mut String,
+    current: &mut Vec<String>,
+    runs: &mut Vec<Vec<String>>,
+) {
+    lower.clear();
+    if piece.is_ascii() {
+        lower.push_str(piece);
+        lower.make_ascii_lowercase();
+    } else {
+        lower.extend(piece.chars().flat_map(char::to_lowercase));
+    }
+    let mut chars = lower.chars();
+    let single = chars.next().is_some() && chars.next().is_none();
+    let meaningful = !lower.is_empty() && (!single || lower.chars().all(|c| c.is_ascii_digit()));
+    if meaningful && !is_stopword(lower) {
+        current.push(lower.clone());
+    } else {
+        end_run(current, runs);
+    }
 }
 
 fn end_run(current: &mut Vec<String>, runs: &mut Vec<Vec<String>>) {
     if !current.is_empty() {
         runs.push(std::mem::take(current));
     }
-}
-
-/// "listModels" -> ["list", "Models"]; all-caps and all-lower words stay whole.
-fn split_camel_case(word: &str) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    let mut previous: Option<char> = None;
-    for (index, current) in word.char_indices() {
-        if previous.is_some_and(char::is_lowercase) && current.is_uppercase() {
-            pieces.push(&word[start..index]);
-            start = index;
-        }
-        previous = Some(current);
-    }
-    pieces.push(&word[start..]);
-    pieces
 }
 
 #[cfg(test)]
@@ -157,6 +169,7 @@ mod tests {
             words("listModels HTTPServer"),
             ["list", "models", "httpserver"]
         );
+        assert_eq!(words("getIssueComments"), ["get", "issue", "comments"]);
     }
 
     #[test]

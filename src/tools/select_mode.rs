@@ -228,7 +228,7 @@ mod tests {
         assert!(reply.get("low_confidence").is_none(), "{reply}");
         assert!(reply["reason"].as_str().unwrap().starts_with("matched: "));
         let alternatives = reply["alternatives"].as_array().unwrap();
-        assert!(alternatives.len() <= DEFAULT_TOP_K - 1);
+        assert!(alternatives.len() < DEFAULT_TOP_K);
         for alternative in alternatives {
             for key in ["mode", "confidence", "summary", "required"] {
                 assert!(

@@ -82,7 +82,7 @@ fn tools_list(c: &mut Criterion) {
 fn validation(c: &mut Criterion) {
     let catalog = Catalog::builtin().unwrap();
     let mode = catalog.get("debug").unwrap();
-    let request = describe::example_request(&mode.manifest);
+    let request = describe::example_request(mode.manifest());
     let _ = mode.validator(); // compile outside the measurement
     c.bench_function("validate_debug_request", |b| {
         b.iter(|| describe::violations(black_box(mode), black_box(&request)).unwrap())

@@ -25,7 +25,7 @@ pub fn check_catalog(catalog: &Catalog) -> Vec<ModeReport> {
                 name: mode.name().to_owned(),
                 ..Default::default()
             };
-            let manifest = &mode.manifest;
+            let manifest = mode.manifest();
             if let Err(error) = jsonschema::draft202012::meta::validate(mode.schema()) {
                 report
                     .errors

@@ -355,7 +355,7 @@ fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<ExitCod
     match command {
         ModesCommand::List => {
             for mode in catalog.modes() {
-                let manifest = &mode.manifest;
+                let manifest = mode.manifest();
                 let status = match manifest.executor.as_deref() {
                     Some(key) if executor::is_registered(key) => "ready",
                     Some(_) => "no-executor",
@@ -380,7 +380,7 @@ fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<ExitCod
                     }
                 );
             };
-            let manifest = &mode.manifest;
+            let manifest = mode.manifest();
             println!("{} — {}", manifest.name, manifest.title);
             println!("{}\n", manifest.summary);
             println!(

@@ -43,7 +43,7 @@ pub fn modes_table(catalog: &Catalog) -> String {
         "| mode | category | without a provider | with a provider | what it is for |\n|---|---|---|---|---|\n",
     );
     for mode in catalog.modes() {
-        let manifest = &mode.manifest;
+        let manifest = mode.manifest();
         let (without, with) = behaviour(manifest);
         let _ = writeln!(
             out,
@@ -61,7 +61,7 @@ pub fn modes_reference(catalog: &Catalog) -> String {
     );
     out.push_str(&modes_table(catalog));
     for mode in catalog.modes() {
-        let manifest = &mode.manifest;
+        let manifest = mode.manifest();
         let _ = write!(
             out,
             "\n## `{}`: {}\n\n{}\n\n{}\n\n",

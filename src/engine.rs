@@ -203,7 +203,7 @@ impl Engine {
     }
 
     fn executor_for(&self, mode: &Mode) -> Option<StartedExecutor> {
-        let key = mode.manifest.executor.as_deref()?;
+        let key = mode.manifest().executor.as_deref()?;
         let cell = self.executors.get(mode.name())?;
         cell.get_or_init(|| {
             tracing::debug!(mode = mode.name(), executor = key, "starting executor");
@@ -225,7 +225,7 @@ fn merge_continuation(
         return Ok(()); // the validator reports the wrong type
     };
     let accepts = mode
-        .manifest
+        .manifest()
         .properties()
         .is_some_and(|p| p.contains_key("continuation_id"));
     match fields.get("continuation_id").and_then(Value::as_str) {
@@ -260,13 +260,13 @@ fn invalid_request(mode: &Mode, violations: &[describe::Violation]) -> ToolOutco
         ),
         "mode": mode.name(),
         "violations": violations,
-        "required": mode.manifest.required(),
-        "example_request": describe::example_request(&mode.manifest),
+        "required": mode.manifest().required(),
+        "example_request": describe::example_request(mode.manifest()),
     }))
 }
 
 fn no_executor(mode: &Mode) -> ToolOutcome {
-    let message = match mode.manifest.executor.as_deref() {
+    let message = match mode.manifest().executor.as_deref() {
         None => format!(
             "Mode {:?} comes from {} and has no executor in zenmode; call the original server's tool instead.",
             mode.name(),

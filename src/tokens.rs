@@ -78,7 +78,7 @@ pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<Toke
         .catalog()
         .modes()
         .iter()
-        .filter_map(|mode| mode.manifest.examples.first())
+        .filter_map(|mode| mode.manifest().examples.first())
         .map(|task| {
             let args = select_mode::SelectArgs {
                 task_description: Some(task.clone()),

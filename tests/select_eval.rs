@@ -124,7 +124,7 @@ fn manifest_examples_are_disjoint_from_the_dev_set() {
         dev_labels().iter().map(|l| normalized(&l.query)).collect();
     let mut overlaps = Vec::new();
     for mode in catalog.modes() {
-        for example in &mode.manifest.examples {
+        for example in &mode.manifest().examples {
             if dev.contains(&normalized(example)) {
                 overlaps.push(format!("{}: {example}", mode.name()));
             }

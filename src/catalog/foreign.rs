@@ -116,11 +116,11 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/catalogs/github.json");
         let modes = load(&path).expect("github catalog loads");
         assert_eq!(modes.len(), 117);
-        assert!(modes.iter().all(|m| m.manifest.executor.is_none()));
+        assert!(modes.iter().all(|m| m.manifest().executor.is_none()));
         assert!(
             modes
                 .iter()
-                .all(|m| m.manifest.summary.chars().count() <= MAX_SUMMARY_CHARS)
+                .all(|m| m.manifest().summary.chars().count() <= MAX_SUMMARY_CHARS)
         );
     }
 

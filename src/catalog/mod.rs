@@ -49,15 +49,19 @@ pub type CompiledSchema = Result<jsonschema::Validator, String>;
 
 /// One mode: its manifest plus the state derived from it lazily.
 pub struct Mode {
-    pub manifest: Manifest,
+    name: String,
     pub origin: Origin,
+    /// Embedded manifest text, parsed on first use (`build.rs` checked its
+    /// JSON and name; the test suite and `modes check` parse every one).
+    embedded_text: Option<&'static str>,
+    manifest: OnceLock<Manifest>,
     validator: OnceLock<CompiledSchema>,
 }
 
 impl fmt::Debug for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Mode")
-            .field("name", &self.manifest.name)
+            .field("name", &self.name)
             .field("origin", &self.origin)
             .field("compiled", &self.is_compiled())
             .finish()
@@ -67,26 +71,60 @@ impl fmt::Debug for Mode {
 impl Mode {
     pub fn new(manifest: Manifest, origin: Origin) -> Self {
         Mode {
-            manifest,
+            name: manifest.name.clone(),
             origin,
+            embedded_text: None,
+            manifest: OnceLock::from(manifest),
+            validator: OnceLock::new(),
+        }
+    }
+
+    /// A built-in mode whose manifest is parsed on first use: a server that
+    /// lists only the meta tools never parses the mode bodies at start-up.
+    fn embedded(name: &str, text: &'static str) -> Self {
+        Mode {
+            name: name.to_owned(),
+            origin: Origin::Builtin,
+            embedded_text: Some(text),
+            manifest: OnceLock::new(),
             validator: OnceLock::new(),
         }
     }
 
     pub fn name(&self) -> &str {
-        &self.manifest.name
+        &self.name
+    }
+
+    /// The manifest, parsed on first use for embedded modes.
+    pub fn manifest(&self) -> &Manifest {
+        self.manifest.get_or_init(|| {
+            let text = self.embedded_text.unwrap_or_default();
+            Manifest::parse(text, Some(&self.name)).unwrap_or_else(|problem| {
+                // Unreachable for a tested build: build.rs, the unit tests and
+                // `modes check` all parse every embedded manifest.
+                panic!(
+                    "embedded manifest modes/{}.json is invalid: {problem}",
+                    self.name
+                )
+            })
+        })
+    }
+
+    /// Whether the manifest has been parsed; the laziness tests read this.
+    pub fn is_parsed(&self) -> bool {
+        self.manifest.get().is_some()
     }
 
     /// The request schema (a JSON object).
     pub fn schema(&self) -> &Value {
-        &self.manifest.schema
+        &self.manifest().schema
     }
 
     /// The request validator, compiled on first call and cached for the process.
     pub fn validator(&self) -> &CompiledSchema {
         self.validator.get_or_init(|| {
             tracing::debug!(mode = self.name(), "compiling request schema");
-            jsonschema::draft202012::new(&self.manifest.schema).map_err(|e| {
+            jsonschema::draft202012::new(self.schema()).map_err(|e| {
                 format!(
                     "the request schema of mode {:?} does not compile: {e}",
                     self.name()
@@ -144,10 +182,7 @@ impl Catalog {
         let mut modes: Vec<Mode> = Vec::new();
         if !sources.no_builtin {
             for (file_name, text) in EMBEDDED {
-                let stem = file_name.trim_end_matches(".json");
-                let manifest = Manifest::parse(text, Some(stem))
-                    .map_err(|problem| LoadError::new(format!("modes/{file_name}"), problem))?;
-                modes.push(Mode::new(manifest, Origin::Builtin));
+                modes.push(Mode::embedded(file_name.trim_end_matches(".json"), text));
             }
         }
         for dir in &sources.modes_dirs {
@@ -193,6 +228,15 @@ impl Catalog {
 
     pub fn is_empty(&self) -> bool {
         self.modes.is_empty()
+    }
+
+    /// Names of the modes whose manifest has been parsed so far.
+    pub fn parsed_modes(&self) -> Vec<&str> {
+        self.modes
+            .iter()
+            .filter(|mode| mode.is_parsed())
+            .map(|mode| mode.name())
+            .collect()
     }
 
     /// Names of the modes whose schema has been compiled so far.
@@ -267,10 +311,21 @@ mod tests {
     }
 
     #[test]
-    fn builtin_catalog_loads_without_compiling_anything() {
-        let catalog = Catalog::builtin().expect("embedded manifests parse");
-        assert!(!catalog.is_empty());
+    fn builtin_catalog_loads_without_parsing_or_compiling_anything() {
+        let catalog = Catalog::builtin().expect("embedded manifests load");
+        assert_eq!(catalog.len(), 18);
+        assert!(catalog.parsed_modes().is_empty());
         assert!(catalog.compiled_modes().is_empty());
+    }
+
+    #[test]
+    fn every_embedded_manifest_parses() {
+        for (file_name, text) in EMBEDDED {
+            let stem = file_name.trim_end_matches(".json");
+            if let Err(problem) = Manifest::parse(text, Some(stem)) {
+                panic!("modes/{file_name}: {problem}");
+            }
+        }
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub static REGISTRY: &[(&str, Constructor)] = &[
     ("planner", |_| Ok(Arc::new(planner::Planner))),
     ("version", |_| Ok(Arc::new(version::Version))),
     ("workflow", |mode| {
-        let spec = mode.manifest.workflow.clone().ok_or_else(|| {
+        let spec = mode.manifest().workflow.clone().ok_or_else(|| {
             format!(
                 "mode {:?} uses the workflow executor but has no \"workflow\" section",
                 mode.name()

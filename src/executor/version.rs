@@ -17,6 +17,7 @@ impl Executor for Version {
             "tool_list": engine.listing().as_str(),
             "modes": engine.catalog().len(),
             "listed_tools": engine.tool_names(),
+            "manifests_parsed": engine.catalog().parsed_modes(),
             "schemas_compiled": engine.catalog().compiled_modes(),
             "executors_started": engine.started_executors(),
             "uptime_seconds": engine.uptime().as_secs(),

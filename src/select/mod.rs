@@ -249,7 +249,7 @@ impl Index {
         let text_bytes: usize = catalog
             .modes()
             .iter()
-            .map(|m| m.manifest.description.len() + m.manifest.summary.len())
+            .map(|m| m.manifest().description.len() + m.manifest().summary.len())
             .sum();
         let mut vocabulary = Vocabulary::with_capacity(text_bytes / 8);
         let mut cache = HashMap::default();
@@ -262,7 +262,7 @@ impl Index {
         // Terms of the fields written to say what a mode is for, by id.
         let mut intent_terms: Vec<bool> = Vec::new();
         for (mode_index, mode) in catalog.modes().iter().enumerate() {
-            let manifest = &mode.manifest;
+            let manifest = mode.manifest();
             let mut document = Document::default();
             for (field, text) in field_texts(manifest) {
                 let field = if full { field } else { Field::Description };

@@ -48,7 +48,7 @@ impl Listing {
 
 /// The `tools/list` entry for a mode: everything comes from its manifest.
 pub fn mode_tool(mode: &Mode) -> Value {
-    let manifest = &mode.manifest;
+    let manifest = mode.manifest();
     let mut tool = Map::new();
     tool.insert("name".into(), json!(manifest.name));
     tool.insert("title".into(), json!(manifest.title));

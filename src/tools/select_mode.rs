@@ -110,8 +110,8 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
             json!({
                 "mode": alternative.name(),
                 "confidence": round2(ranked.confidence),
-                "summary": alternative.manifest.summary,
-                "required": alternative.manifest.required(),
+                "summary": alternative.manifest().summary,
+                "required": alternative.manifest().required(),
             })
         })
         .collect();
@@ -158,7 +158,7 @@ fn describe_mode(mode: &Mode) -> Value {
 /// summary, required and optional fields, and the `zen_execute` call with a
 /// valid example request.
 fn insert_essentials(reply: &mut Map<String, Value>, mode: &Mode, fields: FieldSet) {
-    let manifest = &mode.manifest;
+    let manifest = mode.manifest();
     let summary = describe::field_summary(manifest, fields);
     reply.insert("summary".into(), json!(manifest.summary));
     reply.insert("required".into(), Value::Object(summary.required));

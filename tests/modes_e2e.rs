@@ -624,3 +624,60 @@ fn every_mode_runs_its_example() {
         assert_ne!(result["isError"], true, "{}: {body}", mode.name());
     }
 }
+
+#[test]
+fn progress_is_reported_and_cancellation_stops_a_stalled_model_call() {
+    let fake = BackgroundFake::start(vec![Reply::Stall]);
+    let project = Project::new();
+    let mut client = project.serve(Some(&fake), &[("ZEN_MODEL_TIMEOUT_SECS", "60".to_owned())]);
+    client.send(&json!({
+        "jsonrpc": "2.0", "id": 77, "method": "tools/call",
+        "params": {
+            "_meta": {"progressToken": "p-77"},
+            "name": "zen_execute",
+            "arguments": {"mode": "chat", "request": {"prompt": "slow question",
+                          "working_directory_absolute_path": project.path("")}}
+        }
+    }));
+    let progress = client.wait_for(|m| m["method"] == "notifications/progress");
+    assert_eq!(progress["params"]["progressToken"], "p-77");
+    assert!(
+        progress["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Waiting for")
+    );
+
+    // Cancel once the model call is really in flight.
+    for _ in 0..100 {
+        if !fake.fake.requests().is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        fake.fake.requests().len(),
+        1,
+        "the call reached the provider"
+    );
+    let started = std::time::Instant::now();
+    client.send(&json!({
+        "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 77, "reason": "user gave up"}
+    }));
+    // The session keeps serving, promptly, after the cancelled call.
+    assert_eq!(client.tool_names().len(), 2);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // No retry after the cancel.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(fake.fake.requests().len(), 1);
+    // Whatever rmcp does with the cancelled id, it is not a successful answer.
+    assert!(
+        client
+            .stray
+            .iter()
+            .all(|m| m["id"] != 77 || m.get("result").is_none() || m["result"]["isError"] == true),
+        "{:?}",
+        client.stray
+    );
+}

@@ -681,3 +681,53 @@ fn progress_is_reported_and_cancellation_stops_a_stalled_model_call() {
         client.stray
     );
 }
+
+#[test]
+fn chat_sends_images_and_refuses_bad_ones() {
+    let fake = BackgroundFake::start(Vec::new());
+    let project = Project::new();
+    // The 8-byte PNG signature is enough: the server checks type and size, not pixels.
+    std::fs::write(project.dir.path().join("screen.png"), b"\x89PNG\r\n\x1a\n").unwrap();
+    std::fs::write(project.dir.path().join("notes.txt"), "not an image").unwrap();
+    let mut client = project.serve(Some(&fake), &[]);
+    let chat = |client: &mut Client, images: Value| {
+        execute(
+            client,
+            "chat",
+            json!({"prompt": "what is on screen?", "images": images, "model": "gpt-5",
+                   "working_directory_absolute_path": project.path("")}),
+        )
+    };
+    let reply = structured(
+        &chat(
+            &mut client,
+            json!([project.path("screen.png"), "data:image/gif;base64,R0lGOA=="]),
+        ),
+        false,
+    );
+    assert_eq!(reply["images_sent"], 2, "{reply}");
+    let content = &fake.fake.requests()[0].body["messages"][1]["content"];
+    let urls: Vec<&str> = content
+        .as_array()
+        .expect("content parts")
+        .iter()
+        .filter_map(|part| part["image_url"]["url"].as_str())
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            "data:image/png;base64,iVBORw0KGgo=",
+            "data:image/gif;base64,R0lGOA=="
+        ]
+    );
+
+    for (image, kind) in [
+        (project.path("notes.txt"), "image"),
+        ("/etc/hostname".to_owned(), "file_access"),
+        ("data:text/plain;base64,aGk=".to_owned(), "image"),
+    ] {
+        let refused = structured(&chat(&mut client, json!([image])), true);
+        assert_eq!(refused["error"], kind, "{image}: {refused}");
+    }
+    assert_eq!(fake.fake.requests().len(), 1, "refused images send nothing");
+}

@@ -18,7 +18,7 @@ use common::fake_provider::{Fake, Reply};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use zenmode::providers::{HttpConfig, Message, ModelRequest, ProviderError, Providers, Role};
+use zenmode::providers::{HttpConfig, Message, ModelRequest, ProviderError, Providers};
 
 const OPENAI_KEY: &str = "sk-test-7f3a9c-OPENAI-SECRET";
 const GEMINI_KEY: &str = "AIza-test-51bd-GEMINI-SECRET";
@@ -69,18 +69,9 @@ fn conversation(model: &str) -> ModelRequest {
         model: model.to_owned(),
         system_prompt: "You are a careful reviewer.".to_owned(),
         messages: vec![
-            Message {
-                role: Role::User,
-                content: "Look at parse().".to_owned(),
-            },
-            Message {
-                role: Role::Assistant,
-                content: "It ignores errors.".to_owned(),
-            },
-            Message {
-                role: Role::User,
-                content: "Suggest a fix.".to_owned(),
-            },
+            Message::user("Look at parse().".to_owned()),
+            Message::assistant("It ignores errors.".to_owned()),
+            Message::user("Suggest a fix.".to_owned()),
         ],
         temperature: Some(0.3),
         thinking_mode: Some("high".to_owned()),

@@ -4,10 +4,10 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ExecContext, ExecError, Executor, check_paths, provider_error};
+use super::{ExecContext, ExecError, Executor, check_paths, load_images, provider_error};
 use crate::{
     conversation::{Turn, build_history},
-    providers::{Message, ModelRequest, Role},
+    providers::{Message, ModelRequest},
     workflow::{
         expert::{PROGRESS_EVERY, PromptBudget, embed},
         memory_error, record_turn,
@@ -49,6 +49,8 @@ impl Executor for Chat {
             .resolve(request.model.as_deref(), "chat")
             .map_err(provider_error)?;
         check_paths(context, &request.absolute_file_paths)?;
+        let images = load_images(context, &request.images)?;
+        let images_ignored = !images.is_empty() && !model.supports_images;
 
         let turn = Turn::user("chat", request.prompt.clone())
             .with_files(request.absolute_file_paths.clone());
@@ -80,10 +82,11 @@ impl Executor for Chat {
         let model_request = ModelRequest {
             model: model.name.clone(),
             system_prompt: SYSTEM_PROMPT.to_owned(),
-            messages: vec![Message {
-                role: Role::User,
-                content,
-            }],
+            messages: vec![Message::user(content).with_images(if images_ignored {
+                Vec::new()
+            } else {
+                images.clone()
+            })],
             temperature: request.temperature,
             thinking_mode: request.thinking_mode.clone(),
             max_output_tokens: None,
@@ -123,9 +126,13 @@ impl Executor for Chat {
                     .collect::<Vec<_>>()
             );
         }
-        if !request.images.is_empty() {
-            reply["images_ignored"] =
-                json!("this build sends text only; the images were not shown to the model");
+        if images_ignored {
+            reply["images_ignored"] = json!(format!(
+                "{} does not accept images, so they were not sent; pick a model that does (listmodels shows supports_images)",
+                model.name
+            ));
+        } else if !images.is_empty() {
+            reply["images_sent"] = json!(images.len());
         }
         Ok(reply)
     }

@@ -5,10 +5,10 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ExecContext, ExecError, Executor, check_paths, provider_error};
+use super::{ExecContext, ExecError, Executor, check_paths, load_images, provider_error};
 use crate::{
     conversation::Turn,
-    providers::{Message, ModelRequest, ProviderError, Role},
+    providers::{Message, ModelRequest, ProviderError},
     workflow::{
         expert::{PROGRESS_EVERY, PromptBudget, embed},
         record_turn,
@@ -36,6 +36,8 @@ struct ConsensusRequest {
     models: Vec<ModelSeat>,
     #[serde(default)]
     relevant_files: Vec<String>,
+    #[serde(default)]
+    images: Vec<String>,
     #[serde(default)]
     continuation_id: Option<String>,
 }
@@ -72,6 +74,7 @@ impl Executor for Consensus {
             return Err(provider_error(error));
         }
         check_paths(context, &request.relevant_files)?;
+        let images = load_images(context, &request.images)?;
         let turn = Turn::user(
             "consensus",
             format!(
@@ -111,10 +114,13 @@ impl Executor for Consensus {
             let model_request = ModelRequest {
                 model: model.name.clone(),
                 system_prompt: SYSTEM_PROMPT.to_owned(),
-                messages: vec![Message {
-                    role: Role::User,
-                    content,
-                }],
+                messages: vec![
+                    Message::user(content).with_images(if model.supports_images {
+                        images.clone()
+                    } else {
+                        Vec::new()
+                    }),
+                ],
                 ..ModelRequest::default()
             };
             let call = context.call;

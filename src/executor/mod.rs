@@ -20,7 +20,10 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use crate::{
-    catalog::Mode, engine::Engine, providers::ProviderError, services::CallContext,
+    catalog::Mode,
+    engine::Engine,
+    providers::{Image, ProviderError},
+    services::CallContext,
     workflow::WorkflowExecutor,
 };
 
@@ -114,6 +117,75 @@ pub fn is_registered(key: &str) -> bool {
 /// A provider failure as the agent reads it.
 pub fn provider_error(error: ProviderError) -> ExecError {
     ExecError::new(error.kind(), error.to_string())
+}
+
+/// The largest image read from disk or accepted as a data URL (decoded bytes).
+const MAX_IMAGE_BYTES: usize = 10 * 1024 * 1024;
+
+/// Loads images given as absolute paths (inside the allowed roots) or as
+/// `data:image/...;base64,` URLs; refuses anything else, naming it.
+pub fn load_images(context: &ExecContext<'_>, specs: &[String]) -> Result<Vec<Image>, ExecError> {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let refuse = |spec: &str, why: String| {
+        let shown: String = spec.chars().take(80).collect();
+        ExecError::new("image", format!("image {shown:?}: {why}"))
+    };
+    specs
+        .iter()
+        .map(|spec| {
+            if let Some(rest) = spec.strip_prefix("data:") {
+                let (media_type, data) = rest.split_once(";base64,").ok_or_else(|| {
+                    refuse(spec, "a data URL must be data:<type>;base64,<data>".into())
+                })?;
+                if !media_type.starts_with("image/") {
+                    return Err(refuse(spec, format!("{media_type} is not an image type")));
+                }
+                let bytes = engine
+                    .decode(data.trim())
+                    .map_err(|e| refuse(spec, format!("not valid base64: {e}")))?;
+                if bytes.len() > MAX_IMAGE_BYTES {
+                    return Err(refuse(spec, format!("larger than {MAX_IMAGE_BYTES} bytes")));
+                }
+                return Ok(Image {
+                    media_type: media_type.to_owned(),
+                    base64: engine.encode(bytes),
+                });
+            }
+            let path = context
+                .engine
+                .services()
+                .files
+                .resolve(spec)
+                .map_err(|e| ExecError::new("file_access", e.to_string()))?;
+            let extension = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_ascii_lowercase)
+                .unwrap_or_default();
+            let media_type = match extension.as_str() {
+                "png" => "image/png",
+                "jpg" | "jpeg" => "image/jpeg",
+                "gif" => "image/gif",
+                "webp" => "image/webp",
+                other => {
+                    return Err(refuse(
+                        spec,
+                        format!("unsupported image type {other:?} (png, jpeg, gif, webp)"),
+                    ));
+                }
+            };
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            if size > MAX_IMAGE_BYTES as u64 {
+                return Err(refuse(spec, format!("larger than {MAX_IMAGE_BYTES} bytes")));
+            }
+            let bytes = std::fs::read(&path).map_err(|e| refuse(spec, e.to_string()))?;
+            Ok(Image {
+                media_type: media_type.to_owned(),
+                base64: engine.encode(bytes),
+            })
+        })
+        .collect()
 }
 
 /// Refuses, naming the path, any file outside the allowed roots or missing.

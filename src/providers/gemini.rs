@@ -73,7 +73,11 @@ impl Gemini {
                     Role::User => "user",
                     Role::Assistant => "model",
                 };
-                json!({"role": role, "parts": [{"text": m.content}]})
+                let mut parts = vec![json!({"text": m.content})];
+                parts.extend(m.images.iter().map(|image| {
+                    json!({"inlineData": {"mimeType": image.media_type, "data": image.base64}})
+                }));
+                json!({"role": role, "parts": parts})
             })
             .collect();
 
@@ -243,20 +247,29 @@ mod tests {
     }
 
     #[test]
+    fn images_become_inline_data_parts() {
+        let image = crate::providers::Image {
+            media_type: "image/png".into(),
+            base64: "iVBORw0KGgo=".into(),
+        };
+        let request = ModelRequest {
+            model: "gemini-2.5-flash".into(),
+            messages: vec![Message::user("look").with_images(vec![image])],
+            ..ModelRequest::default()
+        };
+        let body = gemini("https://example.test").body(&request);
+        let parts = &body["contents"][0]["parts"];
+        assert_eq!(parts[0]["text"], "look");
+        assert_eq!(parts[1]["inlineData"]["mimeType"], "image/png");
+        assert_eq!(parts[1]["inlineData"]["data"], "iVBORw0KGgo=");
+    }
+
+    #[test]
     fn body_maps_roles_system_and_thinking() {
         let request = ModelRequest {
             model: "gemini-2.5-pro".into(),
             system_prompt: "Review carefully.".into(),
-            messages: vec![
-                Message {
-                    role: Role::User,
-                    content: "q".into(),
-                },
-                Message {
-                    role: Role::Assistant,
-                    content: "a".into(),
-                },
-            ],
+            messages: vec![Message::user("q"), Message::assistant("a")],
             temperature: None,
             thinking_mode: Some("max".into()),
             max_output_tokens: None,

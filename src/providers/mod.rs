@@ -49,6 +49,57 @@ pub enum Role {
 pub struct Message {
     pub role: Role,
     pub content: String,
+    /// Images shown with the text (only sent to models that accept images).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: content.into(),
+            images: Vec::new(),
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::Assistant,
+            content: content.into(),
+            images: Vec::new(),
+        }
+    }
+
+    pub fn with_images(mut self, images: Vec<Image>) -> Self {
+        self.images = images;
+        self
+    }
+}
+
+/// An image as providers take it: a media type and base64 data.
+#[derive(Clone, PartialEq, Serialize)]
+pub struct Image {
+    pub media_type: String,
+    pub base64: String,
+}
+
+impl Image {
+    /// `data:<media type>;base64,<data>`, as OpenAI-compatible servers take it.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.base64)
+    }
+}
+
+impl std::fmt::Debug for Image {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Image({}, {} base64 chars)",
+            self.media_type,
+            self.base64.len()
+        )
+    }
 }
 
 /// Everything a provider needs for one call.

@@ -73,7 +73,15 @@ impl OpenAiCompatible {
                 Role::User => "user",
                 Role::Assistant => "assistant",
             };
-            json!({"role": role, "content": m.content})
+            if m.images.is_empty() {
+                json!({"role": role, "content": m.content})
+            } else {
+                let mut parts = vec![json!({"type": "text", "text": m.content})];
+                parts.extend(m.images.iter().map(
+                    |image| json!({"type": "image_url", "image_url": {"url": image.data_url()}}),
+                ));
+                json!({"role": role, "content": parts})
+            }
         }));
 
         let mut body = Map::new();
@@ -276,10 +284,7 @@ mod tests {
         ModelRequest {
             model: model.into(),
             system_prompt: "Be brief.".into(),
-            messages: vec![Message {
-                role: Role::User,
-                content: "hi".into(),
-            }],
+            messages: vec![Message::user("hi")],
             temperature: Some(0.2),
             thinking_mode: Some("medium".into()),
             max_output_tokens: Some(64),

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use super::{Consolidated, Step, WorkflowSpec, git, spec::Gather};
 use crate::{
     conversation::{Turn, build_history},
-    executor::ExecContext,
+    executor::{ExecContext, load_images},
     files::Embedded,
-    providers::{Message, ModelRequest, Role},
+    providers::{Message, ModelRequest},
 };
 
 /// Fields every workflow request may carry; anything else is mode-specific
@@ -140,13 +140,25 @@ pub async fn consult(
         ));
     }
 
+    // Images from the final step, for models that accept them.
+    let image_specs: Vec<String> = request
+        .get("images")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    let images = match load_images(context, &image_specs) {
+        Ok(images) if model.supports_images => images,
+        Ok(_) => Vec::new(),
+        Err(error) => {
+            return json!({"status": "skipped", "reason": error.message, "error": error.kind});
+        }
+    };
     let model_request = ModelRequest {
         model: model.name.clone(),
         system_prompt: spec.system_prompt.clone(),
-        messages: vec![Message {
-            role: Role::User,
-            content: prompt,
-        }],
+        messages: vec![Message::user(prompt).with_images(images)],
         temperature: step.temperature,
         thinking_mode: step.thinking_mode.clone(),
         max_output_tokens: None,

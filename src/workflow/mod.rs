@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     conversation::{MemoryError, Turn},
-    executor::{ExecContext, ExecError, Executor},
+    executor::{ExecContext, ExecError, Executor, check_paths},
 };
 pub use consolidate::Consolidated;
 use spec::Phase;
@@ -95,6 +95,8 @@ impl Executor for WorkflowExecutor {
         let mode = context.mode.name();
         let step: Step = serde_json::from_value(request.clone())
             .map_err(|e| ExecError::new("invalid_request", e.to_string()))?;
+        // Files the expert will read must exist inside the roots: say so now, not at the end.
+        check_paths(context, &step.relevant_files)?;
 
         if let Some(choice) = &self.spec.choice
             && request.get(&choice.field).and_then(Value::as_str) == Some(&choice.ask_value)

@@ -11,8 +11,11 @@ use crate::{
     conversation::{ConversationStore, InMemoryStore, MemoryConfig},
     executor::clink::ClinkConfig,
     files::{FileAccess, FileError, parse_root_list},
-    providers::Providers,
+    providers::{ModelRequest, ModelResponse, Provider, ProviderError, Providers},
 };
+
+/// How often a call waiting on a model reports progress.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// Process-wide services, built once at start-up from flags and environment.
 pub struct Services {
@@ -102,6 +105,21 @@ impl CallContext {
                 }
             }
         }
+    }
+
+    /// Asks a model, reporting progress while waiting; `None` when the
+    /// client cancelled (the HTTP request is dropped).
+    pub async fn ask_model(
+        &self,
+        provider: &dyn Provider,
+        request: &ModelRequest,
+    ) -> Option<Result<ModelResponse, ProviderError>> {
+        self.run_with_progress(
+            &format!("Waiting for {}", request.model),
+            PROGRESS_EVERY,
+            provider.generate(request, &self.cancel),
+        )
+        .await
     }
 
     pub async fn report(&self, progress: f64, message: String) {

@@ -9,7 +9,7 @@ use crate::{
     conversation::{Turn, build_history},
     providers::{Message, ModelRequest},
     workflow::{
-        expert::{PROGRESS_EVERY, PromptBudget, embed},
+        expert::{PromptBudget, embed},
         memory_error, record_turn,
     },
 };
@@ -93,11 +93,7 @@ impl Executor for Chat {
         };
         let call = context.call;
         let response = call
-            .run_with_progress(
-                &format!("Waiting for {}", model.name),
-                PROGRESS_EVERY,
-                provider.generate(&model_request, &call.cancel),
-            )
+            .ask_model(provider.as_ref(), &model_request)
             .await
             .ok_or_else(|| ExecError::new("cancelled", "the client cancelled the request"))?
             .map_err(provider_error)?;

@@ -10,7 +10,7 @@ use crate::{
     conversation::Turn,
     providers::{Message, ModelRequest, ProviderError},
     workflow::{
-        expert::{PROGRESS_EVERY, PromptBudget, embed},
+        expert::{PromptBudget, embed},
         record_turn,
     },
 };
@@ -129,13 +129,7 @@ impl Executor for Consensus {
                 format!("Consulting {} ({})", model.name, seat.stance),
             )
             .await;
-            let answer = call
-                .run_with_progress(
-                    &format!("Waiting for {}", model.name),
-                    PROGRESS_EVERY,
-                    provider.generate(&model_request, &call.cancel),
-                )
-                .await;
+            let answer = call.ask_model(provider.as_ref(), &model_request).await;
             match answer {
                 None => return Err(ExecError::new("cancelled", "the client cancelled the request")),
                 Some(Ok(response)) => {

@@ -4,8 +4,6 @@
 //! mode's own parameters, earlier conversation from other modes, and the
 //! relevant files embedded within a share of the model's context window.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use super::{Consolidated, Step, WorkflowSpec, git, spec::Gather};
@@ -37,9 +35,6 @@ const COMMON_FIELDS: &[&str] = &[
     "thinking_mode",
     "continuation_id",
 ];
-
-/// How often a waiting call reports progress.
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 fn skipped(reason: impl Into<String>) -> Value {
     json!({"status": "skipped", "reason": reason.into()})
@@ -164,13 +159,7 @@ pub async fn consult(
         max_output_tokens: None,
     };
     let call = context.call;
-    let waited = call
-        .run_with_progress(
-            &format!("Waiting for {} to review the {mode} findings", model.name),
-            PROGRESS_EVERY,
-            provider.generate(&model_request, &call.cancel),
-        )
-        .await;
+    let waited = call.ask_model(provider.as_ref(), &model_request).await;
     let files_embedded: Vec<String> = embedded
         .files
         .iter()

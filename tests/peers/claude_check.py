@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from harness import Checks
 from typing import Callable
 
 HERE = Path(__file__).resolve().parent
@@ -34,22 +36,8 @@ EXPECTED_VERSION = "2.1.330"
 CONNECTED = re.compile(r"[✓✔]\s*Connected\b")
 FAILED = re.compile(r"[✗✘]\s*Failed\b")
 
-passed = 0
-failed = 0
-
-
-def check(name: str, fn: Callable[[], None]) -> None:
-    global passed, failed
-    try:
-        fn()
-        passed += 1
-        print(f"  ok   {name}", flush=True)
-    except AssertionError as e:
-        failed += 1
-        print(f"  FAIL {name} -- assertion: {e}", flush=True)
-    except Exception as e:  # noqa: BLE001 - any failure is a failed check
-        failed += 1
-        print(f"  FAIL {name} -- {type(e).__name__}: {e}", flush=True)
+CHECKS = Checks("claude-code")
+check = CHECKS.check
 
 
 def main() -> int:
@@ -141,8 +129,7 @@ def main() -> int:
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
-    print(f"claude-code: {passed} passed, {failed} failed")
-    return 0 if failed == 0 and passed > 0 else 1
+    return CHECKS.finish()
 
 
 if __name__ == "__main__":

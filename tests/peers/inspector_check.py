@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from harness import Checks
 from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
@@ -30,8 +32,8 @@ TASK = "the checkout page crashes with a TypeError after the last deploy"
 # Inspector exit codes (core/cli/error-handler.ts): 5 = tool error, 6 = unportable schema.
 TOOL_ERROR = 5
 
-passed = 0
-failed = 0
+CHECKS = Checks("inspector")
+check = CHECKS.check
 HOME = tempfile.mkdtemp(prefix="zenmode-inspector-home-")
 atexit.register(shutil.rmtree, HOME, True)
 ENV = {**os.environ, "HOME": HOME, "CI": "true", "RUST_LOG": "error", "NO_COLOR": "1"}
@@ -49,20 +51,6 @@ def inspector(*args: str, server_args: tuple[str, ...] = (), tail: tuple[str, ..
     except json.JSONDecodeError:
         out = None
     return proc.returncode, out, proc.stderr
-
-
-def check(name: str, fn: Callable[[], None]) -> None:
-    global passed, failed
-    try:
-        fn()
-        passed += 1
-        print(f"  ok   {name}", flush=True)
-    except AssertionError as e:
-        failed += 1
-        print(f"  FAIL {name} -- assertion: {e}", flush=True)
-    except Exception as e:  # noqa: BLE001 - any failure is a failed check
-        failed += 1
-        print(f"  FAIL {name} -- {type(e).__name__}: {e}", flush=True)
 
 
 def result_of(rc: int, out: Any, err: str, want_rc: int = 0) -> dict[str, Any]:
@@ -159,8 +147,7 @@ def main() -> int:
 
         check(tag + "--full tools/call version", full_version)
 
-    print(f"inspector: {passed} passed, {failed} failed")
-    return 0 if failed == 0 and passed > 0 else 1
+    return CHECKS.finish()
 
 
 if __name__ == "__main__":

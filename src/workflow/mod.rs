@@ -38,8 +38,6 @@ pub struct Step {
     #[serde(default)]
     pub findings: String,
     #[serde(default)]
-    pub confidence: Option<String>,
-    #[serde(default)]
     pub use_assistant_model: Option<bool>,
     #[serde(default)]
     pub model: Option<String>,

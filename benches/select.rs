@@ -1,11 +1,14 @@
 //! Mode selection: accuracy against the plain BM25 baseline, then latency.
 //!
 //! `cargo bench --bench select` first prints top-1 / top-3 / MRR of the full
-//! ranker and of the plain BM25 baseline on the dev set (18 built-in modes)
-//! and on the GitHub set (117 imported tools), then measures:
+//! ranker and of the plain BM25 baseline on the dev set and the blind test set
+//! (18 built-in modes) and on the GitHub set (117 imported tools), then
+//! measures:
 //!
 //! - `select/rank_builtin`: one ranking over the 18 built-in modes (target p50 <= 200 µs);
 //! - `select/reply_builtin`: the whole `zen_select_mode` reply, ranking included;
+//! - `select/build_builtin`: building the built-in index, which the first
+//!   select of a process pays;
 //! - `select/rank_union`: one ranking over the 1,155-tool union catalog (target <= 1 ms);
 //! - `select/build_union`: building the index for the union catalog (target <= 50 ms).
 //!
@@ -53,6 +56,11 @@ fn print_accuracy() {
             "dev (18 modes)",
             Catalog::builtin().unwrap(),
             labels("select_dev.jsonl"),
+        ),
+        (
+            "blind test (18 modes)",
+            Catalog::builtin().unwrap(),
+            labels("select_test.jsonl"),
         ),
         (
             "github (117 tools)",
@@ -125,6 +133,12 @@ fn bench_select(c: &mut Criterion) {
             next = (next + 1) % github.len();
             black_box(union_index.ranking(black_box(&github[next])))
         })
+    });
+
+    // The first select of a process pays this: every manifest's examples
+    // are analyzed and the phrasing model is trained.
+    group.bench_function("build_builtin", |b| {
+        b.iter(|| black_box(Index::build(black_box(&builtin))))
     });
 
     group.sample_size(20);

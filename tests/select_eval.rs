@@ -14,12 +14,12 @@ use zenmode::{
     select::{Index, Ranker},
 };
 
-/// Dev set top-1 below this fails CI (the target is 0.95; measured 0.934).
-const DEV_TOP1_FLOOR: f64 = 0.92;
-/// Dev set top-3 below this fails CI (the target is 0.99).
-const DEV_TOP3_FLOOR: f64 = 0.98;
-/// Blind test set top-1 below this fails CI.
-const TEST_TOP1_FLOOR: f64 = 0.94;
+/// Dev set top-1 below this fails CI (the target is 0.95; measured 0.964).
+const DEV_TOP1_FLOOR: f64 = 0.95;
+/// Dev set top-3 below this fails CI (the target is 0.99; measured 0.991).
+const DEV_TOP3_FLOOR: f64 = 0.985;
+/// Blind test set top-1 below this fails CI (measured 0.991).
+const TEST_TOP1_FLOOR: f64 = 0.96;
 /// GitHub catalog floors: a little under what the full ranker measures.
 const GITHUB_TOP1_FLOOR: f64 = 0.25;
 const GITHUB_MRR_FLOOR: f64 = 0.38;

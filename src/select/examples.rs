@@ -7,8 +7,6 @@
 //! example, plus a fraction of its second best, so a mode whose phrasings
 //! agree beats one lucky example elsewhere.
 
-use rustc_hash::FxHashMap as HashMap;
-
 use super::analyze::TermKind;
 
 #[derive(Debug)]
@@ -41,14 +39,13 @@ impl ExampleIndex {
         let distinct: Vec<Vec<(u32, f32)>> = examples
             .iter()
             .map(|(_, terms)| {
-                let mut seen: HashMap<u32, f32> = HashMap::default();
-                for &(id, kind) in terms {
-                    let weight = kind.weight();
-                    let entry = seen.entry(id).or_insert(weight);
-                    *entry = entry.max(weight);
-                }
-                let mut list: Vec<(u32, f32)> = seen.into_iter().collect();
-                list.sort_by_key(|&(id, _)| id);
+                let mut list: Vec<(u32, f32)> = terms
+                    .iter()
+                    .map(|&(id, kind)| (id, kind.weight()))
+                    .collect();
+                // By id, largest weight first; then keep each id's first entry.
+                list.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+                list.dedup_by_key(|&mut (id, _)| id);
                 list
             })
             .collect();

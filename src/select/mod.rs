@@ -298,7 +298,7 @@ impl Index {
             if full {
                 for example in &manifest.examples {
                     let mut terms = Vec::new();
-                    analyzer.for_each_term(example, true, &mut cache, &mut |key, kind| {
+                    analyzer.for_each_term(example, false, &mut cache, &mut |key, kind| {
                         terms.push((vocabulary.intern(key), kind));
                     });
                     ids.clear();

@@ -10,6 +10,10 @@
 //! "call graph") are only formed inside a run, so "root cause of the crash"
 //! never yields the pseudo-phrase "cause crash".
 
+use std::sync::LazyLock;
+
+use rustc_hash::FxHashSet;
+
 /// Words too common to carry meaning in a task description. They also break
 /// runs, which keeps phrases honest. Words that look common but separate modes
 /// ("not", "who", "why", "how") are deliberately kept: IDF weighs them.
@@ -54,7 +58,11 @@ fn is_apostrophe(c: char) -> bool {
 
 /// Whether `word` (already lower-case) is a stopword.
 pub fn is_stopword(word: &str) -> bool {
-    STOPWORDS.binary_search(&word).is_ok()
+    // Called for every word of every text an index holds; a hash probe
+    // beats a binary search's string comparisons.
+    static SET: LazyLock<FxHashSet<&'static str>> =
+        LazyLock::new(|| STOPWORDS.iter().copied().collect());
+    SET.contains(word)
 }
 
 /// Splits `text` into runs of adjacent lower-case content words.

@@ -298,6 +298,8 @@ impl Index {
             if full {
                 for example in &manifest.examples {
                     let mut terms = Vec::new();
+                    // No glued compounds: across thousands of phrasings they
+                    // are mostly non-words and cost half the build.
                     analyzer.for_each_term(example, false, &mut cache, &mut |key, kind| {
                         terms.push((vocabulary.intern(key), kind));
                     });

@@ -5,7 +5,7 @@
 //! targets and the measured figures live in docs/selection.md and the
 //! `select` bench; `zenmode eval` prints the full report.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use zenmode::{
@@ -168,63 +168,98 @@ fn manifest_examples_are_disjoint_from_the_scored_sets() {
             .map(|l| l.query.as_str())
             .chain(examples.iter().map(|&(_, e)| e)),
     );
-    let scored: Vec<(&str, HashSet<String>)> = scored
+    // Postings from each word to the scored queries that hold it, so an
+    // example is compared only with the queries it shares a word with.
+    let queries: Vec<(&str, Vec<usize>)> = scored
         .iter()
-        .map(|l| (l.query.as_str(), word_set(&l.query)))
+        .map(|l| (l.query.as_str(), overlap.words(&l.query)))
         .collect();
+    let mut postings: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (index, (_, words)) in queries.iter().enumerate() {
+        for &word in words {
+            postings.entry(word).or_default().push(index);
+        }
+    }
     let mut found = Vec::new();
     for (mode, example) in examples {
-        let words = word_set(example);
-        for (query, query_words) in &scored {
-            let score = overlap.score(&words, query_words);
+        let words = overlap.words(example);
+        let mut shared: HashMap<usize, f64> = HashMap::new();
+        for word in &words {
+            for &query in postings.get(word).into_iter().flatten() {
+                *shared.entry(query).or_default() += overlap.idf[*word];
+            }
+        }
+        let own = overlap.weight(&words);
+        for (query, shared) in shared {
+            let (text, query_words) = &queries[query];
+            let union = own + overlap.weight(query_words) - shared;
+            let score = if union > 0.0 { shared / union } else { 0.0 };
             if score >= NEAR_DUPLICATE {
-                found.push(format!("{mode}: {example:?} ~ {query:?} ({score:.2})"));
+                found.push(format!("{mode}: {example:?} ~ {text:?} ({score:.2})"));
             }
         }
     }
+    found.sort();
     assert!(
         found.is_empty(),
         "examples too close to scored queries: {found:#?}"
     );
 }
 
-fn word_set(text: &str) -> HashSet<String> {
-    normalized(text).split(' ').map(str::to_owned).collect()
-}
-
-/// IDF-weighted Jaccard similarity of word sets over a fixed collection.
+/// IDF-weighted Jaccard similarity of word sets over a fixed collection of
+/// texts.
 struct Overlap {
-    document_frequency: std::collections::HashMap<String, usize>,
-    documents: usize,
+    ids: HashMap<String, usize>,
+    /// By word id.
+    idf: Vec<f64>,
 }
 
 impl Overlap {
     fn new<'a>(texts: impl Iterator<Item = &'a str>) -> Self {
-        let mut document_frequency = std::collections::HashMap::new();
-        let mut documents = 0;
+        let mut ids: HashMap<String, usize> = HashMap::new();
+        let mut frequency: Vec<usize> = Vec::new();
+        let mut documents = 0usize;
         for text in texts {
             documents += 1;
-            for word in word_set(text) {
-                *document_frequency.entry(word).or_insert(0) += 1;
+            for word in normalized(text).split(' ').collect::<HashSet<_>>() {
+                let next = ids.len();
+                let id = *ids.entry(word.to_owned()).or_insert(next);
+                if id == frequency.len() {
+                    frequency.push(0);
+                }
+                frequency[id] += 1;
             }
         }
-        Overlap {
-            document_frequency,
-            documents,
-        }
+        let idf = frequency
+            .into_iter()
+            .map(|f| (documents as f64 / f as f64).ln())
+            .collect();
+        Overlap { ids, idf }
     }
 
-    fn idf(&self, word: &str) -> f64 {
-        let frequency = self.document_frequency.get(word).copied().unwrap_or(1);
-        (self.documents.max(1) as f64 / frequency as f64).ln()
+    /// The distinct known words of `text`, as ids.
+    fn words(&self, text: &str) -> Vec<usize> {
+        let mut words: Vec<usize> = normalized(text)
+            .split(' ')
+            .filter_map(|w| self.ids.get(w).copied())
+            .collect();
+        words.sort_unstable();
+        words.dedup();
+        words
     }
 
-    fn score(&self, a: &HashSet<String>, b: &HashSet<String>) -> f64 {
-        let union: f64 = a.union(b).map(|w| self.idf(w)).sum();
+    fn weight(&self, words: &[usize]) -> f64 {
+        words.iter().map(|&w| self.idf[w]).sum()
+    }
+
+    fn score(&self, a: &str, b: &str) -> f64 {
+        let (a, b) = (self.words(a), self.words(b));
+        let shared: Vec<usize> = a.iter().copied().filter(|w| b.contains(w)).collect();
+        let union = self.weight(&a) + self.weight(&b) - self.weight(&shared);
         if union <= 0.0 {
             return 0.0;
         }
-        a.intersection(b).map(|w| self.idf(w)).sum::<f64>() / union
+        self.weight(&shared) / union
     }
 }
 
@@ -241,7 +276,7 @@ fn rewordings_are_detected_and_shared_templates_are_not() {
         "Explain the Flask request lifecycle",
     ];
     let overlap = Overlap::new(texts.into_iter());
-    let score = |a: usize, b: usize| overlap.score(&word_set(texts[a]), &word_set(texts[b]));
+    let score = |a: usize, b: usize| overlap.score(texts[a], texts[b]);
     assert!(score(0, 1) >= NEAR_DUPLICATE, "{}", score(0, 1));
     assert!(score(2, 3) < NEAR_DUPLICATE, "{}", score(2, 3));
     assert!(score(0, 6) < 0.1, "{}", score(0, 6));

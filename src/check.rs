@@ -75,15 +75,6 @@ pub fn check_catalog(catalog: &Catalog) -> Vec<ModeReport> {
             {
                 report.errors.push(problem);
             }
-            if let Some(workflow) = &manifest.workflow {
-                for field in workflow.skip_expert_when.keys() {
-                    if !manifest.properties().is_some_and(|p| p.contains_key(field)) {
-                        report.errors.push(format!(
-                            "workflow.skip_expert_when names {field:?}, which is not a schema property"
-                        ));
-                    }
-                }
-            }
             match manifest.executor.as_deref() {
                 Some(key) if !executor::is_registered(key) => report
                     .notes

@@ -11,12 +11,16 @@ use crate::{
     check,
     describe::{self, FieldSet},
     docs,
-    engine::{Engine, EngineConfig},
+    engine::Engine,
     executor, listener,
     server::ZenServer,
     services::{CallContext, Services},
-    shutdown, tokens,
-    tools::{Listing, select_mode},
+    shutdown,
+    surface::{
+        self, StrategyKind,
+        zen::{self, select_mode},
+    },
+    tokens,
     transport::DEFAULT_MAX_MESSAGE_BYTES,
 };
 
@@ -187,13 +191,13 @@ pub struct ServeArgs {
 
 impl ServeArgs {
     /// `--full`, or `ZEN_TOKEN_OPTIMIZATION=disabled` as zen users know it.
-    fn listing(&self) -> Listing {
+    fn strategy(&self) -> StrategyKind {
         let disabled_by_env = std::env::var("ZEN_TOKEN_OPTIMIZATION")
             .is_ok_and(|value| value.trim().eq_ignore_ascii_case("disabled"));
         if self.full || disabled_by_env {
-            Listing::Full
+            StrategyKind::Full
         } else {
-            Listing::Optimized
+            StrategyKind::Zen
         }
     }
 }
@@ -236,7 +240,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Modes { command } => modes(&cli.catalog, command),
         Command::Select { task, top, json } => {
-            let engine = engine(&cli.catalog, EngineConfig::default())?;
+            let engine = offline_engine(&cli.catalog)?;
             let args = select_mode::SelectArgs {
                 task_description: Some(task),
                 mode: None,
@@ -259,13 +263,17 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let request: Value = serde_json::from_str(&request).context(
                 "--request must be a JSON object, e.g. --request '{\"prompt\":\"...\"}'",
             )?;
-            let engine = serving_engine(&cli.catalog, &cli.access, EngineConfig::default())?;
-            let outcome = runtime(false)?.block_on(engine.execute(
-                &mode,
-                request,
-                continuation_id.as_deref(),
-                &CallContext::default(),
-            ));
+            let engine = serving_engine(&cli.catalog, &cli.access)?;
+            // `exec` answers as the default strategy would (version reports it).
+            surface::build(StrategyKind::Zen, &engine, &[]).map_err(anyhow::Error::msg)?;
+            let outcome = runtime(false)?
+                .block_on(engine.execute(
+                    &mode,
+                    request,
+                    continuation_id.as_deref(),
+                    &CallContext::default(),
+                ))
+                .unwrap_or_else(|unknown| zen::unknown_mode(engine.catalog(), unknown));
             println!("{}", serde_json::to_string_pretty(&outcome.body)?);
             Ok(exit_for(outcome.is_error))
         }
@@ -280,22 +288,18 @@ fn exit_for(is_error: bool) -> ExitCode {
     }
 }
 
-fn engine(catalog: &CatalogArgs, config: EngineConfig) -> anyhow::Result<Engine> {
-    Engine::new(catalog.load()?, config).map_err(anyhow::Error::msg)
+fn offline_engine(catalog: &CatalogArgs) -> anyhow::Result<Engine> {
+    Engine::new(catalog.load()?).map_err(anyhow::Error::msg)
 }
 
 /// An engine with the real services: providers, allowed roots and memory
 /// from the flags and environment.
-fn serving_engine(
-    catalog: &CatalogArgs,
-    access: &AccessArgs,
-    config: EngineConfig,
-) -> anyhow::Result<Engine> {
+fn serving_engine(catalog: &CatalogArgs, access: &AccessArgs) -> anyhow::Result<Engine> {
     let services = Services::from_env(&access.allow_roots).context("cannot set up file access")?;
     for problem in services.providers.problems() {
         tracing::warn!("provider configuration: {problem}");
     }
-    Engine::with_services(catalog.load()?, config, services).map_err(anyhow::Error::msg)
+    Engine::with_services(catalog.load()?, services).map_err(anyhow::Error::msg)
 }
 
 /// A stdio session (and a one-shot `exec`) needs one thread, and a
@@ -323,12 +327,9 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
         .map(|name| name.trim().to_owned())
         .filter(|name| !name.is_empty())
         .collect();
-    let config = EngineConfig {
-        listing: args.listing(),
-        pinned,
-    };
-    let engine = Arc::new(serving_engine(catalog, access, config)?);
-    let server = ZenServer::new(engine).context("cannot build the tool list")?;
+    let engine = Arc::new(serving_engine(catalog, access)?);
+    let strategy = surface::build(args.strategy(), &engine, &pinned).map_err(anyhow::Error::msg)?;
+    let server = ZenServer::new(engine, strategy).context("cannot build the tool list")?;
     let runtime = runtime(args.transport == TransportKind::Tcp)?;
     runtime.block_on(async {
         let shutdown = shutdown::on_signal();

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::{
     catalog::{Catalog, Manifest},
     describe::{self, FieldSet},
-    executor,
+    executor::{self, workflow::spec::WorkflowSpec},
 };
 
 /// Marks the generated table inside README.md.
@@ -22,7 +22,7 @@ fn behaviour(manifest: &Manifest) -> (&'static str, &'static str) {
         Some(key) if !executor::is_registered(key) => {
             ("no executor in this build", "no executor in this build")
         }
-        Some("workflow") if manifest.workflow.as_ref().is_some_and(|w| w.expert) => (
+        Some("workflow") if WorkflowSpec::from_manifest(manifest).is_ok_and(|w| w.expert) => (
             "guided steps; final report without expert analysis",
             "guided steps; an expert model reviews the final report",
         ),

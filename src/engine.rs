@@ -1,124 +1,107 @@
-//! The engine: one per process, shared by every connection.
+//! The engine: one per process, shared by every session.
 //!
-//! It owns the catalog, the fixed tool list, the lazily built selection index
-//! and the lazily started executors. Transports and the CLI both call into it,
-//! so `zenmode select` / `zenmode exec` run exactly what the tools run.
+//! It owns the catalog, the lazily built selection index and the lazily
+//! started executors, and it turns a mode name and a request into an
+//! [`Outcome`]: validation, dispatch to the mode's executor, and failures as
+//! readable error bodies. It knows no MCP tool name: the surface above maps
+//! tools onto it, and the CLI calls it directly, so `zenmode select` and
+//! `zenmode exec` run exactly what the tools run.
 
 use std::{
     collections::HashMap,
     sync::{Arc, OnceLock},
-    time::{Duration, Instant},
 };
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::{
-    catalog::{Catalog, Mode},
+    catalog::{Catalog, Mode, Origin},
     describe,
     executor::{self, ExecContext, Executor},
     select::Index,
     services::{CallContext, Services},
-    tools::{self, Listing, ToolCall, ToolOutcome},
 };
 
-/// How the engine presents itself; fixed for the life of the process.
-#[derive(Debug, Clone)]
-pub struct EngineConfig {
-    pub listing: Listing,
-    /// Modes listed as native tools beside the meta tools (optimized listing).
-    pub pinned: Vec<String>,
+/// The answer to one call: a JSON body, flagged as an error or not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub is_error: bool,
+    pub body: Value,
 }
 
-impl Default for EngineConfig {
-    fn default() -> Self {
-        EngineConfig {
-            listing: Listing::Optimized,
-            pinned: Vec::new(),
+impl Outcome {
+    pub fn ok(body: Value) -> Self {
+        Outcome {
+            is_error: false,
+            body,
         }
+    }
+
+    pub fn error(body: Value) -> Self {
+        Outcome {
+            is_error: true,
+            body,
+        }
+    }
+
+    /// An error body with the usual `error` / `message` keys.
+    pub fn failure(kind: &str, message: impl Into<String>) -> Self {
+        Self::error(json!({"error": kind, "message": message.into()}))
     }
 }
 
-/// A tool name the server does not have.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown tool {0:?}")]
-pub struct UnknownTool(pub String);
+/// A mode name the catalog does not have, with the nearest names it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMode {
+    pub name: String,
+    pub closest: Vec<String>,
+}
 
 pub struct Engine {
     catalog: Catalog,
-    listing: Listing,
-    /// The `tools/list` entries, computed once: the list never changes.
-    tool_list: Vec<Value>,
     index: OnceLock<Index>,
     /// One cell per mode; filled with its executor on the mode's first request.
     executors: HashMap<String, OnceLock<Option<StartedExecutor>>>,
     services: Services,
-    started: Instant,
 }
 
 /// An executor, or why the mode's manifest cannot be run.
 type StartedExecutor = Result<Arc<dyn Executor>, String>;
 
 impl Engine {
-    /// An engine with [`Services::offline`]: no providers, files confined to the
-    /// working directory. Errors name any pinned mode that does not exist.
-    pub fn new(catalog: Catalog, config: EngineConfig) -> Result<Self, String> {
-        Self::with_services(catalog, config, Services::offline())
+    /// An engine with [`Services::offline`]: no providers, files confined to
+    /// the working directory (tests, benches and the measuring commands).
+    pub fn new(catalog: Catalog) -> Result<Self, String> {
+        Self::with_services(catalog, Services::offline())
     }
 
-    pub fn with_services(
-        catalog: Catalog,
-        config: EngineConfig,
-        services: Services,
-    ) -> Result<Self, String> {
-        for name in &config.pinned {
-            if catalog.get(name).is_none() {
-                let closest = catalog.closest_names(name, 3);
-                return Err(format!(
-                    "cannot pin unknown mode {name:?}{}",
-                    if closest.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (closest: {})", closest.join(", "))
-                    }
-                ));
+    /// Fails when a mode read from `--modes-dir` names an executor whose
+    /// configuration in the manifest cannot run: such errors belong to
+    /// start-up, like the manifest's other errors. Embedded modes are checked
+    /// by `modes check` and the tests instead, so start-up stays lazy.
+    pub fn with_services(catalog: Catalog, services: Services) -> Result<Self, String> {
+        for mode in catalog.modes() {
+            if let Origin::ModesDir(path) = &mode.origin
+                && let Some(key) = mode.manifest().executor.as_deref()
+                && let Some(Err(problem)) = executor::construct(key, mode)
+            {
+                return Err(format!("{}: {problem}", path.display()));
             }
         }
-        let mut pinned = config.pinned.clone();
-        pinned.dedup();
-        let tool_list = tools::tool_list(&catalog, config.listing, &pinned);
         let executors = catalog
             .names()
             .map(|name| (name.to_owned(), OnceLock::new()))
             .collect();
         Ok(Engine {
             catalog,
-            listing: config.listing,
-            tool_list,
             index: OnceLock::new(),
             executors,
             services,
-            started: Instant::now(),
         })
     }
 
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
-    }
-
-    pub fn listing(&self) -> Listing {
-        self.listing
-    }
-
-    /// The exact `tools/list` entries.
-    pub fn tool_list(&self) -> &[Value] {
-        &self.tool_list
-    }
-
-    pub fn tool_names(&self) -> Vec<&str> {
-        self.tool_list
-            .iter()
-            .filter_map(|tool| tool["name"].as_str())
-            .collect()
     }
 
     /// The selection index, built on first use.
@@ -130,76 +113,63 @@ impl Engine {
         &self.services
     }
 
-    pub fn uptime(&self) -> Duration {
-        self.started.elapsed()
-    }
-
-    /// Modes whose executor has been instantiated, sorted.
-    pub fn started_executors(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self
-            .executors
-            .iter()
-            .filter(|(_, cell)| matches!(cell.get(), Some(Some(Ok(_)))))
-            .map(|(name, _)| name.as_str())
-            .collect();
-        names.sort_unstable();
-        names
-    }
-
-    /// Answers a `tools/call`.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-        call: &CallContext,
-    ) -> Result<ToolOutcome, UnknownTool> {
-        let tool =
-            ToolCall::parse(self, name, arguments).ok_or_else(|| UnknownTool(name.into()))?;
-        Ok(tool.run(self, call).await)
+    /// Looks a mode up, or says which names come closest.
+    pub fn mode(&self, name: &str) -> Result<&Mode, UnknownMode> {
+        self.catalog
+            .get(name)
+            .map(|mode| mode.as_ref())
+            .ok_or_else(|| UnknownMode {
+                name: name.to_owned(),
+                closest: self
+                    .catalog
+                    .closest_names(name, 3)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect(),
+            })
     }
 
     /// Validates `request` against the mode's schema and runs its executor.
     ///
-    /// `continuation_id` (from `zen_execute`'s top level) is copied into the
-    /// request when the mode's schema has that field.
+    /// `continuation_id` (given beside the request rather than inside it) is
+    /// copied into the request when the mode's schema has that field.
     pub async fn execute(
         &self,
         mode_name: &str,
         mut request: Value,
         continuation_id: Option<&str>,
         call: &CallContext,
-    ) -> ToolOutcome {
-        let Some(mode) = self.catalog.get(mode_name) else {
-            return tools::unknown_mode(&self.catalog, mode_name);
-        };
+    ) -> Result<Outcome, UnknownMode> {
+        let mode = self.mode(mode_name)?;
         if let Err(outcome) = merge_continuation(mode, &mut request, continuation_id) {
-            return outcome;
+            return Ok(outcome);
         }
         match describe::violations(mode, &request) {
-            Err(problem) => return ToolOutcome::failure("broken_mode", problem),
+            Err(problem) => return Ok(Outcome::failure("broken_mode", problem)),
             Ok(violations) if !violations.is_empty() => {
-                return invalid_request(mode, &violations);
+                return Ok(invalid_request(mode, &violations));
             }
             Ok(_) => {}
         }
         let executor = match self.executor_for(mode) {
-            None => return no_executor(mode),
-            Some(Err(problem)) => return ToolOutcome::failure("broken_mode", problem),
+            None => return Ok(no_executor(mode)),
+            Some(Err(problem)) => return Ok(Outcome::failure("broken_mode", problem)),
             Some(Ok(executor)) => executor,
         };
         let context = ExecContext {
             mode,
-            engine: self,
+            catalog: &self.catalog,
+            services: &self.services,
             call,
         };
-        match executor.execute(request, &context).await {
-            Ok(body) => ToolOutcome::ok(body),
+        Ok(match executor.execute(request, &context).await {
+            Ok(body) => Outcome::ok(body),
             Err(error) => {
                 let mut body = error.to_body();
                 body["mode"] = json!(mode.name());
-                ToolOutcome::error(body)
+                Outcome::error(body)
             }
-        }
+        })
     }
 
     fn executor_for(&self, mode: &Mode) -> Option<StartedExecutor> {
@@ -207,7 +177,11 @@ impl Engine {
         let cell = self.executors.get(mode.name())?;
         cell.get_or_init(|| {
             tracing::debug!(mode = mode.name(), executor = key, "starting executor");
-            executor::construct(key, mode)
+            let started = executor::construct(key, mode);
+            if let Some(Ok(_)) = &started {
+                self.services.process.note_executor_started(mode.name());
+            }
+            started
         })
         .clone()
     }
@@ -217,7 +191,7 @@ fn merge_continuation(
     mode: &Mode,
     request: &mut Value,
     continuation_id: Option<&str>,
-) -> Result<(), ToolOutcome> {
+) -> Result<(), Outcome> {
     let Some(id) = continuation_id else {
         return Ok(());
     };
@@ -229,7 +203,7 @@ fn merge_continuation(
         .properties()
         .is_some_and(|p| p.contains_key("continuation_id"));
     match fields.get("continuation_id").and_then(Value::as_str) {
-        Some(existing) if existing != id => Err(ToolOutcome::failure(
+        Some(existing) if existing != id => Err(Outcome::failure(
             "conflicting_continuation",
             format!(
                 "continuation_id is {id:?} at the top level but {existing:?} inside request; give it once"
@@ -240,7 +214,7 @@ fn merge_continuation(
             fields.insert("continuation_id".into(), json!(id));
             Ok(())
         }
-        None => Err(ToolOutcome::failure(
+        None => Err(Outcome::failure(
             "unsupported_continuation",
             format!(
                 "mode {:?} does not continue threads; drop continuation_id",
@@ -250,8 +224,8 @@ fn merge_continuation(
     }
 }
 
-fn invalid_request(mode: &Mode, violations: &[describe::Violation]) -> ToolOutcome {
-    ToolOutcome::error(json!({
+fn invalid_request(mode: &Mode, violations: &[describe::Violation]) -> Outcome {
+    Outcome::error(json!({
         "error": "invalid_request",
         "message": format!(
             "The request for mode {:?} has {} problem(s); fix them and call again.",
@@ -265,7 +239,7 @@ fn invalid_request(mode: &Mode, violations: &[describe::Violation]) -> ToolOutco
     }))
 }
 
-fn no_executor(mode: &Mode) -> ToolOutcome {
+fn no_executor(mode: &Mode) -> Outcome {
     let message = match mode.manifest().executor.as_deref() {
         None => format!(
             "Mode {:?} comes from {} and has no executor in zenmode; call the original server's tool instead.",
@@ -276,14 +250,10 @@ fn no_executor(mode: &Mode) -> ToolOutcome {
             "Mode {:?} has no executor in this build of zenmode ({}); the request was valid but nothing ran. Executors available: {}.",
             mode.name(),
             env!("CARGO_PKG_VERSION"),
-            executor::REGISTRY
-                .iter()
-                .map(|(name, _)| *name)
-                .collect::<Vec<_>>()
-                .join(", ")
+            executor::keys().collect::<Vec<_>>().join(", ")
         ),
     };
-    ToolOutcome::error(json!({
+    Outcome::error(json!({
         "error": "no_executor",
         "message": message,
         "mode": mode.name(),

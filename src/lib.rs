@@ -50,7 +50,6 @@ pub mod select;
 pub mod server;
 pub mod services;
 pub mod shutdown;
+pub mod surface;
 pub mod tokens;
-pub mod tools;
 pub mod transport;
-pub mod workflow;

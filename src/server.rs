@@ -1,10 +1,10 @@
-//! The MCP face of the engine: an rmcp `ServerHandler`.
+//! The MCP face of the engine: an rmcp `ServerHandler` over a strategy.
 //!
 //! rmcp handles the lifecycle (`initialize` for 2025-era clients, inline
 //! `server/discover` metadata for 2026-07-28 clients), pings, cancellation and
-//! error codes. This file only answers what is ours: the tool list, tool
-//! calls, and `subscriptions/listen` (accepted; the list never changes, so
-//! nothing is ever sent on it).
+//! error codes. This file only answers what is ours: the tool list and tool
+//! calls (both through the [`Strategy`]), and `subscriptions/listen`
+//! (accepted; the list never changes, so nothing is ever sent on it).
 
 use std::sync::Arc;
 
@@ -22,13 +22,10 @@ use rmcp::{
 };
 
 use crate::{
-    engine::Engine,
+    engine::{Engine, Outcome},
     services::{CallContext, ProgressSink},
-    tools::ToolOutcome,
+    surface::Strategy,
 };
-
-/// Shown to clients that display server instructions.
-const INSTRUCTIONS: &str = "Call zen_select_mode with your task to pick a mode and learn its fields, then zen_execute with that mode and request.";
 
 /// Methods rmcp types itself; reaching `on_custom_request` means bad params.
 const STANDARD_METHODS: &[&str] = &[
@@ -53,19 +50,24 @@ const STANDARD_METHODS: &[&str] = &[
 #[derive(Clone)]
 pub struct ZenServer {
     engine: Arc<Engine>,
-    /// `tools/list` in rmcp's types, converted once from the engine's JSON.
+    strategy: Arc<dyn Strategy>,
+    /// `tools/list` in rmcp's types, converted once from the strategy's JSON.
     tools: Arc<Vec<Tool>>,
 }
 
 impl ZenServer {
-    pub fn new(engine: Arc<Engine>) -> Result<Self, serde_json::Error> {
-        let tools = engine
-            .tool_list()
+    pub fn new(
+        engine: Arc<Engine>,
+        strategy: Arc<dyn Strategy>,
+    ) -> Result<Self, serde_json::Error> {
+        let tools = strategy
+            .tools()
             .iter()
             .map(|tool| serde_json::from_value(tool.clone()))
             .collect::<Result<Vec<Tool>, _>>()?;
         Ok(ZenServer {
             engine,
+            strategy,
             tools: Arc::new(tools),
         })
     }
@@ -98,7 +100,7 @@ impl ProgressSink for PeerProgress {
 }
 
 /// A tool outcome as MCP content: the JSON as text, and as `structuredContent`.
-pub fn to_call_result(outcome: ToolOutcome) -> CallToolResult {
+pub fn to_call_result(outcome: Outcome) -> CallToolResult {
     if outcome.is_error {
         CallToolResult::structured_error(outcome.body)
     } else {
@@ -112,7 +114,7 @@ impl ServerHandler for ZenServer {
         implementation.title = Some("zenmode".to_owned());
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(implementation)
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(self.strategy.instructions())
     }
 
     async fn list_tools(
@@ -139,12 +141,16 @@ impl ServerHandler for ZenServer {
             cancel: context.ct.clone(),
             progress,
         };
-        match self.engine.call_tool(&request.name, arguments, &call).await {
+        match self
+            .strategy
+            .call(&self.engine, &request.name, arguments, &call)
+            .await
+        {
             Ok(outcome) => Ok(to_call_result(outcome).into()),
             Err(unknown) => Err(ErrorData::invalid_params(
                 format!(
                     "{unknown}; this server lists: {}",
-                    self.engine.tool_names().join(", ")
+                    self.strategy.tool_names().join(", ")
                 ),
                 None,
             )),

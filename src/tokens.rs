@@ -10,8 +10,8 @@ use tiktoken_rs::CoreBPE;
 
 use crate::{
     catalog::Catalog,
-    engine::{Engine, EngineConfig},
-    tools::{self, Listing, select_mode},
+    engine::Engine,
+    surface::{self, StrategyKind, zen::select_mode},
 };
 
 /// The cost of one way of listing tools.
@@ -58,14 +58,15 @@ impl Tokenizers {
 
 /// Measures both listings of `catalog` and the select replies.
 ///
-/// Takes the catalog by value: each strategy needs an engine of its own.
+/// Takes the catalog by value: the select replies need an engine over it.
 pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<TokenReport> {
     let mut strategies = Vec::new();
-    for listing in [Listing::Optimized, Listing::Full] {
-        let list = tools::tool_list(&catalog, listing, &[]);
-        let text = serde_json::to_string(&tools::model_facing(&list))?;
+    for kind in StrategyKind::ALL {
+        let strategy = kind.over(&catalog, &[]).map_err(anyhow::Error::msg)?;
+        let list = strategy.tools();
+        let text = serde_json::to_string(&surface::model_facing(list))?;
         strategies.push(StrategyCost {
-            name: listing.as_str(),
+            name: strategy.name(),
             tools: list.len(),
             bytes: text.len(),
             tokens_o200k: tokenizers.o200k(&text),
@@ -73,7 +74,7 @@ pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<Toke
         });
     }
 
-    let engine = Engine::new(catalog, EngineConfig::default()).map_err(anyhow::Error::msg)?;
+    let engine = Engine::new(catalog).map_err(anyhow::Error::msg)?;
     let mut reply_tokens: Vec<usize> = engine
         .catalog()
         .modes()

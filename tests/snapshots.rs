@@ -7,19 +7,12 @@ mod common;
 
 use common::Client;
 use serde_json::Value;
-use zenmode::{
-    catalog::Catalog,
-    engine::{Engine, EngineConfig},
-    tokens,
-    tools::Listing,
-};
+use zenmode::{catalog::Catalog, surface::StrategyKind, tokens};
 
-fn engine(listing: Listing) -> Engine {
-    let config = EngineConfig {
-        listing,
-        pinned: Vec::new(),
-    };
-    Engine::new(Catalog::builtin().unwrap(), config).unwrap()
+/// The exact `tools/list` entries of a strategy over the built-in modes.
+fn tool_list(kind: StrategyKind) -> Vec<Value> {
+    let catalog = Catalog::builtin().unwrap();
+    kind.over(&catalog, &[]).unwrap().tools().to_vec()
 }
 
 macro_rules! snapshot {
@@ -32,15 +25,12 @@ macro_rules! snapshot {
 
 #[test]
 fn optimized_tool_list() {
-    snapshot!(
-        "tool_list_optimized",
-        engine(Listing::Optimized).tool_list()
-    );
+    snapshot!("tool_list_optimized", tool_list(StrategyKind::Zen));
 }
 
 #[test]
 fn full_tool_list() {
-    snapshot!("tool_list_full", engine(Listing::Full).tool_list());
+    snapshot!("tool_list_full", tool_list(StrategyKind::Full));
 }
 
 #[test]
@@ -54,13 +44,13 @@ fn token_report() {
 #[test]
 fn tools_list_on_the_wire_matches_the_engine() {
     for (args, listing) in [
-        (&["serve"][..], Listing::Optimized),
-        (&["serve", "--full"][..], Listing::Full),
+        (&["serve"][..], StrategyKind::Zen),
+        (&["serve", "--full"][..], StrategyKind::Full),
     ] {
         let mut client = Client::spawn(args);
         client.initialize();
         let wire = client.call("tools/list", Value::Null)["tools"].clone();
-        let expected = Value::Array(engine(listing).tool_list().to_vec());
+        let expected = Value::Array(tool_list(listing));
         assert_eq!(wire.to_string(), expected.to_string(), "{args:?}");
     }
 }

@@ -31,8 +31,11 @@ pub struct Manifest {
     #[serde(default)]
     pub summary_fields: Vec<String>,
     /// Prompts and rules for the workflow executor (workflow modes only).
+    /// Kept as JSON here: the catalog knows nothing about executors, and the
+    /// workflow executor reads it into its own type when it starts (and
+    /// `modes check` does so for every mode).
     #[serde(default)]
-    pub workflow: Option<crate::workflow::WorkflowSpec>,
+    pub workflow: Option<Value>,
     /// A request that validates against `schema`; `None` only for foreign tools.
     #[serde(default)]
     pub example_request: Option<Value>,

@@ -2,16 +2,25 @@
 //! current, version-accurate API documentation instead of answering from memory.
 
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ExecContext, ExecError, Executor, str_field};
+use super::{ExecContext, ExecError, Executor, RequestShape, support::parse_request};
+
+pub const REQUEST: RequestShape = RequestShape::of::<PromptRequest>();
+
+#[derive(Deserialize)]
+struct PromptRequest {
+    prompt: String,
+}
 
 pub struct ApiLookup;
 
 #[async_trait]
 impl Executor for ApiLookup {
     async fn execute(&self, request: Value, _: &ExecContext<'_>) -> Result<Value, ExecError> {
-        let question = str_field(&request, "prompt").unwrap_or_default().trim();
+        let request: PromptRequest = parse_request(request)?;
+        let question = request.prompt.trim();
         if question.is_empty() {
             return Err(ExecError::new(
                 "empty_prompt",

@@ -2,16 +2,25 @@
 //! so the agent weighs a pushback instead of agreeing by reflex.
 
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ExecContext, ExecError, Executor, str_field};
+use super::{ExecContext, ExecError, Executor, RequestShape, support::parse_request};
+
+pub const REQUEST: RequestShape = RequestShape::of::<PromptRequest>();
+
+#[derive(Deserialize)]
+struct PromptRequest {
+    prompt: String,
+}
 
 pub struct Challenge;
 
 #[async_trait]
 impl Executor for Challenge {
     async fn execute(&self, request: Value, _: &ExecContext<'_>) -> Result<Value, ExecError> {
-        let statement = str_field(&request, "prompt").unwrap_or_default().trim();
+        let request: PromptRequest = parse_request(request)?;
+        let statement = request.prompt.trim();
         if statement.is_empty() {
             return Err(ExecError::new(
                 "empty_prompt",

@@ -4,20 +4,24 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ExecContext, ExecError, Executor, check_paths, load_images, provider_error};
+use super::{
+    ExecContext, ExecError, Executor, RequestShape,
+    support::{
+        PromptBudget, check_paths, embed, load_images, memory_error, parse_request, provider_error,
+        record_turn,
+    },
+};
 use crate::{
     conversation::{Turn, build_history},
     providers::{Message, ModelRequest},
-    workflow::{
-        expert::{PromptBudget, embed},
-        memory_error, record_turn,
-    },
 };
 
 const SYSTEM_PROMPT: &str = "You are a senior engineer talking a problem through with a colleague who is an AI coding agent. \
 Answer the question directly, reason from the files and history you are given, say when something is uncertain or \
 depends on facts you cannot see, and offer concrete alternatives when you disagree. Be concise: the agent will act on \
 your answer.";
+
+pub const REQUEST: RequestShape = RequestShape::of::<ChatRequest>();
 
 #[derive(Deserialize)]
 struct ChatRequest {
@@ -41,9 +45,8 @@ pub struct Chat;
 #[async_trait]
 impl Executor for Chat {
     async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
-        let request: ChatRequest = serde_json::from_value(request)
-            .map_err(|e| ExecError::new("invalid_request", e.to_string()))?;
-        let services = context.engine.services();
+        let request: ChatRequest = parse_request(request)?;
+        let services = context.services;
         let (provider, model) = services
             .providers
             .resolve(request.model.as_deref(), "chat")

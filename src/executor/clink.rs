@@ -5,107 +5,21 @@
 //! never meet a shell or an argument list. The set of CLIs, their arguments
 //! and the timeout are configurable (`ZEN_CLINK_CONFIG`, `ZEN_CLINK_TIMEOUT_SECS`).
 
-use std::{
-    collections::BTreeMap,
-    process::Stdio,
-    time::{Duration, Instant},
-};
+use std::{process::Stdio, time::Instant};
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::{io::AsyncWriteExt, process::Command};
 
-use super::{ExecContext, ExecError, Executor, check_paths};
-use crate::{conversation::Turn, workflow::record_turn};
+use super::{
+    ExecContext, ExecError, Executor, RequestShape,
+    support::{check_paths, parse_request, record_turn},
+};
+use crate::conversation::Turn;
 
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 /// Output beyond this is cut (the end is kept: CLIs put their answer last).
 const MAX_OUTPUT_CHARS: usize = 40_000;
-
-/// One external CLI: the program and the arguments that make it answer a prompt read from stdin.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CliSpec {
-    pub command: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-}
-
-/// Which CLIs clink may run.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClinkConfig {
-    pub clis: BTreeMap<String, CliSpec>,
-    #[serde(default)]
-    pub default_cli: Option<String>,
-    #[serde(default, with = "secs")]
-    pub timeout: Option<Duration>,
-    /// A problem with the configuration, reported when clink is used.
-    #[serde(skip)]
-    pub problem: Option<String>,
-}
-
-mod secs {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer};
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        Ok(Option::<f64>::deserialize(d)?
-            .filter(|s| *s > 0.0)
-            .map(Duration::from_secs_f64))
-    }
-}
-
-impl ClinkConfig {
-    /// The three well-known CLIs, each reading the prompt from stdin.
-    pub fn builtin() -> Self {
-        let cli = |command: &str, args: &[&str]| CliSpec {
-            command: command.to_owned(),
-            args: args.iter().map(|a| (*a).to_owned()).collect(),
-        };
-        ClinkConfig {
-            clis: BTreeMap::from([
-                ("claude".to_owned(), cli("claude", &["-p"])),
-                ("codex".to_owned(), cli("codex", &["exec", "-"])),
-                ("gemini".to_owned(), cli("gemini", &["-p", ""])),
-            ]),
-            default_cli: Some("claude".to_owned()),
-            timeout: None,
-            problem: None,
-        }
-    }
-
-    /// `ZEN_CLINK_CONFIG` names a JSON file of this shape; `ZEN_CLINK_TIMEOUT_SECS` overrides the timeout.
-    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
-        let mut config = match env("ZEN_CLINK_CONFIG") {
-            None => Self::builtin(),
-            Some(path) => match std::fs::read_to_string(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|text| {
-                    serde_json::from_str::<ClinkConfig>(&text).map_err(|e| e.to_string())
-                }) {
-                Ok(config) => config,
-                Err(problem) => ClinkConfig {
-                    problem: Some(format!("ZEN_CLINK_CONFIG {path}: {problem}")),
-                    ..Self::builtin()
-                },
-            },
-        };
-        if let Some(seconds) =
-            env("ZEN_CLINK_TIMEOUT_SECS").and_then(|s| s.trim().parse::<f64>().ok())
-            && seconds > 0.0
-        {
-            config.timeout = Some(Duration::from_secs_f64(seconds));
-        }
-        config
-    }
-
-    fn timeout(&self) -> Duration {
-        self.timeout.unwrap_or(DEFAULT_TIMEOUT)
-    }
-}
 
 /// What each role asks of the CLI, prepended to the prompt.
 fn role_brief(role: &str) -> Option<&'static str> {
@@ -120,6 +34,8 @@ fn role_brief(role: &str) -> Option<&'static str> {
         _ => None,
     }
 }
+
+pub const REQUEST: RequestShape = RequestShape::of::<ClinkRequest>();
 
 #[derive(Deserialize)]
 struct ClinkRequest {
@@ -148,9 +64,8 @@ pub struct Clink;
 #[async_trait]
 impl Executor for Clink {
     async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
-        let request: ClinkRequest = serde_json::from_value(request)
-            .map_err(|e| ExecError::new("invalid_request", e.to_string()))?;
-        let config = &context.engine.services().clink;
+        let request: ClinkRequest = parse_request(request)?;
+        let config = &context.services.clink;
         if let Some(problem) = &config.problem {
             return Err(ExecError::new("clink_config", problem.clone()));
         }
@@ -198,8 +113,7 @@ impl Executor for Clink {
             .args(&spec.args)
             .current_dir(
                 context
-                    .engine
-                    .services()
+                    .services
                     .files
                     .roots()
                     .first()
@@ -264,13 +178,7 @@ impl Executor for Clink {
             .with("output", stdout));
         }
         let turn = Turn::assistant("clink", stdout.clone()).with_model(format!("cli:{name}"));
-        if let Err(error) = context
-            .engine
-            .services()
-            .memory
-            .append(&thread_id, turn)
-            .await
-        {
+        if let Err(error) = context.services.memory.append(&thread_id, turn).await {
             tracing::warn!(%error, "could not record the CLI's answer");
         }
         Ok(json!({
@@ -289,31 +197,6 @@ impl Executor for Clink {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn config_file_and_timeout_come_from_the_environment() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("clink.json");
-        std::fs::write(
-            &path,
-            r#"{"clis": {"fake": {"command": "/bin/cat"}}, "default_cli": "fake", "timeout": 2}"#,
-        )
-        .unwrap();
-        let path_text = path.display().to_string();
-        let config = ClinkConfig::from_env(&|name| match name {
-            "ZEN_CLINK_CONFIG" => Some(path_text.clone()),
-            "ZEN_CLINK_TIMEOUT_SECS" => Some("0.5".into()),
-            _ => None,
-        });
-        assert_eq!(config.clis["fake"].command, "/bin/cat");
-        assert_eq!(config.timeout(), Duration::from_millis(500));
-
-        let broken = ClinkConfig::from_env(&|name| {
-            (name == "ZEN_CLINK_CONFIG").then(|| "/no/such/file".to_owned())
-        });
-        assert!(broken.problem.unwrap().contains("/no/such/file"));
-        assert_eq!(ClinkConfig::from_env(&|_| None).timeout(), DEFAULT_TIMEOUT);
-    }
 
     #[test]
     fn long_output_keeps_the_end() {

@@ -5,14 +5,15 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ExecContext, ExecError, Executor, check_paths, load_images, provider_error};
+use super::{
+    ExecContext, ExecError, Executor, RequestShape,
+    support::{
+        PromptBudget, check_paths, embed, load_images, parse_request, provider_error, record_turn,
+    },
+};
 use crate::{
     conversation::Turn,
     providers::{Message, ModelRequest, ProviderError},
-    workflow::{
-        expert::{PromptBudget, embed},
-        record_turn,
-    },
 };
 
 #[derive(Deserialize)]
@@ -27,6 +28,11 @@ struct ModelSeat {
 fn neutral() -> String {
     "neutral".to_owned()
 }
+
+pub const REQUEST: RequestShape = RequestShape::of::<ConsensusRequest>().with_nested(&[(
+    "models",
+    serde_aux::serde_introspection::serde_introspect::<'static, ModelSeat>,
+)]);
 
 #[derive(Deserialize)]
 struct ConsensusRequest {
@@ -65,9 +71,8 @@ pub struct Consensus;
 #[async_trait]
 impl Executor for Consensus {
     async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
-        let request: ConsensusRequest = serde_json::from_value(request)
-            .map_err(|e| ExecError::new("invalid_request", e.to_string()))?;
-        let services = context.engine.services();
+        let request: ConsensusRequest = parse_request(request)?;
+        let services = context.services;
         if let Err(error @ ProviderError::NotConfigured { .. }) =
             services.providers.resolve(None, "consensus")
         {

@@ -16,7 +16,7 @@ pub struct ListModels;
 #[async_trait]
 impl Executor for ListModels {
     async fn execute(&self, _: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
-        let providers = &context.engine.services().providers;
+        let providers = &context.services.providers;
         let configured: Vec<Value> = providers
             .configured()
             .into_iter()

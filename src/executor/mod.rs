@@ -1,30 +1,35 @@
 //! Executors: the code that runs a validated request for a mode.
 //!
 //! A manifest names its executor by key; [`REGISTRY`] maps keys to
-//! constructors. The engine instantiates an executor on the first request for
-//! its mode and keeps it for the process (executors may hold state, such as
-//! the planner's plans).
+//! constructors and to the request type each executor reads. The engine
+//! instantiates an executor on the first request for its mode and keeps it
+//! for the process (executors may hold state, such as the planner's plans).
+//!
+//! Executors see their mode, the catalog, the process [`Services`] and the
+//! call's context; they know nothing about the engine above them or the MCP
+//! tools that reach them. Helpers shared by several executors live in
+//! [`support`], so executors never import each other.
 
 mod apilookup;
 mod challenge;
 mod chat;
-pub mod clink;
+mod clink;
 mod consensus;
 mod listmodels;
 mod planner;
+pub mod support;
 mod version;
+pub mod workflow;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::{
-    catalog::Mode,
-    engine::Engine,
-    providers::{Image, ProviderError},
-    services::CallContext,
-    workflow::WorkflowExecutor,
+    catalog::{Catalog, Mode},
+    services::{CallContext, Services},
 };
 
 /// Runs validated requests for one mode.
@@ -37,7 +42,9 @@ pub trait Executor: Send + Sync {
 /// What an executor may consult besides its request.
 pub struct ExecContext<'a> {
     pub mode: &'a Mode,
-    pub engine: &'a Engine,
+    /// Every mode of the process (read by `version`).
+    pub catalog: &'a Catalog,
+    pub services: &'a Services,
     /// This call's cancellation and progress reporting.
     pub call: &'a CallContext,
 }
@@ -76,137 +83,125 @@ impl ExecError {
     }
 }
 
+/// Field names of a request type, as serde reads them.
+type FieldNames = fn() -> &'static [&'static str];
+
+/// The Rust type an executor reads its request into.
+///
+/// Schemas live only in manifests; an executor's request struct is a typed
+/// view of them. `zenmode modes check` (and the test suite) proves the view
+/// and the manifest agree: every field the type reads is a schema property,
+/// and the manifest's example request deserializes into the type.
+#[derive(Clone, Copy)]
+pub struct RequestShape {
+    /// The type's top-level field names.
+    pub fields: FieldNames,
+    /// Field names of nested object types, keyed by the property holding
+    /// them (an object, or an array of objects).
+    pub nested: &'static [(&'static str, FieldNames)],
+    /// Deserializes a request into the type, as the executor will.
+    pub parse: fn(Value) -> Result<(), String>,
+}
+
+impl RequestShape {
+    pub const fn of<T: DeserializeOwned>() -> Self {
+        RequestShape {
+            fields: serde_aux::serde_introspection::serde_introspect::<'static, T>,
+            nested: &[],
+            parse: |request| {
+                serde_json::from_value::<T>(request)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            },
+        }
+    }
+
+    pub const fn with_nested(self, nested: &'static [(&'static str, FieldNames)]) -> Self {
+        RequestShape { nested, ..self }
+    }
+}
+
 /// Builds an executor for a mode; errors explain a manifest that cannot be run.
 type Constructor = fn(&Mode) -> Result<Arc<dyn Executor>, String>;
 
-/// Executor keys this build implements, and how to build each.
-pub static REGISTRY: &[(&str, Constructor)] = &[
-    ("apilookup", |_| Ok(Arc::new(apilookup::ApiLookup))),
-    ("challenge", |_| Ok(Arc::new(challenge::Challenge))),
-    ("chat", |_| Ok(Arc::new(chat::Chat))),
-    ("clink", |_| Ok(Arc::new(clink::Clink))),
-    ("consensus", |_| Ok(Arc::new(consensus::Consensus))),
-    ("listmodels", |_| Ok(Arc::new(listmodels::ListModels))),
-    ("planner", |_| Ok(Arc::new(planner::Planner))),
-    ("version", |_| Ok(Arc::new(version::Version))),
-    ("workflow", |mode| {
-        let spec = mode.manifest().workflow.clone().ok_or_else(|| {
-            format!(
-                "mode {:?} uses the workflow executor but has no \"workflow\" section",
-                mode.name()
-            )
-        })?;
-        Ok(Arc::new(WorkflowExecutor::new(spec)))
-    }),
+/// One executor this build implements.
+pub struct Registration {
+    pub key: &'static str,
+    construct: Constructor,
+    /// What it reads from a request; `None` when it reads nothing.
+    pub request: Option<RequestShape>,
+}
+
+/// Executor keys this build implements, how to build each, and what each reads.
+pub static REGISTRY: &[Registration] = &[
+    Registration {
+        key: "apilookup",
+        construct: |_| Ok(Arc::new(apilookup::ApiLookup)),
+        request: Some(apilookup::REQUEST),
+    },
+    Registration {
+        key: "challenge",
+        construct: |_| Ok(Arc::new(challenge::Challenge)),
+        request: Some(challenge::REQUEST),
+    },
+    Registration {
+        key: "chat",
+        construct: |_| Ok(Arc::new(chat::Chat)),
+        request: Some(chat::REQUEST),
+    },
+    Registration {
+        key: "clink",
+        construct: |_| Ok(Arc::new(clink::Clink)),
+        request: Some(clink::REQUEST),
+    },
+    Registration {
+        key: "consensus",
+        construct: |_| Ok(Arc::new(consensus::Consensus)),
+        request: Some(consensus::REQUEST),
+    },
+    Registration {
+        key: "listmodels",
+        construct: |_| Ok(Arc::new(listmodels::ListModels)),
+        request: None,
+    },
+    Registration {
+        key: "planner",
+        construct: |_| Ok(Arc::new(planner::Planner)),
+        request: Some(planner::REQUEST),
+    },
+    Registration {
+        key: "version",
+        construct: |_| Ok(Arc::new(version::Version)),
+        request: None,
+    },
+    Registration {
+        key: "workflow",
+        construct: |mode| Ok(Arc::new(workflow::WorkflowExecutor::for_mode(mode)?)),
+        request: Some(workflow::REQUEST),
+    },
 ];
+
+fn registration(key: &str) -> Option<&'static Registration> {
+    REGISTRY.iter().find(|entry| entry.key == key)
+}
 
 /// Builds the executor registered under `key` for `mode`: `None` when this
 /// build has no such executor, `Some(Err)` when the manifest cannot run.
 pub fn construct(key: &str, mode: &Mode) -> Option<Result<Arc<dyn Executor>, String>> {
-    REGISTRY
-        .iter()
-        .find(|(name, _)| *name == key)
-        .map(|(_, constructor)| constructor(mode))
+    registration(key).map(|entry| (entry.construct)(mode))
 }
 
 /// Whether this build has an executor registered under `key`.
 pub fn is_registered(key: &str) -> bool {
-    REGISTRY.iter().any(|(name, _)| *name == key)
+    registration(key).is_some()
 }
 
-/// A provider failure as the agent reads it.
-pub fn provider_error(error: ProviderError) -> ExecError {
-    ExecError::new(error.kind(), error.to_string())
+/// The request type of the executor registered under `key`.
+pub fn request_shape(key: &str) -> Option<RequestShape> {
+    registration(key).and_then(|entry| entry.request)
 }
 
-/// The largest image read from disk or accepted as a data URL (decoded bytes).
-const MAX_IMAGE_BYTES: usize = 10 * 1024 * 1024;
-
-/// Loads images given as absolute paths (inside the allowed roots) or as
-/// `data:image/...;base64,` URLs; refuses anything else, naming it.
-pub fn load_images(context: &ExecContext<'_>, specs: &[String]) -> Result<Vec<Image>, ExecError> {
-    use base64::Engine as _;
-    let engine = base64::engine::general_purpose::STANDARD;
-    let refuse = |spec: &str, why: String| {
-        let shown: String = spec.chars().take(80).collect();
-        ExecError::new("image", format!("image {shown:?}: {why}"))
-    };
-    specs
-        .iter()
-        .map(|spec| {
-            if let Some(rest) = spec.strip_prefix("data:") {
-                let (media_type, data) = rest.split_once(";base64,").ok_or_else(|| {
-                    refuse(spec, "a data URL must be data:<type>;base64,<data>".into())
-                })?;
-                if !media_type.starts_with("image/") {
-                    return Err(refuse(spec, format!("{media_type} is not an image type")));
-                }
-                let bytes = engine
-                    .decode(data.trim())
-                    .map_err(|e| refuse(spec, format!("not valid base64: {e}")))?;
-                if bytes.len() > MAX_IMAGE_BYTES {
-                    return Err(refuse(spec, format!("larger than {MAX_IMAGE_BYTES} bytes")));
-                }
-                return Ok(Image {
-                    media_type: media_type.to_owned(),
-                    base64: engine.encode(bytes),
-                });
-            }
-            let path = context
-                .engine
-                .services()
-                .files
-                .resolve(spec)
-                .map_err(|e| ExecError::new("file_access", e.to_string()))?;
-            let extension = path
-                .extension()
-                .and_then(|e| e.to_str())
-                .map(str::to_ascii_lowercase)
-                .unwrap_or_default();
-            let media_type = match extension.as_str() {
-                "png" => "image/png",
-                "jpg" | "jpeg" => "image/jpeg",
-                "gif" => "image/gif",
-                "webp" => "image/webp",
-                other => {
-                    return Err(refuse(
-                        spec,
-                        format!("unsupported image type {other:?} (png, jpeg, gif, webp)"),
-                    ));
-                }
-            };
-            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            if size > MAX_IMAGE_BYTES as u64 {
-                return Err(refuse(spec, format!("larger than {MAX_IMAGE_BYTES} bytes")));
-            }
-            let bytes = std::fs::read(&path).map_err(|e| refuse(spec, e.to_string()))?;
-            Ok(Image {
-                media_type: media_type.to_owned(),
-                base64: engine.encode(bytes),
-            })
-        })
-        .collect()
-}
-
-/// Refuses, naming the path, any file outside the allowed roots or missing.
-pub fn check_paths(context: &ExecContext<'_>, paths: &[String]) -> Result<(), ExecError> {
-    let files = &context.engine.services().files;
-    for path in paths {
-        files.resolve(path).map_err(|e| {
-            ExecError::new("file_access", e.to_string()).with(
-                "allowed_roots",
-                files
-                    .roots()
-                    .iter()
-                    .map(|root| root.display().to_string())
-                    .collect::<Vec<_>>(),
-            )
-        })?;
-    }
-    Ok(())
-}
-
-/// Reads a string field from a validated request.
-fn str_field<'a>(request: &'a Value, name: &str) -> Option<&'a str> {
-    request.get(name).and_then(Value::as_str)
+/// The executor keys of this build, in registry order.
+pub fn keys() -> impl Iterator<Item = &'static str> {
+    REGISTRY.iter().map(|entry| entry.key)
 }

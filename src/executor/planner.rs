@@ -11,14 +11,16 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ExecContext, ExecError, Executor};
-use crate::{
-    conversation::{Role, Thread, Turn},
-    workflow::{memory_error, record_turn},
+use super::{
+    ExecContext, ExecError, Executor, RequestShape,
+    support::{memory_error, parse_request, record_turn},
 };
+use crate::conversation::{Role, Thread, Turn};
 
 /// Plans this long or longer get a reflection prompt in their first steps.
 const DEEP_PLAN_STEPS: u64 = 5;
+
+pub const REQUEST: RequestShape = RequestShape::of::<StepRequest>();
 
 /// The fields of a planner request the executor reads (the schema checked the rest).
 #[derive(Deserialize)]
@@ -77,15 +79,14 @@ pub struct Planner;
 impl Executor for Planner {
     async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
         let data = request.clone();
-        let request: StepRequest = serde_json::from_value(request)
-            .map_err(|e| ExecError::new("invalid_request", e.to_string()))?;
+        let request: StepRequest = parse_request(request)?;
         if request.step.trim().is_empty() {
             return Err(ExecError::new(
                 "empty_step",
                 "step is empty: describe this planning step",
             ));
         }
-        let memory = &context.engine.services().memory;
+        let memory = &context.services.memory;
         let mut plan = match &request.continuation_id {
             Some(id) => Plan::from_thread(&memory.get(id).await.map_err(memory_error)?),
             None => Plan::default(),

@@ -10,17 +10,18 @@ pub struct Version;
 #[async_trait]
 impl Executor for Version {
     async fn execute(&self, _: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
-        let engine = context.engine;
+        let process = &context.services.process;
+        let presentation = process.presentation();
         Ok(json!({
             "name": env!("CARGO_PKG_NAME"),
             "version": env!("CARGO_PKG_VERSION"),
-            "tool_list": engine.listing().as_str(),
-            "modes": engine.catalog().len(),
-            "listed_tools": engine.tool_names(),
-            "manifests_parsed": engine.catalog().parsed_modes(),
-            "schemas_compiled": engine.catalog().compiled_modes(),
-            "executors_started": engine.started_executors(),
-            "uptime_seconds": engine.uptime().as_secs(),
+            "tool_list": presentation.map_or("none", |p| p.strategy.as_str()),
+            "modes": context.catalog.len(),
+            "listed_tools": presentation.map(|p| p.listed_tools.clone()).unwrap_or_default(),
+            "manifests_parsed": context.catalog.parsed_modes(),
+            "schemas_compiled": context.catalog.compiled_modes(),
+            "executors_started": process.executors_started(),
+            "uptime_seconds": process.uptime().as_secs(),
         }))
     }
 }

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::catalog::Manifest;
+
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowSpec {
@@ -68,6 +70,39 @@ pub struct Choice {
 pub struct Counter {
     pub done: String,
     pub total: String,
+}
+
+impl WorkflowSpec {
+    /// Reads a manifest's `workflow` section and checks that every request
+    /// field it names is a property of the mode's schema.
+    pub fn from_manifest(manifest: &Manifest) -> Result<Self, String> {
+        let section = manifest.workflow.clone().ok_or_else(|| {
+            format!(
+                "mode {:?} uses the workflow executor but has no \"workflow\" section",
+                manifest.name
+            )
+        })?;
+        let spec: WorkflowSpec = serde_json::from_value(section)
+            .map_err(|e| format!("the workflow section is invalid: {e}"))?;
+        let named = spec
+            .skip_expert_when
+            .keys()
+            .map(|field| ("skip_expert_when", field))
+            .chain(spec.choice.iter().map(|c| ("choice.field", &c.field)))
+            .chain(
+                spec.counter
+                    .iter()
+                    .flat_map(|c| [("counter.done", &c.done), ("counter.total", &c.total)]),
+            );
+        for (place, field) in named {
+            if !manifest.properties().is_some_and(|p| p.contains_key(field)) {
+                return Err(format!(
+                    "workflow.{place} names {field:?}, which is not a schema property"
+                ));
+            }
+        }
+        Ok(spec)
+    }
 }
 
 /// Where in the investigation a step falls.

@@ -9,8 +9,10 @@ use serde_json::{Value, json};
 use super::{Consolidated, Step, WorkflowSpec, git, spec::Gather};
 use crate::{
     conversation::{Turn, build_history},
-    executor::{ExecContext, load_images},
-    files::Embedded,
+    executor::{
+        ExecContext,
+        support::{PromptBudget, embed, load_images},
+    },
     providers::{Message, ModelRequest},
 };
 
@@ -40,25 +42,6 @@ fn skipped(reason: impl Into<String>) -> Value {
     json!({"status": "skipped", "reason": reason.into()})
 }
 
-/// Shares of the model's context window (in tokens) for each part of the prompt.
-pub struct PromptBudget {
-    pub files: usize,
-    pub history: usize,
-    pub diff: usize,
-}
-
-impl PromptBudget {
-    /// Leaves 40% of the window for the answer and the findings themselves.
-    pub fn for_window(context_window: u64) -> Self {
-        let prompt = usize::try_from(context_window).unwrap_or(usize::MAX) / 10 * 6;
-        PromptBudget {
-            files: prompt / 2,
-            history: prompt / 6,
-            diff: prompt / 4,
-        }
-    }
-}
-
 pub async fn consult(
     spec: &WorkflowSpec,
     context: &ExecContext<'_>,
@@ -83,7 +66,7 @@ pub async fn consult(
             ));
         }
     }
-    let services = context.engine.services();
+    let services = context.services;
     let (provider, model) = match services.providers.resolve(step.model.as_deref(), mode) {
         Ok(found) => found,
         Err(error) => {
@@ -188,25 +171,5 @@ pub async fn consult(
                 "files_left_out": skipped_files,
             })
         }
-    }
-}
-
-/// File reads are blocking; keep them off the async workers.
-pub async fn embed(context: &ExecContext<'_>, paths: Vec<String>, budget: usize) -> Embedded {
-    let files = context.engine.services().files.clone();
-    tokio::task::spawn_blocking(move || files.embed(&paths, budget))
-        .await
-        .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn budget_leaves_room_for_the_answer() {
-        let budget = PromptBudget::for_window(100_000);
-        assert_eq!(budget.files, 30_000);
-        assert!(budget.files + budget.history + budget.diff <= 60_000);
     }
 }

@@ -7,11 +7,11 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{EXECUTE, SELECT_MODE, ToolOutcome, parse_arguments, unknown_mode};
+use super::{EXECUTE, SELECT_MODE, parse_arguments, unknown_mode};
 use crate::{
     catalog::Mode,
     describe::{self, FieldSet},
-    engine::Engine,
+    engine::{Engine, Outcome},
 };
 
 pub const DEFAULT_TOP_K: usize = 3;
@@ -28,7 +28,7 @@ pub struct SelectArgs {
     pub top_k: Option<usize>,
 }
 
-pub fn call(engine: &Engine, arguments: Map<String, Value>) -> ToolOutcome {
+pub fn call(engine: &Engine, arguments: Map<String, Value>) -> Outcome {
     match parse_arguments::<SelectArgs>(SELECT_MODE, arguments) {
         Ok(args) => run(engine, &args),
         Err(outcome) => outcome,
@@ -36,22 +36,22 @@ pub fn call(engine: &Engine, arguments: Map<String, Value>) -> ToolOutcome {
 }
 
 /// What the tool and `zenmode select` both run.
-pub fn run(engine: &Engine, args: &SelectArgs) -> ToolOutcome {
+pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
     let task = args
         .task_description
         .as_deref()
         .map(str::trim)
         .filter(|t| !t.is_empty());
     match (task, args.mode.as_deref()) {
-        (_, Some(name)) => match engine.catalog().get(name) {
-            Some(mode) => ToolOutcome::ok(describe_mode(mode)),
-            None => unknown_mode(engine.catalog(), name),
+        (_, Some(name)) => match engine.mode(name) {
+            Ok(mode) => Outcome::ok(describe_mode(mode)),
+            Err(unknown) => unknown_mode(engine.catalog(), unknown),
         },
         (Some(task), None) => {
             let top_k = args.top_k.unwrap_or(DEFAULT_TOP_K).clamp(1, MAX_TOP_K);
-            ToolOutcome::ok(recommend(engine, task, top_k))
+            Outcome::ok(recommend(engine, task, top_k))
         }
-        (None, None) => ToolOutcome::failure(
+        (None, None) => Outcome::failure(
             "invalid_arguments",
             "Give task_description (what you want to do) to get a recommendation, or mode to get that mode's fields.",
         ),
@@ -198,10 +198,10 @@ fn truncate(text: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{catalog::Catalog, engine::EngineConfig};
+    use crate::catalog::Catalog;
 
     fn engine() -> Engine {
-        Engine::new(Catalog::builtin().unwrap(), EngineConfig::default()).unwrap()
+        Engine::new(Catalog::builtin().unwrap()).unwrap()
     }
 
     fn select(engine: &Engine, task: &str, top_k: Option<usize>) -> Value {

@@ -22,7 +22,7 @@ struct Selection {
 }
 
 fn selection(context: &ExecContext<'_>, request: &Value) -> Result<Selection, String> {
-    let files = &context.engine.services().files;
+    let files = &context.services.files;
     let repository = match request.get("path").and_then(Value::as_str) {
         Some(path) => files.resolve(path).map_err(|e| e.to_string())?,
         None => files

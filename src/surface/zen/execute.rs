@@ -6,8 +6,11 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{EXECUTE, ToolOutcome, parse_arguments};
-use crate::{engine::Engine, services::CallContext};
+use super::{EXECUTE, parse_arguments, unknown_mode};
+use crate::{
+    engine::{Engine, Outcome},
+    services::CallContext,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -18,11 +21,7 @@ struct ExecuteArgs {
     continuation_id: Option<String>,
 }
 
-pub async fn call(
-    engine: &Engine,
-    arguments: Map<String, Value>,
-    call: &CallContext,
-) -> ToolOutcome {
+pub async fn call(engine: &Engine, arguments: Map<String, Value>, call: &CallContext) -> Outcome {
     let args = match parse_arguments::<ExecuteArgs>(EXECUTE, arguments) {
         Ok(args) => args,
         Err(outcome) => return outcome,
@@ -33,7 +32,7 @@ pub async fn call(
         Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
             Ok(object @ Value::Object(_)) => object,
             _ => {
-                return ToolOutcome::failure(
+                return Outcome::failure(
                     "invalid_arguments",
                     "request must be a JSON object with the mode's fields (got a string that is not one)",
                 );
@@ -44,4 +43,5 @@ pub async fn call(
     engine
         .execute(&args.mode, request, args.continuation_id.as_deref(), call)
         .await
+        .unwrap_or_else(|unknown| unknown_mode(engine.catalog(), unknown))
 }

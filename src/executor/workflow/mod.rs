@@ -20,10 +20,11 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::{
-    conversation::{MemoryError, Turn},
-    executor::{ExecContext, ExecError, Executor, check_paths},
+use super::{
+    ExecContext, ExecError, Executor, RequestShape,
+    support::{check_paths, memory_error, parse_request, record_turn},
 };
+use crate::{catalog::Mode, conversation::Turn};
 pub use consolidate::Consolidated;
 use spec::Phase;
 pub use spec::WorkflowSpec;
@@ -51,31 +52,9 @@ pub struct Step {
     pub relevant_files: Vec<String>,
 }
 
-/// Turns a memory error into what the agent reads.
-pub fn memory_error(error: MemoryError) -> ExecError {
-    let kind = match error {
-        MemoryError::Expired { .. } => "expired_continuation",
-        MemoryError::Full { .. } => "thread_full",
-        _ => "unknown_continuation",
-    };
-    ExecError::new(kind, error.to_string())
-}
-
-/// Opens the thread named by `continuation_id`, or starts one, and records `turn`.
-pub async fn record_turn(
-    context: &ExecContext<'_>,
-    continuation_id: Option<&str>,
-    turn: Turn,
-) -> Result<String, ExecError> {
-    let memory = &context.engine.services().memory;
-    match continuation_id {
-        Some(id) => {
-            memory.append(id, turn).await.map_err(memory_error)?;
-            Ok(id.to_owned())
-        }
-        None => memory.create(turn).await.map_err(memory_error),
-    }
-}
+/// The fields every workflow mode reads; the rest of a request is passed
+/// through to the thread and the expert as data.
+pub const REQUEST: RequestShape = RequestShape::of::<Step>();
 
 pub struct WorkflowExecutor {
     spec: WorkflowSpec,
@@ -85,14 +64,18 @@ impl WorkflowExecutor {
     pub fn new(spec: WorkflowSpec) -> Self {
         WorkflowExecutor { spec }
     }
+
+    /// Reads the mode's `workflow` section; errors say what is wrong with it.
+    pub fn for_mode(mode: &Mode) -> Result<Self, String> {
+        WorkflowSpec::from_manifest(mode.manifest()).map(Self::new)
+    }
 }
 
 #[async_trait]
 impl Executor for WorkflowExecutor {
     async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
         let mode = context.mode.name();
-        let step: Step = serde_json::from_value(request.clone())
-            .map_err(|e| ExecError::new("invalid_request", e.to_string()))?;
+        let step: Step = parse_request(request.clone())?;
         // Files the expert will read must exist inside the roots: say so now, not at the end.
         check_paths(context, &step.relevant_files)?;
 
@@ -121,8 +104,7 @@ impl Executor for WorkflowExecutor {
         .with_data(data);
         let thread_id = record_turn(context, step.continuation_id.as_deref(), turn).await?;
         let thread = context
-            .engine
-            .services()
+            .services
             .memory
             .get(&thread_id)
             .await

@@ -1,15 +1,23 @@
 //! What executors may use besides their request: model providers, confined
 //! file access, conversation memory and external CLIs (process-wide), plus
 //! progress and cancellation (per call).
+//!
+//! Services know nothing about executors, the engine or MCP: they are built
+//! from flags and environment and handed down.
+
+pub mod clink;
+mod process;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+pub use clink::ClinkConfig;
+pub use process::{Presentation, ProcessInfo};
+
 use crate::{
     conversation::{ConversationStore, InMemoryStore, MemoryConfig},
-    executor::clink::ClinkConfig,
     files::{FileAccess, FileError, parse_root_list},
     providers::{ModelRequest, ModelResponse, Provider, ProviderError, Providers},
 };
@@ -23,6 +31,8 @@ pub struct Services {
     pub files: FileAccess,
     pub memory: Arc<dyn ConversationStore>,
     pub clink: ClinkConfig,
+    /// Facts about the running process that `version` reports.
+    pub process: ProcessInfo,
 }
 
 impl Services {
@@ -40,6 +50,7 @@ impl Services {
             files: FileAccess::new(&working_dir(), &roots)?,
             memory: Arc::new(InMemoryStore::new(MemoryConfig::from_env(&env))),
             clink: ClinkConfig::from_env(&env),
+            process: ProcessInfo::default(),
         })
     }
 
@@ -56,6 +67,7 @@ impl Services {
             files,
             memory: Arc::new(InMemoryStore::new(MemoryConfig::default())),
             clink: ClinkConfig::from_env(&no_env),
+            process: ProcessInfo::default(),
         }
     }
 }

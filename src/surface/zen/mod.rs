@@ -1,0 +1,159 @@
+//! The `zen` strategy (reported as `optimized`): two meta tools in front of
+//! every mode, one file per tool.
+//!
+//! - `zen_select_mode` ([`select_mode`]): rank modes for a task, or describe one;
+//! - `zen_execute` ([`execute`]): validate a request and run a mode;
+//! - pinned modes, listed under their own names: the same path as `zen_execute`.
+//!
+//! [`ZenTool`] is the single dispatch point of this strategy.
+
+pub mod execute;
+pub mod select_mode;
+
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+
+use super::{Strategy, UnknownTool, call_mode_by_name, mode_tool};
+use crate::{
+    catalog::Catalog,
+    engine::{Engine, Outcome, UnknownMode},
+    services::CallContext,
+};
+
+pub const SELECT_MODE: &str = "zen_select_mode";
+pub const EXECUTE: &str = "zen_execute";
+
+/// Shown to clients that display server instructions.
+const INSTRUCTIONS: &str = "Call zen_select_mode with your task to pick a mode and learn its fields, then zen_execute with that mode and request.";
+
+/// The two meta tools, defined as data beside this file.
+static META_TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("meta_tools.json")).expect("meta_tools.json is valid JSON")
+});
+
+pub struct Zen {
+    tools: Vec<Value>,
+}
+
+impl Zen {
+    /// The meta tools plus `pinned` modes; errors name a pinned mode that
+    /// does not exist.
+    pub fn new(catalog: &Catalog, pinned: &[String]) -> Result<Self, String> {
+        let mut tools = META_TOOLS.clone();
+        let mut seen = Vec::new();
+        for name in pinned {
+            let Some(mode) = catalog.get(name) else {
+                let closest = catalog.closest_names(name, 3);
+                return Err(format!(
+                    "cannot pin unknown mode {name:?}{}",
+                    if closest.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (closest: {})", closest.join(", "))
+                    }
+                ));
+            };
+            // A mode pinned twice is listed once: tool names must be unique.
+            if !seen.contains(name) {
+                tools.push(mode_tool(mode));
+                seen.push(name.clone());
+            }
+        }
+        Ok(Zen { tools })
+    }
+}
+
+/// A parsed call of this strategy: the one place its tool names are dispatched.
+#[derive(Debug)]
+pub enum ZenTool {
+    SelectMode(Map<String, Value>),
+    Execute(Map<String, Value>),
+    /// A pinned mode called under its own name; the arguments are its request.
+    Mode {
+        name: String,
+        request: Map<String, Value>,
+    },
+}
+
+impl ZenTool {
+    /// `None` when no tool has that name.
+    pub fn parse(catalog: &Catalog, name: &str, arguments: Map<String, Value>) -> Option<Self> {
+        match name {
+            SELECT_MODE => Some(ZenTool::SelectMode(arguments)),
+            EXECUTE => Some(ZenTool::Execute(arguments)),
+            _ if catalog.get(name).is_some() => Some(ZenTool::Mode {
+                name: name.to_owned(),
+                request: arguments,
+            }),
+            _ => None,
+        }
+    }
+}
+
+#[async_trait]
+impl Strategy for Zen {
+    fn name(&self) -> &'static str {
+        "optimized"
+    }
+
+    fn tools(&self) -> &[Value] {
+        &self.tools
+    }
+
+    fn instructions(&self) -> &'static str {
+        INSTRUCTIONS
+    }
+
+    async fn call(
+        &self,
+        engine: &Engine,
+        name: &str,
+        arguments: Map<String, Value>,
+        call: &CallContext,
+    ) -> Result<Outcome, UnknownTool> {
+        match ZenTool::parse(engine.catalog(), name, arguments) {
+            None => Err(UnknownTool(name.to_owned())),
+            Some(ZenTool::SelectMode(arguments)) => Ok(select_mode::call(engine, arguments)),
+            Some(ZenTool::Execute(arguments)) => Ok(execute::call(engine, arguments, call).await),
+            Some(ZenTool::Mode { name, request }) => {
+                call_mode_by_name(engine, &name, request, call).await
+            }
+        }
+    }
+}
+
+/// The reply for a mode name nobody defined: the nearest names and the full list.
+pub fn unknown_mode(catalog: &Catalog, unknown: UnknownMode) -> Outcome {
+    let UnknownMode { name, closest } = unknown;
+    let hint = match closest.first() {
+        Some(best) => format!(" Did you mean {best:?}?"),
+        None => String::new(),
+    };
+    Outcome::error(json!({
+        "error": "unknown_mode",
+        "message": format!("There is no mode named {name:?}.{hint} Call {SELECT_MODE} with your task to find the right one."),
+        "closest": closest,
+        "modes": catalog.names().collect::<Vec<_>>(),
+    }))
+}
+
+/// Parses meta-tool arguments into `T`, or explains what was wrong.
+fn parse_arguments<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    arguments: Map<String, Value>,
+) -> Result<T, Outcome> {
+    serde_json::from_value(Value::Object(arguments)).map_err(|e| {
+        let schema = META_TOOLS
+            .iter()
+            .find(|t| t["name"] == tool)
+            .map(|t| t["inputSchema"].clone())
+            .unwrap_or(Value::Null);
+        Outcome::error(json!({
+            "error": "invalid_arguments",
+            "message": format!("{tool}: {e}"),
+            "input_schema": schema,
+        }))
+    })
+}

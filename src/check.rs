@@ -5,7 +5,13 @@
 //! rules of `docs/manifest-format.md`. CI runs it so a broken mode fails the
 //! build instead of a user's call.
 
-use crate::{catalog::Catalog, describe, executor};
+use serde_json::{Map, Value};
+
+use crate::{
+    catalog::{Catalog, Manifest},
+    describe,
+    executor::{self, RequestShape},
+};
 
 /// What the check found for one mode.
 #[derive(Debug, Default)]
@@ -75,6 +81,11 @@ pub fn check_catalog(catalog: &Catalog) -> Vec<ModeReport> {
             {
                 report.errors.push(problem);
             }
+            for shape in executor::request_shapes(manifest) {
+                report
+                    .errors
+                    .extend(request_shape_problems(manifest, &shape));
+            }
             match manifest.executor.as_deref() {
                 Some(key) if !executor::is_registered(key) => report
                     .notes
@@ -85,6 +96,42 @@ pub fn check_catalog(catalog: &Catalog) -> Vec<ModeReport> {
             report
         })
         .collect()
+}
+
+/// Where an executor's request type and its mode's manifest disagree: a
+/// field the type reads that the schema does not define (top level, or
+/// inside a nested object or array of objects), or an example request the
+/// type cannot read.
+fn request_shape_problems(manifest: &Manifest, shape: &RequestShape) -> Vec<String> {
+    let mut problems = Vec::new();
+    let empty = Map::new();
+    let properties = manifest.properties().unwrap_or(&empty);
+    let missing = |fields: &[&str], properties: &Map<String, Value>, place: &str| {
+        fields
+            .iter()
+            .filter(|field| !properties.contains_key(**field))
+            .map(|field| {
+                format!("the executor reads {place}{field:?}, which the schema does not define")
+            })
+            .collect::<Vec<_>>()
+    };
+    problems.extend(missing((shape.fields)(), properties, ""));
+    for (holder, fields) in shape.nested {
+        let property = properties.get(*holder);
+        let nested = property
+            .and_then(|p| p.get("items").unwrap_or(p).get("properties"))
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        problems.extend(missing(fields(), nested, &format!("{holder}[].")));
+    }
+    if let Some(example) = &manifest.example_request
+        && let Err(problem) = (shape.parse)(example.clone())
+    {
+        problems.push(format!(
+            "the executor cannot read example_request: {problem}"
+        ));
+    }
+    problems
 }
 
 #[cfg(test)]
@@ -119,5 +166,83 @@ mod tests {
             report.errors.iter().any(|e| e.contains("draft 2020-12")),
             "{report:?}"
         );
+    }
+
+    fn chat_shape() -> RequestShape {
+        let manifest = Catalog::builtin()
+            .unwrap()
+            .get("chat")
+            .unwrap()
+            .manifest()
+            .clone();
+        executor::request_shapes(&manifest)[0]
+    }
+
+    fn chat_manifest(properties: Value, example: Value) -> Manifest {
+        serde_json::from_value(serde_json::json!({
+            "name": "talk", "title": "T", "summary": "s", "description": "d",
+            "category": "collaboration", "executor": "chat", "examples": ["x"],
+            "example_request": example,
+            "schema": {"type": "object", "properties": properties}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_field_the_executor_reads_must_be_in_the_schema() {
+        let text = serde_json::json!({"type": "string", "description": "t"});
+        let shape = chat_shape();
+        let all: Map<String, Value> = (shape.fields)()
+            .iter()
+            .map(|field| ((*field).to_owned(), text.clone()))
+            .collect();
+        let complete = chat_manifest(
+            Value::Object(all.clone()),
+            serde_json::json!({"prompt": "hi"}),
+        );
+        assert_eq!(
+            request_shape_problems(&complete, &shape),
+            Vec::<String>::new()
+        );
+
+        let mut without_images = all;
+        without_images.remove("images");
+        let manifest = chat_manifest(
+            Value::Object(without_images),
+            serde_json::json!({"prompt": 3}),
+        );
+        let problems = request_shape_problems(&manifest, &shape);
+        assert!(
+            problems.iter().any(|p| p.contains("\"images\"")),
+            "{problems:?}"
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("cannot read example_request")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn nested_fields_are_checked_too() {
+        let manifest = Catalog::builtin().unwrap();
+        let consensus = manifest.get("consensus").unwrap().manifest().clone();
+        let [shape] = executor::request_shapes(&consensus)[..] else {
+            panic!("consensus reads one request type");
+        };
+        assert_eq!(
+            request_shape_problems(&consensus, &shape),
+            Vec::<String>::new()
+        );
+
+        let mut broken = consensus;
+        broken.schema["properties"]["models"]["items"]["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove("stance");
+        let problems = request_shape_problems(&broken, &shape);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("models[].\"stance\""), "{problems:?}");
     }
 }

@@ -218,22 +218,25 @@ fn consensus_consults_each_model_with_its_stance() {
             "consensus",
             json!({"step": "Adopt a message broker", "step_number": 1, "total_steps": 1,
                    "next_step_required": false, "findings": "Jobs are lost on restart",
-                   "models": [{"model": "gpt-5", "stance": "for"}, {"model": "gpt-5-mini", "stance": "against"}]}),
+                   "models": [{"model": "gpt-5", "stance": "for"}, {"model": "gpt-5-mini", "stance": "against"},
+                              {"model": "gpt-5"}]}),
         ),
         false,
     );
-    assert_eq!(reply["models_consulted"], 2, "{reply}");
+    assert_eq!(reply["models_consulted"], 3, "{reply}");
     let stances: Vec<&str> = reply["responses"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| r["stance"].as_str().unwrap())
         .collect();
-    assert_eq!(stances, ["for", "against"]);
+    // A seat without a stance gets the manifest's default.
+    assert_eq!(stances, ["for", "against", "neutral"]);
     let requests = fake.fake.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(requests.len(), 3);
     assert!(sent_text(&requests[0].body).contains("case FOR"));
     assert!(sent_text(&requests[1].body).contains("case AGAINST"));
+    assert!(sent_text(&requests[2].body).contains("Weigh the proposal evenly"));
     assert!(sent_text(&requests[1].body).contains("Jobs are lost on restart"));
 }
 

@@ -9,6 +9,7 @@ use super::{
     ExecContext, ExecError, Executor, RequestShape,
     support::{
         PromptBudget, check_paths, embed, load_images, parse_request, provider_error, record_turn,
+        schema_default,
     },
 };
 use crate::{
@@ -19,15 +20,15 @@ use crate::{
 #[derive(Deserialize)]
 struct ModelSeat {
     model: String,
-    #[serde(default = "neutral")]
+    /// Filled from the schema's default when the request leaves it out.
+    #[serde(default)]
     stance: String,
     #[serde(default)]
     stance_prompt: Option<String>,
 }
 
-fn neutral() -> String {
-    "neutral".to_owned()
-}
+/// Where the manifest defines a seat's default stance.
+const STANCE_DEFAULT: &str = "/properties/models/items/properties/stance/default";
 
 pub const REQUEST: RequestShape = RequestShape::of::<ConsensusRequest>().with_nested(&[(
     "models",
@@ -71,7 +72,11 @@ pub struct Consensus;
 #[async_trait]
 impl Executor for Consensus {
     async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
-        let request: ConsensusRequest = parse_request(request)?;
+        let mut request: ConsensusRequest = parse_request(request)?;
+        let default_stance = schema_default(context.mode, STANCE_DEFAULT).unwrap_or_default();
+        for seat in request.models.iter_mut().filter(|s| s.stance.is_empty()) {
+            seat.stance = default_stance.to_owned();
+        }
         let services = context.services;
         if let Err(error @ ProviderError::NotConfigured { .. }) =
             services.providers.resolve(None, "consensus")

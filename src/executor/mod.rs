@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::{
-    catalog::{Catalog, Mode},
+    catalog::{Catalog, Manifest, Mode},
     services::{CallContext, Services},
 };
 
@@ -128,8 +128,8 @@ type Constructor = fn(&Mode) -> Result<Arc<dyn Executor>, String>;
 pub struct Registration {
     pub key: &'static str,
     construct: Constructor,
-    /// What it reads from a request; `None` when it reads nothing.
-    pub request: Option<RequestShape>,
+    /// The types it reads a mode's requests into (none when it reads nothing).
+    request: fn(&Manifest) -> Vec<RequestShape>,
 }
 
 /// Executor keys this build implements, how to build each, and what each reads.
@@ -137,47 +137,47 @@ pub static REGISTRY: &[Registration] = &[
     Registration {
         key: "apilookup",
         construct: |_| Ok(Arc::new(apilookup::ApiLookup)),
-        request: Some(apilookup::REQUEST),
+        request: |_| vec![apilookup::REQUEST],
     },
     Registration {
         key: "challenge",
         construct: |_| Ok(Arc::new(challenge::Challenge)),
-        request: Some(challenge::REQUEST),
+        request: |_| vec![challenge::REQUEST],
     },
     Registration {
         key: "chat",
         construct: |_| Ok(Arc::new(chat::Chat)),
-        request: Some(chat::REQUEST),
+        request: |_| vec![chat::REQUEST],
     },
     Registration {
         key: "clink",
         construct: |_| Ok(Arc::new(clink::Clink)),
-        request: Some(clink::REQUEST),
+        request: |_| vec![clink::REQUEST],
     },
     Registration {
         key: "consensus",
         construct: |_| Ok(Arc::new(consensus::Consensus)),
-        request: Some(consensus::REQUEST),
+        request: |_| vec![consensus::REQUEST],
     },
     Registration {
         key: "listmodels",
         construct: |_| Ok(Arc::new(listmodels::ListModels)),
-        request: None,
+        request: |_| Vec::new(),
     },
     Registration {
         key: "planner",
         construct: |_| Ok(Arc::new(planner::Planner)),
-        request: Some(planner::REQUEST),
+        request: |_| vec![planner::REQUEST],
     },
     Registration {
         key: "version",
         construct: |_| Ok(Arc::new(version::Version)),
-        request: None,
+        request: |_| Vec::new(),
     },
     Registration {
         key: "workflow",
         construct: |mode| Ok(Arc::new(workflow::WorkflowExecutor::for_mode(mode)?)),
-        request: Some(workflow::REQUEST),
+        request: workflow::request_shapes,
     },
 ];
 
@@ -196,9 +196,15 @@ pub fn is_registered(key: &str) -> bool {
     registration(key).is_some()
 }
 
-/// The request type of the executor registered under `key`.
-pub fn request_shape(key: &str) -> Option<RequestShape> {
-    registration(key).and_then(|entry| entry.request)
+/// The types the executor of `manifest` reads its requests into; empty when
+/// it reads none or this build has no such executor.
+pub fn request_shapes(manifest: &Manifest) -> Vec<RequestShape> {
+    manifest
+        .executor
+        .as_deref()
+        .and_then(registration)
+        .map(|entry| (entry.request)(manifest))
+        .unwrap_or_default()
 }
 
 /// The executor keys of this build, in registry order.

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{ExecContext, ExecError};
 use crate::{
+    catalog::Mode,
     conversation::{MemoryError, Turn},
     files::Embedded,
     providers::{Image, ProviderError},
@@ -111,6 +112,13 @@ pub fn check_paths(context: &ExecContext<'_>, paths: &[String]) -> Result<(), Ex
 /// type and the manifest disagree, which `modes check` is there to prevent.
 pub fn parse_request<T: DeserializeOwned>(request: Value) -> Result<T, ExecError> {
     serde_json::from_value(request).map_err(|e| ExecError::new("invalid_request", e.to_string()))
+}
+
+/// A default the mode's schema gives at `pointer` (a JSON pointer to a
+/// `default` keyword): executors read defaults from the manifest instead of
+/// restating them.
+pub fn schema_default<'a>(mode: &'a Mode, pointer: &str) -> Option<&'a str> {
+    mode.schema().pointer(pointer).and_then(Value::as_str)
 }
 
 /// Turns a memory error into what the agent reads.

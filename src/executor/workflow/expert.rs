@@ -4,9 +4,10 @@
 //! mode's own parameters, earlier conversation from other modes, and the
 //! relevant files embedded within a share of the model's context window.
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Consolidated, Step, WorkflowSpec, git, spec::Gather};
+use super::{Consolidated, WorkflowSpec, git, spec::Gather};
 use crate::{
     conversation::{Turn, build_history},
     executor::{
@@ -38,6 +39,20 @@ const COMMON_FIELDS: &[&str] = &[
     "continuation_id",
 ];
 
+/// What the caller may choose about the consultation; only modes that
+/// consult an expert define these fields.
+#[derive(Debug, Default, Deserialize)]
+pub struct ExpertOptions {
+    #[serde(default)]
+    pub use_assistant_model: Option<bool>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub thinking_mode: Option<String>,
+}
+
 fn skipped(reason: impl Into<String>) -> Value {
     json!({"status": "skipped", "reason": reason.into()})
 }
@@ -45,7 +60,6 @@ fn skipped(reason: impl Into<String>) -> Value {
 pub async fn consult(
     spec: &WorkflowSpec,
     context: &ExecContext<'_>,
-    step: &Step,
     request: &Value,
     consolidated: &Consolidated,
     thread_id: &str,
@@ -54,7 +68,11 @@ pub async fn consult(
     if !spec.expert {
         return json!({"status": "not_applicable", "reason": "this mode finishes locally, without an expert model"});
     }
-    if step.use_assistant_model == Some(false) {
+    let options: ExpertOptions = match serde_json::from_value(request.clone()) {
+        Ok(options) => options,
+        Err(error) => return skipped(format!("the expert options cannot be read: {error}")),
+    };
+    if options.use_assistant_model == Some(false) {
         return skipped("use_assistant_model is false");
     }
     for (field, values) in &spec.skip_expert_when {
@@ -67,7 +85,7 @@ pub async fn consult(
         }
     }
     let services = context.services;
-    let (provider, model) = match services.providers.resolve(step.model.as_deref(), mode) {
+    let (provider, model) = match services.providers.resolve(options.model.as_deref(), mode) {
         Ok(found) => found,
         Err(error) => {
             return json!({"status": "skipped", "reason": error.to_string(), "error": error.kind()});
@@ -137,8 +155,8 @@ pub async fn consult(
         model: model.name.clone(),
         system_prompt: spec.system_prompt.clone(),
         messages: vec![Message::user(prompt).with_images(images)],
-        temperature: step.temperature,
-        thinking_mode: step.thinking_mode.clone(),
+        temperature: options.temperature,
+        thinking_mode: options.thinking_mode.clone(),
         max_output_tokens: None,
     };
     let call = context.call;

@@ -24,7 +24,10 @@ use super::{
     ExecContext, ExecError, Executor, RequestShape,
     support::{check_paths, memory_error, parse_request, record_turn},
 };
-use crate::{catalog::Mode, conversation::Turn};
+use crate::{
+    catalog::{Manifest, Mode},
+    conversation::Turn,
+};
 pub use consolidate::Consolidated;
 use spec::Phase;
 pub use spec::WorkflowSpec;
@@ -39,14 +42,6 @@ pub struct Step {
     #[serde(default)]
     pub findings: String,
     #[serde(default)]
-    pub use_assistant_model: Option<bool>,
-    #[serde(default)]
-    pub model: Option<String>,
-    #[serde(default)]
-    pub temperature: Option<f64>,
-    #[serde(default)]
-    pub thinking_mode: Option<String>,
-    #[serde(default)]
     pub continuation_id: Option<String>,
     #[serde(default)]
     pub relevant_files: Vec<String>,
@@ -55,6 +50,17 @@ pub struct Step {
 /// The fields every workflow mode reads; the rest of a request is passed
 /// through to the thread and the expert as data.
 pub const REQUEST: RequestShape = RequestShape::of::<Step>();
+
+/// What modes that consult an expert read besides [`REQUEST`].
+pub const EXPERT_REQUEST: RequestShape = RequestShape::of::<expert::ExpertOptions>();
+
+/// The request types a workflow mode's requests are read into.
+pub fn request_shapes(manifest: &Manifest) -> Vec<RequestShape> {
+    match WorkflowSpec::from_manifest(manifest) {
+        Ok(spec) if spec.expert => vec![REQUEST, EXPERT_REQUEST],
+        _ => vec![REQUEST],
+    }
+}
 
 pub struct WorkflowExecutor {
     spec: WorkflowSpec,
@@ -158,15 +164,8 @@ impl Executor for WorkflowExecutor {
         reply.insert("status".into(), json!(format!("{mode}_complete")));
         reply.insert("next_step_required".into(), json!(false));
         reply.insert("consolidated_findings".into(), consolidated.report());
-        let expert = expert::consult(
-            &self.spec,
-            context,
-            &step,
-            &request,
-            &consolidated,
-            &thread_id,
-        )
-        .await;
+        let expert =
+            expert::consult(&self.spec, context, &request, &consolidated, &thread_id).await;
         reply.insert("expert_analysis".into(), expert);
         reply.insert("next_steps".into(), json!(self.spec.completion));
         Ok(Value::Object(reply))

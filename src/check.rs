@@ -181,7 +181,7 @@ mod tests {
     fn chat_manifest(properties: Value, example: Value) -> Manifest {
         serde_json::from_value(serde_json::json!({
             "name": "talk", "title": "T", "summary": "s", "description": "d",
-            "category": "collaboration", "executor": "chat", "examples": ["x"],
+            "category": "conversation", "executor": "chat", "examples": ["x"],
             "example_request": example,
             "schema": {"type": "object", "properties": properties}
         }))

@@ -20,7 +20,6 @@ use crate::{
         self, StrategyKind,
         zen::{self, select_mode},
     },
-    tokens,
     transport::DEFAULT_MAX_MESSAGE_BYTES,
 };
 
@@ -228,16 +227,7 @@ fn init_logging() {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve(&cli.catalog, &cli.access, args),
-        Command::Tokens { json } => {
-            let tokenizers = tokens::Tokenizers::load()?;
-            let report = tokens::measure(cli.catalog.load()?, &tokenizers)?;
-            if json {
-                println!("{}", tokens::to_json(&report));
-            } else {
-                print!("{}", tokens::to_table(&report));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Tokens { json } => print_tokens(&cli.catalog, json),
         Command::Modes { command } => modes(&cli.catalog, command),
         Command::Select { task, top, json } => {
             let engine = offline_engine(&cli.catalog)?;
@@ -278,6 +268,27 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(exit_for(outcome.is_error))
         }
     }
+}
+
+#[cfg(feature = "tokens")]
+fn print_tokens(catalog: &CatalogArgs, json: bool) -> anyhow::Result<ExitCode> {
+    use crate::tokens;
+    let tokenizers = tokens::Tokenizers::load()?;
+    let report = tokens::measure(catalog.load()?, &tokenizers)?;
+    if json {
+        println!("{}", tokens::to_json(&report));
+    } else {
+        print!("{}", tokens::to_table(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A server-only build has no tokenizers to count with.
+#[cfg(not(feature = "tokens"))]
+fn print_tokens(_: &CatalogArgs, _: bool) -> anyhow::Result<ExitCode> {
+    bail!(
+        "this build of zenmode has no tokenizers; `zenmode tokens` needs the default \"tokens\" feature (cargo install --locked --path . without --no-default-features)"
+    )
 }
 
 fn exit_for(is_error: bool) -> ExitCode {

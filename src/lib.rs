@@ -51,5 +51,6 @@ pub mod server;
 pub mod services;
 pub mod shutdown;
 pub mod surface;
+#[cfg(feature = "tokens")]
 pub mod tokens;
 pub mod transport;

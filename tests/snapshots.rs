@@ -7,7 +7,9 @@ mod common;
 
 use common::Client;
 use serde_json::Value;
-use zenmode::{catalog::Catalog, surface::StrategyKind, tokens};
+#[cfg(feature = "tokens")]
+use zenmode::tokens;
+use zenmode::{catalog::Catalog, surface::StrategyKind};
 
 /// The exact `tools/list` entries of a strategy over the built-in modes.
 fn tool_list(kind: StrategyKind) -> Vec<Value> {
@@ -33,6 +35,7 @@ fn full_tool_list() {
     snapshot!("tool_list_full", tool_list(StrategyKind::Full));
 }
 
+#[cfg(feature = "tokens")]
 #[test]
 fn token_report() {
     let tokenizers = tokens::Tokenizers::load().unwrap();
@@ -56,6 +59,7 @@ fn tools_list_on_the_wire_matches_the_engine() {
 }
 
 /// `zenmode tokens --json` prints the snapshotted report.
+#[cfg(feature = "tokens")]
 #[test]
 fn tokens_command_prints_the_report() {
     let output = common::zenmode(&["tokens", "--json"]).output().unwrap();
@@ -84,6 +88,7 @@ fn tokens_command_prints_the_report() {
 }
 
 /// `--catalog` adds foreign tools to the measurement.
+#[cfg(feature = "tokens")]
 #[test]
 fn tokens_command_measures_foreign_catalogs() {
     let catalog = concat!(

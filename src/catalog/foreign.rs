@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{LoadError, MAX_SUMMARY_CHARS, Manifest, Mode, Origin};
+use super::{Category, LoadError, MAX_SUMMARY_CHARS, Manifest, Mode, Origin};
 
 #[derive(Deserialize)]
 struct ToolsList {
@@ -62,7 +62,7 @@ fn into_manifest(tool: ForeignTool) -> Manifest {
         summary: first_sentence(&description, MAX_SUMMARY_CHARS),
         name: tool.name,
         description,
-        category: "catalog".to_owned(),
+        category: Category::Imported,
         keywords: Vec::new(),
         examples: Vec::new(),
         annotations: tool.annotations.unwrap_or_default(),

@@ -4,6 +4,8 @@
 //! start-up stays cheap; `zenmode modes check` goes further (see `crate::check`).
 
 use serde::Deserialize;
+
+use super::Category;
 use serde_json::{Map, Value};
 
 /// The longest `summary` a manifest may carry: it is shown in compact listings.
@@ -17,7 +19,7 @@ pub struct Manifest {
     pub title: String,
     pub summary: String,
     pub description: String,
-    pub category: String,
+    pub category: Category,
     #[serde(default)]
     pub keywords: Vec<String>,
     #[serde(default)]

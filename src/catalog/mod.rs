@@ -9,6 +9,7 @@
 //! Loading parses JSON only. A mode's validator is compiled on first use and
 //! cached in the mode (see [`Mode::validator`]), so start-up compiles nothing.
 
+mod category;
 mod foreign;
 mod manifest;
 
@@ -21,6 +22,7 @@ use std::{
 
 use serde_json::Value;
 
+pub use category::Category;
 pub use manifest::{MAX_SUMMARY_CHARS, Manifest, is_valid_mode_name};
 
 /// Manifests embedded from `modes/*.json` by `build.rs`, sorted by file name.
@@ -253,7 +255,7 @@ impl Catalog {
         let wanted = wanted.to_ascii_lowercase();
         let mut scored: Vec<(usize, &str)> = self
             .names()
-            .map(|name| (edit_distance(&wanted, name), name))
+            .map(|name| (strsim::levenshtein(&wanted, name), name))
             .filter(|(distance, name)| *distance <= name.len().max(wanted.len()) / 2 + 1)
             .collect();
         scored.sort();
@@ -283,31 +285,16 @@ fn load_modes_dir(dir: &Path) -> Result<Vec<Mode>, LoadError> {
         .collect()
 }
 
-/// Levenshtein distance over chars; mode names are short, so O(n·m) is fine.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        previous = current;
-    }
-    previous[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn edit_distance_counts_single_edits() {
-        assert_eq!(edit_distance("debug", "debug"), 0);
-        assert_eq!(edit_distance("debgu", "debug"), 2);
-        assert_eq!(edit_distance("codereviw", "codereview"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
+    fn closest_names_rank_by_edit_distance_and_drop_far_ones() {
+        let catalog = Catalog::builtin().unwrap();
+        assert_eq!(catalog.closest_names("codereviw", 1), ["codereview"]);
+        assert_eq!(catalog.closest_names("DEBGU", 3)[0], "debug");
+        assert!(catalog.closest_names("zzzzzzzzzzzzzzzz", 3).is_empty());
     }
 
     #[test]

@@ -1,16 +1,32 @@
 //! Embeds every `modes/*.json` manifest into the binary.
 //!
-//! Generates `embedded_modes.rs`, a sorted `&[(file_name, contents)]` table, so
-//! adding a mode is a data change: drop a file in `modes/` and rebuild.
-//! The server parses embedded manifests lazily, so their JSON syntax and
-//! name are checked here: a broken manifest fails the build, not a user.
+//! Each manifest's `{"$shared": NAME}` properties are replaced by the
+//! definitions in `modes/shared/properties.json` (see `src/catalog/shared.rs`),
+//! and the expanded manifest is written to `OUT_DIR`. The generated
+//! `embedded_modes.rs` is a sorted `&[(file_name, contents)]` table, so adding
+//! a mode is a data change: drop a file in `modes/` and rebuild.
+//! The server parses embedded manifests lazily, so their JSON syntax, name and
+//! shared references are checked here: a broken manifest fails the build, not
+//! a user.
 
 use std::{env, fs, path::Path};
+
+#[path = "src/catalog/shared.rs"]
+#[allow(dead_code)]
+mod shared;
 
 fn main() {
     let manifest_dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let modes_dir = Path::new(&manifest_dir).join("modes");
+    let shared_file = modes_dir.join("shared/properties.json");
     println!("cargo:rerun-if-changed={}", modes_dir.display());
+    println!("cargo:rerun-if-changed={}", shared_file.display());
+    println!("cargo:rerun-if-changed=src/catalog/shared.rs");
+
+    let definitions = fs::read_to_string(&shared_file)
+        .map_err(|e| e.to_string())
+        .and_then(|text| shared::parse_definitions(&text))
+        .unwrap_or_else(|e| panic!("modes/shared/properties.json: {e}"));
 
     let mut files: Vec<_> = fs::read_dir(&modes_dir)
         .map(|entries| {
@@ -23,6 +39,8 @@ fn main() {
         .unwrap_or_default();
     files.sort();
 
+    let out_dir = Path::new(&env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("modes");
+    fs::create_dir_all(&out_dir).expect("create OUT_DIR/modes");
     let mut table = String::from("&[\n");
     for path in &files {
         println!("cargo:rerun-if-changed={}", path.display());
@@ -30,27 +48,36 @@ fn main() {
             .file_name()
             .and_then(|n| n.to_str())
             .expect("utf-8 file name");
-        check_manifest(path, name);
+        let expanded = expand_manifest(path, name, &definitions);
+        let target = out_dir.join(name);
+        fs::write(&target, expanded).expect("write an expanded manifest");
         table.push_str(&format!(
             "    ({name:?}, include_str!({path:?})),\n",
-            path = path.display().to_string()
+            path = target.display().to_string()
         ));
     }
     table.push(']');
 
-    let out =
-        Path::new(&env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("embedded_modes.rs");
+    let out = out_dir.with_file_name("embedded_modes.rs");
     fs::write(out, table).expect("write embedded_modes.rs");
 }
 
-/// Fails the build on invalid JSON or a name that differs from the file stem.
+/// Fails the build on invalid JSON, a name that differs from the file stem or
+/// a bad shared reference; returns the manifest with shared definitions inlined.
 /// (The full manifest rules are checked by the unit tests and `modes check`.)
-fn check_manifest(path: &Path, file_name: &str) {
+fn expand_manifest(
+    path: &Path,
+    file_name: &str,
+    definitions: &serde_json::Map<String, serde_json::Value>,
+) -> String {
     let text = fs::read_to_string(path).expect("read manifest");
-    let manifest: serde_json::Value = serde_json::from_str(&text)
+    let mut manifest: serde_json::Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("modes/{file_name} is not valid JSON: {e}"));
     let stem = file_name.trim_end_matches(".json");
     if manifest.get("name").and_then(|n| n.as_str()) != Some(stem) {
         panic!("modes/{file_name}: \"name\" must be {stem:?}");
     }
+    shared::inline_shared(&mut manifest, definitions)
+        .unwrap_or_else(|e| panic!("modes/{file_name}: {e}"));
+    serde_json::to_string(&manifest).expect("serialize a manifest")
 }

@@ -3,9 +3,20 @@
 //! Parsing only checks what can be checked without compiling the schema, so
 //! start-up stays cheap; `zenmode modes check` goes further (see `crate::check`).
 
+use std::sync::LazyLock;
+
 use serde::Deserialize;
 
-use super::Category;
+use super::{
+    Category,
+    shared::{SHARED_KEY, inline_shared, parse_definitions},
+};
+
+/// The definitions manifests may name with `$shared`.
+static SHARED_DEFINITIONS: LazyLock<Map<String, Value>> = LazyLock::new(|| {
+    parse_definitions(include_str!("../../modes/shared/properties.json"))
+        .expect("build.rs has already read modes/shared/properties.json")
+});
 use serde_json::{Map, Value};
 
 /// The longest `summary` a manifest may carry: it is shown in compact listings.
@@ -49,8 +60,17 @@ impl Manifest {
     /// Parses a manifest and checks the rules that need no schema compilation.
     ///
     /// `expected_name` is the file stem when the manifest comes from a file.
+    /// Properties written as `{"$shared": NAME}` get the shared definition
+    /// NAME (embedded manifests arrive with them already inlined).
     pub fn parse(text: &str, expected_name: Option<&str>) -> Result<Self, String> {
-        let manifest: Manifest = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let manifest: Manifest = if text.contains(SHARED_KEY) {
+            let mut value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+            inline_shared(&mut value, &SHARED_DEFINITIONS)?;
+            serde_json::from_value(value)
+        } else {
+            serde_json::from_str(text)
+        }
+        .map_err(|e| e.to_string())?;
         manifest.check_shape(expected_name)?;
         Ok(manifest)
     }
@@ -151,6 +171,42 @@ mod tests {
         assert!(!is_valid_mode_name("Debug"));
         assert!(!is_valid_mode_name("9lives"));
         assert!(is_valid_mode_name("code_review2"));
+    }
+
+    #[test]
+    fn shared_definitions_are_inlined_and_bad_references_refused() {
+        let with_reference = |reference: Value| {
+            serde_json::json!({
+                "name": "demo", "title": "T", "summary": "s", "description": "D",
+                "category": "utility",
+                "schema": {"type": "object", "properties": {"continuation_id": reference}}
+            })
+            .to_string()
+        };
+        let manifest = Manifest::parse(
+            &with_reference(serde_json::json!({"$shared": "continuation_id"})),
+            None,
+        )
+        .unwrap();
+        let property = &manifest.properties().unwrap()["continuation_id"];
+        assert_eq!(property, &SHARED_DEFINITIONS["continuation_id"]);
+        assert_eq!(property["type"], "string");
+
+        let unknown = Manifest::parse(
+            &with_reference(serde_json::json!({"$shared": "nope"})),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            unknown.contains("no shared definition \"nope\""),
+            "{unknown}"
+        );
+        let mixed = Manifest::parse(
+            &with_reference(serde_json::json!({"$shared": "images", "type": "string"})),
+            None,
+        )
+        .unwrap_err();
+        assert!(mixed.contains("no other key"), "{mixed}");
     }
 
     #[test]

@@ -12,6 +12,7 @@
 mod category;
 mod foreign;
 mod manifest;
+mod shared;
 
 use std::{
     collections::HashMap,

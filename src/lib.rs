@@ -2,35 +2,29 @@
 //!
 //! # Layout
 //!
-//! - [`catalog`]: loads the mode manifests (embedded, `--modes-dir`, foreign
-//!   catalogs) and compiles each mode's schema lazily, on first use.
-//! - [`describe`]: derives field summaries, example requests and readable
-//!   validation errors from a manifest.
-//! - [`select`]: the ranking index behind `zen_select_mode`.
-//! - [`eval`]: `zenmode eval`, scoring the ranking on a labeled set.
-//! - [`tools`]: the listed tools, one file per tool, and the single
-//!   [`tools::ToolCall`] dispatch.
-//! - [`executor`]: the `Executor` trait, its registry, one file per executor.
-//! - [`providers`]: model providers (OpenAI-compatible, Gemini), the model
-//!   registry and model resolution, with timeouts, retries and cancellation.
-//! - [`files`]: file access confined to the allowed roots, and files
-//!   embedded line-numbered within a token budget.
-//! - [`conversation`]: threads that continue across calls and modes
-//!   (`continuation_id`), the store trait and its in-memory store, and
-//!   history rebuilt within a token budget.
-//! - [`services`]: what executors use besides the request: providers, files,
-//!   memory, CLIs (per process); progress and cancellation (per call).
-//! - [`workflow`]: the step-by-step engine shared by the investigation modes.
-//! - [`engine`]: the per-process state everything shares (catalog, tool
-//!   list, index, started executors); the CLI and the server both call it.
-//! - [`server`]: the rmcp `ServerHandler` wrapping the engine.
-//! - [`transport`]: newline-delimited JSON-RPC framing with error replies.
-//! - [`listener`]: stdio and TCP sessions (connection handling).
-//! - [`shutdown`]: signal handling that ends every session.
-//! - [`tokens`]: token metrics with real tokenizers (CLI and tests only).
-//! - [`check`]: `zenmode modes check`.
-//! - [`docs`]: Markdown generated from the manifests (README table, docs/modes.md).
-//! - [`cli`]: the command line.
+//! Seven layers, each importing only from the layers below it
+//! (`tests/layers.rs` enforces this; ARCHITECTURE.md has the table):
+//!
+//! 1. **catalog**: [`catalog`] loads the mode manifests (embedded,
+//!    `--modes-dir`, foreign catalogs) and compiles each schema lazily;
+//!    [`describe`] derives field summaries, example requests and readable
+//!    validation errors; [`select`] is the ranking index.
+//! 2. **services**: [`services`] bundles what executors use (per process:
+//!    [`providers`], [`files`] confined to the allowed roots,
+//!    [`conversation`] memory, CLI configuration, process facts; per call:
+//!    progress and cancellation).
+//! 3. **executors**: [`executor`] holds the `Executor` trait, the registry,
+//!    one file per executor, the workflow engine as one executor, and the
+//!    support they share.
+//! 4. **engine**: [`engine`] dispatches a mode and its request to the mode's
+//!    executor; it knows no MCP tool name.
+//! 5. **surface**: [`surface`] holds the strategies that present the catalog
+//!    as MCP tools (`zen`: two meta tools; `full`: every mode), one file each.
+//! 6. **server**: [`server`] (the rmcp handler over a strategy),
+//!    [`transport`] (line framing with error replies), [`listener`] (stdio
+//!    and TCP sessions) and [`shutdown`] (signals).
+//! 7. **tooling**: [`cli`], `tokens` (token metrics; the default `tokens`
+//!    feature), [`eval`], [`docs`] and [`check`].
 //!
 //! See ARCHITECTURE.md for the invariants.
 

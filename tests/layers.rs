@@ -276,6 +276,31 @@ fn top_level_modules_form_no_cycle() {
     }
 }
 
+/// Tool names belong to the surface: the layers below it (and so the
+/// engine) must not mention them, or a strategy that lists other tools
+/// would hand the model instructions it cannot follow.
+#[test]
+fn layers_below_the_surface_name_no_tool() {
+    let layers = layers_from(&fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap());
+    let surface = layers["surface"];
+    let tool_names = ["zen_select_mode", "zen_execute"];
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let mut offenders = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(root().join("src")).unwrap();
+        let first = relative.components().next().unwrap().as_os_str();
+        let module = first.to_str().unwrap().trim_end_matches(".rs");
+        if layers.get(module).is_some_and(|layer| *layer < surface) {
+            let source = fs::read_to_string(&file).unwrap();
+            for name in tool_names.iter().filter(|name| source.contains(**name)) {
+                offenders.push(format!("src/{} names {name}", relative.display()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{}", offenders.join("\n"));
+}
+
 /// The checker itself: it must see through groups, paths and comments, or
 /// the tests above could pass on code that breaks the rule.
 #[test]

@@ -154,7 +154,7 @@ impl Executor for WorkflowExecutor {
             reply.insert(
                 "next_steps".into(),
                 json!(format!(
-                    "Carry out the required actions yourself (no model is consulted until the final step), then call zen_execute with mode \"{mode}\", step_number {}, your new findings and continuation_id \"{thread_id}\".",
+                    "Carry out the required actions yourself (no model is consulted until the final step), then call mode \"{mode}\" again, the same way as this step, with step_number {}, your new findings and continuation_id \"{thread_id}\".",
                     step.step_number + 1
                 )),
             );

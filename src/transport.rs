@@ -16,6 +16,7 @@ use std::{future::Future, sync::Arc};
 use bytes::BytesMut;
 use rmcp::{
     RoleServer,
+    model::ErrorCode,
     service::{RxJsonRpcMessage, TxJsonRpcMessage},
     transport::Transport,
 };
@@ -28,10 +29,6 @@ use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 
 /// Default cap on one incoming message.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
-
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
-const INVALID_PARAMS: i64 = -32602;
 
 pub struct LineTransport<R, W> {
     reader: R,
@@ -60,7 +57,8 @@ where
 
     /// Writes an error response from a background task, so a cancelled
     /// `receive` can never leave half a line on the wire.
-    fn reply_error(&self, id: Value, code: i64, message: String) {
+    fn reply_error(&self, id: Value, code: ErrorCode, message: String) {
+        let code = code.0;
         tracing::warn!(code, %message, "rejected an incoming message");
         let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
         let writer = self.writer.clone();
@@ -84,7 +82,7 @@ where
         match serde_json::from_str::<Value>(line) {
             Err(_) => self.reply_error(
                 Value::Null,
-                PARSE_ERROR,
+                ErrorCode::PARSE_ERROR,
                 format!("Parse error: the line is not valid JSON ({error})"),
             ),
             Ok(value) => {
@@ -94,12 +92,12 @@ where
                     Some(method) if value.get("jsonrpc") == Some(&json!("2.0")) => self
                         .reply_error(
                             id,
-                            INVALID_PARAMS,
+                            ErrorCode::INVALID_PARAMS,
                             format!("Invalid params for {method}: {error}"),
                         ),
                     _ => self.reply_error(
                         id,
-                        INVALID_REQUEST,
+                        ErrorCode::INVALID_REQUEST,
                         format!(
                             "Invalid Request: expected a JSON-RPC 2.0 message object ({error})"
                         ),
@@ -155,7 +153,7 @@ where
                 Err(LinesCodecError::MaxLineLengthExceeded) => {
                     self.reply_error(
                         Value::Null,
-                        INVALID_REQUEST,
+                        ErrorCode::INVALID_REQUEST,
                         format!(
                             "Invalid Request: message exceeds the {} byte limit and was discarded",
                             self.max_message_bytes
@@ -165,7 +163,11 @@ where
                 }
                 // The codec does no I/O itself: this is a line that is not UTF-8.
                 Err(LinesCodecError::Io(error)) => {
-                    self.reply_error(Value::Null, PARSE_ERROR, format!("Parse error: {error}"));
+                    self.reply_error(
+                        Value::Null,
+                        ErrorCode::PARSE_ERROR,
+                        format!("Parse error: {error}"),
+                    );
                     continue;
                 }
             }

@@ -19,7 +19,7 @@ use zenmode::{
     describe,
     engine::Engine,
     server::ZenServer,
-    surface::{self, StrategyKind},
+    surface::{self, StrategyKind, SurfaceOptions},
 };
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
@@ -61,14 +61,17 @@ fn spawn_to_first_reply(c: &mut Criterion) {
 
 fn server(kind: StrategyKind) -> ZenServer {
     let engine = Engine::new(Catalog::builtin().unwrap()).unwrap();
-    let strategy = surface::build(kind, &engine, &[]).unwrap();
+    let strategy = surface::build(kind, &engine, &SurfaceOptions::default()).unwrap();
     ZenServer::new(Arc::new(engine), strategy).unwrap()
 }
 
 fn tools_list(c: &mut Criterion) {
     let mut group = c.benchmark_group("tools_list");
     for kind in StrategyKind::ALL {
-        let name = kind.over(&Catalog::builtin().unwrap(), &[]).unwrap().name();
+        let name = kind
+            .over(&Catalog::builtin().unwrap(), &SurfaceOptions::default())
+            .unwrap()
+            .name();
         let server = server(kind);
         group.bench_function(name, |b| {
             b.iter(|| serde_json::to_vec(&black_box(&server).tools_list_result()).unwrap())

@@ -17,7 +17,7 @@ use crate::{
     services::{CallContext, Services},
     shutdown,
     surface::{
-        self, StrategyKind,
+        self, StrategyKind, SurfaceOptions, ToolLoading,
         zen::{self, select_mode},
     },
     transport::DEFAULT_MAX_MESSAGE_BYTES,
@@ -163,9 +163,21 @@ pub enum TransportKind {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// List every mode as its own tool (the original tool list) instead of the two meta tools
+    /// How to present the modes as tools [default: zen]
+    #[arg(long, value_enum, env = "ZEN_STRATEGY")]
+    pub strategy: Option<StrategyKind>,
+    /// Same as --strategy full: every mode as its own tool (the original tool list)
     #[arg(long)]
     pub full: bool,
+    /// categories strategy: list every tool with a stripped schema (eager), none (lazy) or the pinned ones (core)
+    #[arg(long, value_enum, env = "TOOL_LOADING", ignore_case = true)]
+    pub tool_loading: Option<ToolLoading>,
+    /// groups strategy: groups of which at most one may be active, e.g. workflow,conversation (repeatable)
+    #[arg(long = "exclusive-groups", value_name = "GROUPS")]
+    pub exclusive_groups: Vec<String>,
+    /// groups strategy: a call to a hidden tool names the activator instead of "tool not found"
+    #[arg(long)]
+    pub hidden_tool_hints: bool,
     /// Also list these modes as native tools beside the meta tools (comma-separated)
     #[arg(
         long,
@@ -189,14 +201,69 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// `--full`, or `ZEN_TOKEN_OPTIMIZATION=disabled` as zen users know it.
-    fn strategy(&self) -> StrategyKind {
-        let disabled_by_env = std::env::var("ZEN_TOKEN_OPTIMIZATION")
-            .is_ok_and(|value| value.trim().eq_ignore_ascii_case("disabled"));
-        if self.full || disabled_by_env {
-            StrategyKind::Full
+    /// The strategy, from the first of: `--strategy` (or `ZEN_STRATEGY`);
+    /// `--full` or `ZEN_TOKEN_OPTIMIZATION=disabled` (as zen users know it);
+    /// `LAZY_MODE=true`; `--tool-loading` (or `TOOL_LOADING`), which picks
+    /// `categories`; and otherwise `zen`.
+    fn strategy(&self) -> anyhow::Result<StrategyKind> {
+        let env = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .map(|v| v.trim().to_ascii_lowercase())
+        };
+        let optimization_disabled = match env("ZEN_TOKEN_OPTIMIZATION").as_deref() {
+            None | Some("" | "enabled") => false,
+            Some("disabled") => true,
+            Some(other) => {
+                bail!("ZEN_TOKEN_OPTIMIZATION must be \"enabled\" or \"disabled\" (got {other:?})")
+            }
+        };
+        let full = self.full || optimization_disabled;
+        if let Some(strategy) = self.strategy {
+            if full && strategy != StrategyKind::Full {
+                bail!(
+                    "--full (or ZEN_TOKEN_OPTIMIZATION=disabled) asks for the full list, but --strategy asks for {strategy:?}; give one"
+                );
+            }
+            return Ok(strategy);
+        }
+        if full {
+            return Ok(StrategyKind::Full);
+        }
+        let lazy = match env("LAZY_MODE").as_deref() {
+            None | Some("" | "false" | "0") => false,
+            Some("true" | "1") => true,
+            Some(other) => bail!("LAZY_MODE must be true or false (got {other:?})"),
+        };
+        Ok(if lazy {
+            StrategyKind::Lazy
+        } else if self.tool_loading.is_some() {
+            StrategyKind::Categories
         } else {
             StrategyKind::Zen
+        })
+    }
+
+    fn surface_options(&self) -> SurfaceOptions {
+        SurfaceOptions {
+            pinned: self
+                .pin
+                .iter()
+                .map(|name| name.trim().to_owned())
+                .filter(|name| !name.is_empty())
+                .collect(),
+            tool_loading: self.tool_loading.unwrap_or_default(),
+            exclusive_groups: self
+                .exclusive_groups
+                .iter()
+                .map(|set| {
+                    set.split(',')
+                        .map(|g| g.trim().to_owned())
+                        .filter(|g| !g.is_empty())
+                        .collect()
+                })
+                .collect(),
+            hidden_tool_hints: self.hidden_tool_hints,
         }
     }
 }
@@ -255,7 +322,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )?;
             let engine = serving_engine(&cli.catalog, &cli.access)?;
             // `exec` answers as the default strategy would (version reports it).
-            surface::build(StrategyKind::Zen, &engine, &[]).map_err(anyhow::Error::msg)?;
+            surface::build(StrategyKind::Zen, &engine, &SurfaceOptions::default())
+                .map_err(anyhow::Error::msg)?;
             let outcome = runtime(false)?
                 .block_on(engine.execute(
                     &mode,
@@ -332,14 +400,9 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     if args.max_message_bytes < 1024 {
         bail!("--max-message-bytes must be at least 1024");
     }
-    let pinned: Vec<String> = args
-        .pin
-        .iter()
-        .map(|name| name.trim().to_owned())
-        .filter(|name| !name.is_empty())
-        .collect();
     let engine = Arc::new(serving_engine(catalog, access)?);
-    let strategy = surface::build(args.strategy(), &engine, &pinned).map_err(anyhow::Error::msg)?;
+    let strategy = surface::build(args.strategy()?, &engine, &args.surface_options())
+        .map_err(anyhow::Error::msg)?;
     let server = ZenServer::new(engine, strategy).context("cannot build the tool list")?;
     let runtime = runtime(args.transport == TransportKind::Tcp)?;
     runtime.block_on(async {

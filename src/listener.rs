@@ -85,7 +85,7 @@ pub async fn serve_tcp(
         };
         let _ = stream.set_nodelay(true);
         let (reader, writer) = stream.into_split();
-        let session = server.clone();
+        let session = server.new_session();
         let token = shutdown.clone();
         tokio::spawn(async move {
             tracing::debug!(%peer, "connection opened");

@@ -9,14 +9,15 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use serde_json::Value;
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
         ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
-        ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
-        SubscriptionFilter, Tool,
+        ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
+        ServerConfig, SubscriptionFilter, Tool,
     },
     service::{Peer, RequestContext},
 };
@@ -24,7 +25,7 @@ use rmcp::{
 use crate::{
     engine::{Engine, Outcome},
     services::{CallContext, ProgressSink},
-    surface::Strategy,
+    surface::{Session, SessionView, Strategy, initial_tools, tool_names},
 };
 
 /// Methods rmcp types itself; reaching `on_custom_request` means bad params.
@@ -52,7 +53,26 @@ pub struct ZenServer {
     engine: Arc<Engine>,
     strategy: Arc<dyn Strategy>,
     /// `tools/list` in rmcp's types, converted once from the strategy's JSON.
+    /// (For strategies whose list never changes; the others convert per request.)
     tools: Arc<Vec<Tool>>,
+    /// What this session has switched on; a new connection gets a new one.
+    session: Arc<Session>,
+}
+
+/// JSON tool definitions in rmcp's types.
+fn to_rmcp_tools(tools: &[Value]) -> Result<Vec<Tool>, serde_json::Error> {
+    tools
+        .iter()
+        .map(|tool| serde_json::from_value(tool.clone()))
+        .collect()
+}
+
+/// Whether a request's session may see its tool list change: only a session
+/// opened with `initialize` at a protocol up to 2025-11-25.
+fn list_may_change(context: &RequestContext<RoleServer>) -> bool {
+    context.peer.peer_info().is_some_and(|info| {
+        info.protocol_version.as_str() <= ProtocolVersion::V_2025_11_25.as_str()
+    })
 }
 
 impl ZenServer {
@@ -60,23 +80,50 @@ impl ZenServer {
         engine: Arc<Engine>,
         strategy: Arc<dyn Strategy>,
     ) -> Result<Self, serde_json::Error> {
-        let tools = strategy
-            .tools()
-            .iter()
-            .map(|tool| serde_json::from_value(tool.clone()))
-            .collect::<Result<Vec<Tool>, _>>()?;
+        let tools = to_rmcp_tools(&initial_tools(strategy.as_ref()))?;
         Ok(ZenServer {
             engine,
             strategy,
             tools: Arc::new(tools),
+            session: Arc::new(Session::default()),
         })
+    }
+
+    /// The same server for another session: shared engine and strategy,
+    /// fresh session state.
+    pub fn new_session(&self) -> Self {
+        ZenServer {
+            session: Arc::new(Session::default()),
+            ..self.clone()
+        }
+    }
+
+    fn view(&self, list_may_change: bool) -> SessionView<'_> {
+        SessionView {
+            state: &self.session,
+            list_may_change,
+        }
+    }
+
+    /// The session's current `tools/list` result.
+    fn session_tools(&self, list_may_change: bool) -> Result<ListToolsResult, ErrorData> {
+        if !self.strategy.is_dynamic() {
+            return Ok(self.tools_list_result());
+        }
+        let tools = self.strategy.tools(self.view(list_may_change));
+        to_rmcp_tools(&tools)
+            .map(ListToolsResult::with_all_items)
+            .map_err(|e| {
+                ErrorData::internal_error(format!("a tool definition is invalid: {e}"), None)
+            })
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
 
-    /// The `tools/list` result: a clone of the list built at start-up.
+    /// The `tools/list` result a new session gets: a clone of the list built
+    /// at start-up.
     pub fn tools_list_result(&self) -> ListToolsResult {
         ListToolsResult::with_all_items((*self.tools).clone())
     }
@@ -112,7 +159,15 @@ impl ServerHandler for ZenServer {
     fn get_info(&self) -> ServerConfig {
         let mut implementation = Implementation::new("zenmode", env!("CARGO_PKG_VERSION"));
         implementation.title = Some("zenmode".to_owned());
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = if self.strategy.is_dynamic() {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(implementation)
             .with_instructions(self.strategy.instructions())
     }
@@ -120,9 +175,9 @@ impl ServerHandler for ZenServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(self.tools_list_result())
+        self.session_tools(list_may_change(&context))
     }
 
     async fn call_tool(
@@ -141,19 +196,33 @@ impl ServerHandler for ZenServer {
             cancel: context.ct.clone(),
             progress,
         };
-        match self
+        let may_change = list_may_change(&context);
+        let changes_before = self.session.changes();
+        let answer = self
             .strategy
-            .call(&self.engine, &request.name, arguments, &call)
-            .await
-        {
+            .call(
+                &self.engine,
+                self.view(may_change),
+                &request.name,
+                arguments,
+                &call,
+            )
+            .await;
+        if may_change && self.session.changes() != changes_before {
+            // Clients that ignore the notification can still re-list.
+            if let Err(error) = context.peer.notify_tool_list_changed().await {
+                tracing::debug!(%error, "could not send tools/list_changed");
+            }
+        }
+        match answer {
             Ok(outcome) => Ok(to_call_result(outcome).into()),
-            Err(unknown) => Err(ErrorData::invalid_params(
-                format!(
-                    "{unknown}; this server lists: {}",
-                    self.strategy.tool_names().join(", ")
-                ),
-                None,
-            )),
+            Err(unknown) => {
+                let listed = tool_names(&self.strategy.tools(self.view(may_change)));
+                Err(ErrorData::invalid_params(
+                    format!("{unknown}; this server lists: {}", listed.join(", ")),
+                    None,
+                ))
+            }
         }
     }
 

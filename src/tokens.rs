@@ -11,7 +11,7 @@ use tiktoken_rs::CoreBPE;
 use crate::{
     catalog::Catalog,
     engine::Engine,
-    surface::{self, StrategyKind, zen::select_mode},
+    surface::{self, StrategyKind, SurfaceOptions, zen::select_mode},
 };
 
 /// The cost of one way of listing tools.
@@ -62,9 +62,11 @@ impl Tokenizers {
 pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<TokenReport> {
     let mut strategies = Vec::new();
     for kind in StrategyKind::ALL {
-        let strategy = kind.over(&catalog, &[]).map_err(anyhow::Error::msg)?;
-        let list = strategy.tools();
-        let text = serde_json::to_string(&surface::model_facing(list))?;
+        let strategy = kind
+            .over(&catalog, &SurfaceOptions::default())
+            .map_err(anyhow::Error::msg)?;
+        let list = surface::initial_tools(strategy.as_ref());
+        let text = serde_json::to_string(&surface::model_facing(&list))?;
         strategies.push(StrategyCost {
             name: strategy.name(),
             tools: list.len(),

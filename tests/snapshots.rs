@@ -9,12 +9,16 @@ use common::Client;
 use serde_json::Value;
 #[cfg(feature = "tokens")]
 use zenmode::tokens;
-use zenmode::{catalog::Catalog, surface::StrategyKind};
+use zenmode::{
+    catalog::Catalog,
+    surface::{self, StrategyKind, SurfaceOptions},
+};
 
 /// The exact `tools/list` entries of a strategy over the built-in modes.
 fn tool_list(kind: StrategyKind) -> Vec<Value> {
     let catalog = Catalog::builtin().unwrap();
-    kind.over(&catalog, &[]).unwrap().tools().to_vec()
+    let strategy = kind.over(&catalog, &SurfaceOptions::default()).unwrap();
+    surface::initial_tools(strategy.as_ref())
 }
 
 macro_rules! snapshot {

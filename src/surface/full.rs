@@ -2,10 +2,12 @@
 //! description, schema and annotations, as the original suite listed them.
 //! It is the baseline the other strategies are measured against.
 
+use std::borrow::Cow;
+
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::{Strategy, UnknownTool, call_mode_by_name, mode_tool};
+use super::{SessionView, Strategy, UnknownTool, call_mode_by_name, mode_tool};
 use crate::{
     catalog::Catalog,
     engine::{Engine, Outcome},
@@ -33,8 +35,8 @@ impl Strategy for Full {
         "full"
     }
 
-    fn tools(&self) -> &[Value] {
-        &self.tools
+    fn tools(&self, _: SessionView<'_>) -> Cow<'_, [Value]> {
+        Cow::Borrowed(&self.tools)
     }
 
     fn instructions(&self) -> &'static str {
@@ -44,6 +46,7 @@ impl Strategy for Full {
     async fn call(
         &self,
         engine: &Engine,
+        _: SessionView<'_>,
         name: &str,
         arguments: Map<String, Value>,
         call: &CallContext,

@@ -4,15 +4,34 @@
 //! each of them onto the engine. One file per strategy:
 //! - [`zen`]: the two meta tools `zen_select_mode` and `zen_execute`, plus
 //!   any pinned modes (the default);
-//! - [`full`]: every mode as its own tool, as the original suite listed them.
+//! - [`full`]: every mode as its own tool, as the original suite listed them;
+//! - [`lazy`]: one `manage_tools` tool that enables and disables the others;
+//! - [`categories`]: browse categories, then fetch one tool's schema;
+//! - [`groups`]: an `activate_<group>` tool per group of tools;
+//! - [`discover`]: discover / detail / call / batch / pipe.
+//!
+//! `lazy` and `groups` change a session's list as it goes; the rest list
+//! the same tools for the life of the process. A [`Session`] holds what a
+//! session has switched on; it is never shared between sessions.
 //!
 //! The surface knows nothing about servers or transports; the server above
 //! asks it for the list and hands it each call.
 
+pub mod categories;
+pub mod discover;
 pub mod full;
+pub mod groups;
+pub mod lazy;
 pub mod zen;
 
-use std::sync::Arc;
+use std::{
+    borrow::Cow,
+    collections::BTreeSet,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
@@ -28,14 +47,77 @@ use crate::{
 #[error("unknown tool {0:?}")]
 pub struct UnknownTool(pub String);
 
+/// What one session has switched on (enabled tools, active groups).
+///
+/// Only `lazy` and `groups` write to it. `changes` counts writes, so the
+/// server can tell that a call changed the list and say so to the client.
+#[derive(Debug, Default)]
+pub struct Session {
+    active: Mutex<BTreeSet<String>>,
+    changes: AtomicU64,
+}
+
+impl Session {
+    pub fn active(&self) -> BTreeSet<String> {
+        self.lock().clone()
+    }
+
+    pub fn is_active(&self, name: &str) -> bool {
+        self.lock().contains(name)
+    }
+
+    /// Applies `change` to the active set; counts a change only when the set
+    /// differs afterwards. Returns whether it did.
+    pub fn update(&self, change: impl FnOnce(&mut BTreeSet<String>)) -> bool {
+        let mut active = self.lock();
+        let before = active.clone();
+        change(&mut active);
+        let changed = *active != before;
+        if changed {
+            self.changes.fetch_add(1, Ordering::SeqCst);
+        }
+        changed
+    }
+
+    /// How many times the active set has changed.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::SeqCst)
+    }
+
+    /// The set is replaced whole under the lock, so a poisoned lock still
+    /// holds a consistent set.
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.active
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A session as a strategy sees it.
+#[derive(Clone, Copy)]
+pub struct SessionView<'a> {
+    pub state: &'a Session,
+    /// Whether this session's tool list may change. Only sessions that
+    /// negotiated a protocol up to 2025-11-25 through `initialize` allow it:
+    /// the 2026-07-28 protocol has no sessions and forbids a list that changes
+    /// as a side effect of other requests.
+    pub list_may_change: bool,
+}
+
 /// One way of presenting the catalog as MCP tools.
 #[async_trait]
 pub trait Strategy: Send + Sync {
-    /// The name `version` and `zenmode tokens` report.
+    /// The name `version`, `--strategy` and `zenmode tokens` use.
     fn name(&self) -> &'static str;
 
-    /// The exact `tools/list` entries; fixed for the life of the process.
-    fn tools(&self) -> &[Value];
+    /// The exact `tools/list` entries for a session.
+    fn tools(&self, session: SessionView<'_>) -> Cow<'_, [Value]>;
+
+    /// Whether the list can differ between sessions or over a session
+    /// (`lazy`, `groups`); the others compute it once per process.
+    fn is_dynamic(&self) -> bool {
+        false
+    }
 
     /// Server instructions for clients that show them to the model.
     fn instructions(&self) -> &'static str;
@@ -44,41 +126,108 @@ pub trait Strategy: Send + Sync {
     async fn call(
         &self,
         engine: &Engine,
+        session: SessionView<'_>,
         name: &str,
         arguments: Map<String, Value>,
         call: &CallContext,
     ) -> Result<Outcome, UnknownTool>;
+}
 
-    /// The listed tool names, in list order.
-    fn tool_names(&self) -> Vec<&str> {
-        self.tools()
-            .iter()
-            .filter_map(|tool| tool["name"].as_str())
-            .collect()
-    }
+/// The names of a tool list, in list order.
+pub fn tool_names(tools: &[Value]) -> Vec<String> {
+    tools
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The tools a fresh session sees.
+pub fn initial_tools(strategy: &dyn Strategy) -> Vec<Value> {
+    let session = Session::default();
+    strategy
+        .tools(SessionView {
+            state: &session,
+            list_may_change: true,
+        })
+        .into_owned()
 }
 
 /// The strategies this build offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum StrategyKind {
     /// The two meta tools (plus pinned modes): the default.
     Zen,
     /// Every mode as its own tool.
     Full,
+    /// One manage_tools tool that enables and disables the others.
+    Lazy,
+    /// Browse categories, then fetch a tool's schema.
+    Categories,
+    /// An activate_<group> tool per group of tools.
+    Groups,
+    /// discover, detail, call, batch and pipe.
+    Discover,
+}
+
+/// How `categories` lists the real tools beside its meta tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ToolLoading {
+    /// Every tool listed, its schema stripped to `{"type":"object"}`.
+    Eager,
+    /// Meta tools only; the tools stay callable by name.
+    #[default]
+    Lazy,
+    /// The pinned modes, in full, beside the meta tools.
+    Core,
+}
+
+/// Everything a strategy may be configured with.
+#[derive(Debug, Clone, Default)]
+pub struct SurfaceOptions {
+    /// Modes listed in full beside the meta tools (`zen`, `categories` core).
+    pub pinned: Vec<String>,
+    pub tool_loading: ToolLoading,
+    /// `groups`: sets of groups of which at most one may be active.
+    pub exclusive_groups: Vec<Vec<String>>,
+    /// `groups`: a call to a hidden tool names the activator to call,
+    /// instead of answering "tool not found".
+    pub hidden_tool_hints: bool,
 }
 
 impl StrategyKind {
     /// Every strategy, in the order `zenmode tokens` prints them.
-    pub const ALL: [StrategyKind; 2] = [StrategyKind::Zen, StrategyKind::Full];
+    pub const ALL: [StrategyKind; 6] = [
+        StrategyKind::Zen,
+        StrategyKind::Full,
+        StrategyKind::Lazy,
+        StrategyKind::Categories,
+        StrategyKind::Groups,
+        StrategyKind::Discover,
+    ];
 
-    /// A strategy of this kind over `catalog`.
-    ///
-    /// `pinned` modes join the zen list as native tools; errors name a pinned
-    /// mode that does not exist.
-    pub fn over(self, catalog: &Catalog, pinned: &[String]) -> Result<Arc<dyn Strategy>, String> {
+    /// A strategy of this kind over `catalog`; errors name a pinned mode or
+    /// a group that does not exist.
+    pub fn over(
+        self,
+        catalog: &Catalog,
+        options: &SurfaceOptions,
+    ) -> Result<Arc<dyn Strategy>, String> {
         Ok(match self {
-            StrategyKind::Zen => Arc::new(zen::Zen::new(catalog, pinned)?),
+            StrategyKind::Zen => Arc::new(zen::Zen::new(catalog, &options.pinned)?),
             StrategyKind::Full => Arc::new(full::Full::new(catalog)),
+            StrategyKind::Lazy => Arc::new(lazy::Lazy::new(catalog)),
+            StrategyKind::Categories => Arc::new(categories::Categories::new(
+                catalog,
+                options.tool_loading,
+                &options.pinned,
+            )?),
+            StrategyKind::Groups => Arc::new(groups::Groups::new(
+                catalog,
+                &options.exclusive_groups,
+                options.hidden_tool_hints,
+            )?),
+            StrategyKind::Discover => Arc::new(discover::Discover::new(catalog)),
         })
     }
 }
@@ -88,16 +237,12 @@ impl StrategyKind {
 pub fn build(
     kind: StrategyKind,
     engine: &Engine,
-    pinned: &[String],
+    options: &SurfaceOptions,
 ) -> Result<Arc<dyn Strategy>, String> {
-    let strategy = kind.over(engine.catalog(), pinned)?;
+    let strategy = kind.over(engine.catalog(), options)?;
     engine.services().process.set_presentation(Presentation {
         strategy: strategy.name().to_owned(),
-        listed_tools: strategy
-            .tool_names()
-            .into_iter()
-            .map(str::to_owned)
-            .collect(),
+        listed_tools: tool_names(&initial_tools(strategy.as_ref())),
     });
     Ok(strategy)
 }
@@ -133,6 +278,63 @@ pub fn model_facing(tools: &[Value]) -> Value {
             })
             .collect(),
     )
+}
+
+/// The first sentence of a description, at most `max` characters: what
+/// browsing replies show instead of the whole text.
+pub fn one_line(text: &str, max: usize) -> String {
+    let first = text
+        .split_inclusive(". ")
+        .next()
+        .unwrap_or(text)
+        .trim()
+        .lines()
+        .next()
+        .unwrap_or_default();
+    if first.chars().count() <= max {
+        first.to_owned()
+    } else {
+        let cut: String = first.chars().take(max.saturating_sub(1)).collect();
+        format!("{}…", cut.trim_end())
+    }
+}
+
+/// Names in `catalog` closest to `name`, for "did you mean" replies.
+pub fn suggestions(catalog: &Catalog, name: &str) -> Vec<String> {
+    catalog
+        .closest_names(name, 3)
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Parses meta-tool arguments into `T`, or explains what was wrong with
+/// them, quoting the tool's input schema.
+pub fn parse_arguments<T: serde::de::DeserializeOwned>(
+    tools: &[Value],
+    tool: &str,
+    arguments: Map<String, Value>,
+) -> Result<T, Outcome> {
+    serde_json::from_value(Value::Object(arguments)).map_err(|e| {
+        let schema = tools
+            .iter()
+            .find(|t| t["name"] == tool)
+            .map(|t| t["inputSchema"].clone())
+            .unwrap_or(Value::Null);
+        Outcome::error(json!({
+            "error": "invalid_arguments",
+            "message": format!("{tool}: {e}"),
+            "input_schema": schema,
+        }))
+    })
+}
+
+/// Meta tools defined as JSON data beside a strategy's file.
+pub fn meta_tools(json: &str) -> Vec<Value> {
+    serde_json::from_str(json).unwrap_or_else(|e| {
+        // Unreachable for a tested build: every strategy's tests list its tools.
+        panic!("a meta tool definition file is invalid JSON: {e}")
+    })
 }
 
 /// A mode called under its own tool name: its arguments are the request.

@@ -10,12 +10,12 @@
 pub mod execute;
 pub mod select_mode;
 
-use std::sync::LazyLock;
+use std::{borrow::Cow, sync::LazyLock};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{Strategy, UnknownTool, call_mode_by_name, mode_tool};
+use super::{SessionView, Strategy, UnknownTool, call_mode_by_name, meta_tools, mode_tool};
 use crate::{
     catalog::Catalog,
     engine::{Engine, Outcome, UnknownMode},
@@ -29,9 +29,8 @@ pub const EXECUTE: &str = "zen_execute";
 const INSTRUCTIONS: &str = "Call zen_select_mode with your task to pick a mode and learn its fields, then zen_execute with that mode and request.";
 
 /// The two meta tools, defined as data beside this file.
-static META_TOOLS: LazyLock<Vec<Value>> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("meta_tools.json")).expect("meta_tools.json is valid JSON")
-});
+static META_TOOLS: LazyLock<Vec<Value>> =
+    LazyLock::new(|| meta_tools(include_str!("meta_tools.json")));
 
 pub struct Zen {
     tools: Vec<Value>,
@@ -98,8 +97,8 @@ impl Strategy for Zen {
         "optimized"
     }
 
-    fn tools(&self) -> &[Value] {
-        &self.tools
+    fn tools(&self, _: SessionView<'_>) -> Cow<'_, [Value]> {
+        Cow::Borrowed(&self.tools)
     }
 
     fn instructions(&self) -> &'static str {
@@ -109,6 +108,7 @@ impl Strategy for Zen {
     async fn call(
         &self,
         engine: &Engine,
+        _: SessionView<'_>,
         name: &str,
         arguments: Map<String, Value>,
         call: &CallContext,
@@ -144,16 +144,5 @@ fn parse_arguments<T: serde::de::DeserializeOwned>(
     tool: &str,
     arguments: Map<String, Value>,
 ) -> Result<T, Outcome> {
-    serde_json::from_value(Value::Object(arguments)).map_err(|e| {
-        let schema = META_TOOLS
-            .iter()
-            .find(|t| t["name"] == tool)
-            .map(|t| t["inputSchema"].clone())
-            .unwrap_or(Value::Null);
-        Outcome::error(json!({
-            "error": "invalid_arguments",
-            "message": format!("{tool}: {e}"),
-            "input_schema": schema,
-        }))
-    })
+    super::parse_arguments(&META_TOOLS, tool, arguments)
 }

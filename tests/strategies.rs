@@ -1,0 +1,506 @@
+//! Every `--strategy` over stdio and TCP, driven as a client would: what
+//! `tools/list` shows, how a call reaches a mode, when the list changes (and
+//! that the client is told), and what bad input gets.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use common::{Client, stateless_meta, structured, zenmode};
+use serde_json::{Value, json};
+
+fn names(client: &mut Client) -> Vec<String> {
+    client.tool_names()
+}
+
+fn serve(args: &[&str]) -> Client {
+    let mut all = vec!["serve"];
+    all.extend_from_slice(args);
+    let mut client = Client::spawn(&all);
+    client.initialize();
+    client
+}
+
+fn list_changed(message: &Value) -> bool {
+    message["method"] == "notifications/tools/list_changed"
+}
+
+#[test]
+fn lazy_enables_and_disables_tools_and_says_the_list_changed() {
+    let mut client = serve(&["--strategy", "lazy"]);
+    let info = client.call("initialize", json!({"protocolVersion": common::LEGACY_VERSION, "capabilities": {}, "clientInfo": {"name": "again", "version": "1"}}));
+    assert_eq!(info["capabilities"]["tools"]["listChanged"], true, "{info}");
+    assert_eq!(names(&mut client), ["manage_tools"]);
+
+    let listed = structured(
+        &client.tool("manage_tools", json!({"action": "list"})),
+        false,
+    );
+    assert_eq!(listed["total"], 18);
+    assert!(
+        listed["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["enabled"] == false)
+    );
+    assert!(
+        listed["tools"][0].get("inputSchema").is_none(),
+        "list carries no schemas"
+    );
+
+    // A hidden tool is refused with the way to enable it.
+    let hidden = structured(&client.tool("challenge", json!({"prompt": "x"})), true);
+    assert_eq!(hidden["error"], "tool_not_enabled");
+
+    let enabled = structured(
+        &client.tool(
+            "manage_tools",
+            json!({"action": "enable", "names": ["challenge", "planner"]}),
+        ),
+        false,
+    );
+    assert_eq!(enabled["changed"], true);
+    client.wait_for(list_changed);
+    assert_eq!(names(&mut client), ["manage_tools", "challenge", "planner"]);
+    let tools = client.call("tools/list", Value::Null)["tools"].clone();
+    assert!(
+        tools[1]["inputSchema"]["properties"]["prompt"].is_object(),
+        "full schema: {tools}"
+    );
+    let answer = structured(
+        &client.tool("challenge", json!({"prompt": "the sky is green"})),
+        false,
+    );
+    assert_eq!(answer["status"], "challenge_accepted");
+
+    // Unknown names change nothing, and say which were wrong.
+    let unknown = structured(
+        &client.tool(
+            "manage_tools",
+            json!({"action": "disable", "names": ["challenge", "chalenge"]}),
+        ),
+        true,
+    );
+    assert_eq!(unknown["unknown"][0]["name"], "chalenge");
+    assert_eq!(unknown["unknown"][0]["suggestions"][0], "challenge");
+    assert_eq!(names(&mut client), ["manage_tools", "challenge", "planner"]);
+
+    structured(
+        &client.tool(
+            "manage_tools",
+            json!({"action": "disable", "names": "challenge"}),
+        ),
+        false,
+    );
+    client.wait_for(list_changed);
+    assert_eq!(names(&mut client), ["manage_tools", "planner"]);
+
+    // Bad arguments.
+    let bad = structured(
+        &client.tool("manage_tools", json!({"action": "explode"})),
+        true,
+    );
+    assert_eq!(bad["error"], "invalid_arguments");
+    let no_names = structured(
+        &client.tool("manage_tools", json!({"action": "enable"})),
+        true,
+    );
+    assert_eq!(no_names["error"], "invalid_arguments");
+}
+
+#[test]
+fn lazy_mode_env_selects_lazy_and_stateless_sessions_keep_a_fixed_list() {
+    let mut command = zenmode(&["serve"]);
+    command.env("LAZY_MODE", "true");
+    let mut client = Client::spawn_command(command);
+    // A 2026-07-28 client: no initialize, _meta on every request.
+    let listed = client.call("tools/list", json!({"_meta": stateless_meta()}));
+    assert_eq!(listed["tools"].as_array().unwrap().len(), 1);
+    let enabled = client.call(
+        "tools/call",
+        json!({"_meta": stateless_meta(), "name": "manage_tools", "arguments": {"action": "enable", "names": ["challenge"]}}),
+    );
+    let body = structured(&enabled, false);
+    assert_eq!(
+        body["tools"][0]["name"], "challenge",
+        "definitions handed over: {body}"
+    );
+    let listed = client.call("tools/list", json!({"_meta": stateless_meta()}));
+    assert_eq!(
+        listed["tools"].as_array().unwrap().len(),
+        1,
+        "the list never changes"
+    );
+    let answer = client.call(
+        "tools/call",
+        json!({"_meta": stateless_meta(), "name": "challenge", "arguments": {"prompt": "p"}}),
+    );
+    assert_eq!(structured(&answer, false)["status"], "challenge_accepted");
+    assert!(
+        !client.stray.iter().any(list_changed),
+        "no list_changed for a stateless client"
+    );
+}
+
+#[test]
+fn categories_browse_then_fetch_in_every_sub_mode() {
+    let mut client = serve(&["--strategy", "categories"]);
+    assert_eq!(
+        names(&mut client),
+        [
+            "list_tool_categories",
+            "get_category_tools",
+            "get_tool_schema"
+        ]
+    );
+    let categories = structured(&client.tool("list_tool_categories", json!({})), false);
+    let workflow = categories["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "workflow")
+        .unwrap()
+        .clone();
+    assert_eq!(workflow["tools"], 11);
+    assert!(!workflow["description"].as_str().unwrap().is_empty());
+    let tools = structured(
+        &client.tool("get_category_tools", json!({"category": "utility"})),
+        false,
+    );
+    assert!(
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "challenge")
+    );
+    let schema = structured(
+        &client.tool("get_tool_schema", json!({"toolName": "challenge"})),
+        false,
+    );
+    assert_eq!(schema["inputSchema"]["required"], json!(["prompt"]));
+    // Hidden but callable by name.
+    let answer = structured(&client.tool("challenge", json!({"prompt": "p"})), false);
+    assert_eq!(answer["status"], "challenge_accepted");
+    // Bad input: suggestions.
+    let unknown = structured(
+        &client.tool("get_category_tools", json!({"category": "utilty"})),
+        true,
+    );
+    assert!(
+        unknown["message"].as_str().unwrap().contains("\"utility\""),
+        "{unknown}"
+    );
+    let missing = structured(
+        &client.tool("get_tool_schema", json!({"toolName": "chalenge"})),
+        true,
+    );
+    assert_eq!(missing["suggestions"][0], "challenge");
+    let wrong = structured(&client.tool("get_tool_schema", json!({"tool": "x"})), true);
+    assert_eq!(wrong["error"], "invalid_arguments");
+
+    let mut eager = serve(&["--strategy", "categories", "--tool-loading", "eager"]);
+    let tools = eager.call("tools/list", Value::Null)["tools"].clone();
+    assert_eq!(tools.as_array().unwrap().len(), 3 + 18);
+    assert_eq!(tools[3]["inputSchema"], json!({"type": "object"}));
+
+    let mut command = zenmode(&["serve", "--pin", "planner"]);
+    command.env("TOOL_LOADING", "core");
+    let mut core = Client::spawn_command(command);
+    core.initialize();
+    assert_eq!(
+        names(&mut core),
+        [
+            "list_tool_categories",
+            "get_category_tools",
+            "get_tool_schema",
+            "planner"
+        ]
+    );
+}
+
+#[test]
+fn groups_activate_deactivate_and_exclude() {
+    let mut client = serve(&[
+        "--strategy",
+        "groups",
+        "--exclusive-groups",
+        "workflow,conversation",
+    ]);
+    let initial = names(&mut client);
+    assert_eq!(
+        initial,
+        [
+            "activate_conversation",
+            "activate_planning",
+            "activate_utility",
+            "activate_workflow"
+        ]
+    );
+    // A hidden tool is "not found" by default.
+    let hidden = client.request(
+        "tools/call",
+        json!({"name": "challenge", "arguments": {"prompt": "p"}}),
+    );
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
+
+    let activated = structured(&client.tool("activate_utility", json!({})), false);
+    assert!(
+        activated["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("challenge"))
+    );
+    client.wait_for(list_changed);
+    let now = names(&mut client);
+    assert!(now.contains(&"challenge".to_owned()) && now.contains(&"deactivate".to_owned()));
+    assert!(!now.contains(&"activate_utility".to_owned()));
+    let answer = structured(&client.tool("challenge", json!({"prompt": "p"})), false);
+    assert_eq!(answer["status"], "challenge_accepted");
+
+    // Exclusion: workflow replaces conversation.
+    structured(&client.tool("activate_conversation", json!({})), false);
+    client.wait_for(list_changed);
+    let swapped = structured(&client.tool("activate_workflow", json!({})), false);
+    assert_eq!(swapped["deactivated"], json!(["conversation"]));
+    client.wait_for(list_changed);
+    let now = names(&mut client);
+    assert!(now.contains(&"debug".to_owned()) && !now.contains(&"chat".to_owned()));
+    assert!(now.contains(&"activate_conversation".to_owned()));
+
+    let off = structured(
+        &client.tool("deactivate", json!({"group": "utility"})),
+        false,
+    );
+    assert_eq!(off["deactivated"], true);
+    let unknown = structured(&client.tool("deactivate", json!({"group": "utilty"})), true);
+    assert!(unknown["message"].as_str().unwrap().contains("\"utility\""));
+
+    let mut hinted = serve(&["--strategy", "groups", "--hidden-tool-hints"]);
+    let hint = structured(&hinted.tool("challenge", json!({"prompt": "p"})), true);
+    assert_eq!(hint["activator"], "activate_utility");
+}
+
+#[test]
+fn groups_refuse_an_unknown_exclusive_group_at_start() {
+    let output = zenmode(&[
+        "serve",
+        "--strategy",
+        "groups",
+        "--exclusive-groups",
+        "workflow,nope",
+    ])
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("\"nope\""), "{stderr}");
+}
+
+#[test]
+fn discover_detail_call_batch_and_pipe() {
+    let mut client = serve(&["--strategy", "discover"]);
+    assert_eq!(
+        names(&mut client),
+        ["discover", "detail", "call", "batch", "pipe"]
+    );
+
+    let all = structured(&client.tool("discover", json!({"limit": 5})), false);
+    assert_eq!(all["total"], 18);
+    assert_eq!(all["returned"], 5);
+    assert_eq!(all["hasMore"], true);
+    assert!(
+        all["availableCategories"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("workflow"))
+    );
+    assert!(
+        all["availableTags"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("read-only"))
+    );
+    let found = structured(
+        &client.tool(
+            "discover",
+            json!({"search": "plan the migration step by step"}),
+        ),
+        false,
+    );
+    assert_eq!(found["tools"][0]["name"], "planner", "{found}");
+    let read_only = structured(
+        &client.tool(
+            "discover",
+            json!({"includeMutation": false, "category": "utility"}),
+        ),
+        false,
+    );
+    assert!(
+        read_only["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["mutation"] == false)
+    );
+    let tagged = structured(
+        &client.tool(
+            "discover",
+            json!({"tag": ["workflow", "read-only"], "tagMode": "all"}),
+        ),
+        false,
+    );
+    assert!(tagged["filtered"].as_u64().unwrap() > 0);
+
+    let detail = structured(
+        &client.tool("detail", json!({"names": ["planner", "plannr"]})),
+        false,
+    );
+    assert_eq!(detail["tools"][0]["name"], "planner");
+    assert_eq!(detail["tools"][0]["callable"], true);
+    assert_eq!(detail["tools"][1]["found"], false);
+    assert_eq!(detail["tools"][1]["suggestions"][0], "planner");
+
+    let ran = structured(
+        &client.tool(
+            "call",
+            json!({"command": "challenge", "input": {"prompt": "p"}}),
+        ),
+        false,
+    );
+    assert_eq!(ran["status"], "challenge_accepted");
+    let invalid = structured(
+        &client.tool("call", json!({"command": "challenge", "input": {}})),
+        true,
+    );
+    assert!(
+        invalid["hint"].as_str().unwrap().contains("detail"),
+        "{invalid}"
+    );
+    let unknown = structured(&client.tool("call", json!({"command": "chalenge"})), true);
+    assert_eq!(unknown["suggestions"][0], "challenge");
+
+    let batch = structured(
+        &client.tool(
+            "batch",
+            json!({"calls": [{"command": "challenge", "input": {"prompt": "a"}}, {"command": "nope"}]}),
+        ),
+        false,
+    );
+    assert_eq!(batch["succeeded"], 1);
+    assert_eq!(batch["failed"], 1);
+    assert_eq!(batch["results"][1]["ok"], false);
+
+    let step = |n: u64, next: bool, cid: Option<&str>| {
+        let mut input = json!({"step": format!("step {n}"), "step_number": n, "total_steps": 2, "next_step_required": next});
+        if let Some(cid) = cid {
+            input["continuation_id"] = json!(cid);
+        }
+        json!({"command": "planner", "input": input})
+    };
+    let piped = structured(
+        &client.tool(
+            "pipe",
+            json!({"steps": [step(1, true, None), step(2, false, Some("$1/continuation_id"))]}),
+        ),
+        false,
+    );
+    assert_eq!(piped["steps"], 2);
+    assert_eq!(
+        piped["results"][1]["continuation_id"],
+        piped["results"][0]["continuation_id"]
+    );
+    let bad_reference = structured(
+        &client.tool(
+            "pipe",
+            json!({"steps": [step(1, true, Some("$3/continuation_id"))]}),
+        ),
+        true,
+    );
+    assert_eq!(bad_reference["error"], "bad_reference");
+    assert_eq!(bad_reference["failed_step"], 1);
+    let failing = structured(
+        &client.tool("pipe", json!({"steps": [{"command": "challenge", "input": {"prompt": "a"}}, {"command": "challenge"}, step(1, true, None)]})),
+        true,
+    );
+    assert_eq!(failing["failed_step"], 2);
+    assert_eq!(failing["completed"], 1);
+
+    for (tool, args) in [
+        ("discover", json!({"limit": 0})),
+        ("discover", json!({"limit": 201})),
+        ("discover", json!({"offset": -1})),
+        ("discover", json!({"category": "nope"})),
+        ("detail", json!({"names": []})),
+        ("batch", json!({"calls": []})),
+    ] {
+        let refused = structured(&client.tool(tool, args.clone()), true);
+        assert!(refused["error"].is_string(), "{tool} {args}: {refused}");
+    }
+}
+
+#[test]
+fn every_strategy_serves_over_tcp_with_separate_session_state() {
+    let mut child = zenmode(&[
+        "serve",
+        "--strategy",
+        "lazy",
+        "--transport",
+        "tcp",
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let address = loop {
+        let line = lines.next().expect("an address line").unwrap();
+        if let Some(address) = line.strip_prefix("zenmode: listening on ") {
+            break address.to_owned();
+        }
+    };
+    let mut first = Client::connect(&address);
+    first.initialize();
+    let mut second = Client::connect(&address);
+    second.initialize();
+    structured(
+        &first.tool(
+            "manage_tools",
+            json!({"action": "enable", "names": ["planner"]}),
+        ),
+        false,
+    );
+    first.wait_for(list_changed);
+    assert_eq!(first.tool_names(), ["manage_tools", "planner"]);
+    assert_eq!(
+        second.tool_names(),
+        ["manage_tools"],
+        "sessions do not share state"
+    );
+    child.kill().ok();
+    child.wait().ok();
+}
+
+#[test]
+fn conflicting_or_bogus_strategy_settings_are_refused() {
+    let output = zenmode(&["serve", "--full", "--strategy", "lazy"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--full"));
+    let mut command = zenmode(&["serve"]);
+    command
+        .env("ZEN_TOKEN_OPTIMIZATION", "bogus")
+        .stdin(Stdio::null());
+    let output = command.output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("ZEN_TOKEN_OPTIMIZATION"));
+}

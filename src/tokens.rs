@@ -5,13 +5,18 @@
 //! them, and only the `tokens` command and tests call it: never the server.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use tiktoken_rs::CoreBPE;
 
 use crate::{
     catalog::Catalog,
     engine::Engine,
-    surface::{self, StrategyKind, SurfaceOptions, zen::select_mode},
+    services::CallContext,
+    surface::{
+        self, Session, SessionView, Strategy, StrategyKind, SurfaceOptions, categories, discover,
+        groups, lazy,
+        zen::{self, select_mode},
+    },
 };
 
 /// The cost of one way of listing tools.
@@ -22,6 +27,11 @@ pub struct StrategyCost {
     pub bytes: usize,
     pub tokens_o200k: usize,
     pub tokens_cl100k: usize,
+    /// Meta-tool calls a typical task makes before it can call its tool.
+    pub task_calls: usize,
+    /// Median o200k tokens those calls add to the context: their replies,
+    /// plus the tools the list gains (`lazy`, `groups`).
+    pub task_tokens_o200k: usize,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -56,27 +66,51 @@ impl Tokenizers {
     }
 }
 
-/// Measures both listings of `catalog` and the select replies.
-///
-/// Takes the catalog by value: the select replies need an engine over it.
+/// How many tasks the per-strategy task costs are sampled over, at most.
+const TASK_SAMPLES: usize = 18;
+
+/// Measures every strategy's list over `catalog`, what a typical task costs
+/// under each, and the select replies.
 pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<TokenReport> {
+    let engine = Engine::new(catalog).map_err(anyhow::Error::msg)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(anyhow::Error::from)?;
+    let tasks = sample_tasks(engine.catalog());
     let mut strategies = Vec::new();
     for kind in StrategyKind::ALL {
         let strategy = kind
-            .over(&catalog, &SurfaceOptions::default())
+            .over(engine.catalog(), &SurfaceOptions::default())
             .map_err(anyhow::Error::msg)?;
         let list = surface::initial_tools(strategy.as_ref());
         let text = serde_json::to_string(&surface::model_facing(&list))?;
+        let list_tokens = tokenizers.o200k(&text);
+        let mut task_tokens = Vec::new();
+        let mut task_calls = 0;
+        for task in &tasks {
+            let (calls, tokens) = runtime.block_on(task_cost(
+                kind,
+                strategy.as_ref(),
+                &engine,
+                task,
+                list_tokens,
+                tokenizers,
+            ))?;
+            task_calls = calls;
+            task_tokens.push(tokens);
+        }
+        task_tokens.sort_unstable();
         strategies.push(StrategyCost {
             name: strategy.name(),
             tools: list.len(),
             bytes: text.len(),
-            tokens_o200k: tokenizers.o200k(&text),
+            tokens_o200k: list_tokens,
             tokens_cl100k: tokenizers.cl100k(&text),
+            task_calls,
+            task_tokens_o200k: median(&task_tokens),
         });
     }
 
-    let engine = Engine::new(catalog).map_err(anyhow::Error::msg)?;
     let mut reply_tokens: Vec<usize> = engine
         .catalog()
         .modes()
@@ -100,6 +134,105 @@ pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<Toke
     })
 }
 
+/// A task aimed at one tool: the tool, and the words a user would use.
+struct Task {
+    tool: String,
+    words: String,
+}
+
+/// Up to [`TASK_SAMPLES`] tools spread evenly over the catalog, each with its
+/// first example phrasing (built-in modes) or its summary (imported tools).
+fn sample_tasks(catalog: &Catalog) -> Vec<Task> {
+    let step = catalog.len().div_ceil(TASK_SAMPLES).max(1);
+    catalog
+        .modes()
+        .iter()
+        .step_by(step)
+        .map(|mode| Task {
+            tool: mode.name().to_owned(),
+            words: mode
+                .manifest()
+                .examples
+                .first()
+                .cloned()
+                .unwrap_or_else(|| mode.manifest().summary.clone()),
+        })
+        .collect()
+}
+
+/// Plays the meta-tool calls a strategy needs before the task's tool can be
+/// called, through the strategy itself; returns how many calls and the
+/// o200k tokens they add (replies, and the list's growth).
+async fn task_cost(
+    kind: StrategyKind,
+    strategy: &dyn Strategy,
+    engine: &Engine,
+    task: &Task,
+    list_tokens: usize,
+    tokenizers: &Tokenizers,
+) -> anyhow::Result<(usize, usize)> {
+    let category = engine
+        .catalog()
+        .get(&task.tool)
+        .map(|mode| mode.manifest().category.as_str().to_owned())
+        .unwrap_or_default();
+    let calls: Vec<(String, Value)> = match kind {
+        StrategyKind::Full => Vec::new(),
+        StrategyKind::Zen => vec![(
+            zen::SELECT_MODE.into(),
+            json!({"task_description": task.words}),
+        )],
+        StrategyKind::Lazy => vec![
+            (lazy::MANAGE_TOOLS.into(), json!({"action": "list"})),
+            (
+                lazy::MANAGE_TOOLS.into(),
+                json!({"action": "enable", "names": [task.tool]}),
+            ),
+        ],
+        StrategyKind::Categories => vec![
+            (categories::LIST_CATEGORIES.into(), json!({})),
+            (
+                categories::CATEGORY_TOOLS.into(),
+                json!({"category": category}),
+            ),
+            (
+                categories::TOOL_SCHEMA.into(),
+                json!({"toolName": task.tool}),
+            ),
+        ],
+        StrategyKind::Groups => vec![(format!("{}{category}", groups::ACTIVATE_PREFIX), json!({}))],
+        StrategyKind::Discover => vec![
+            (
+                discover::DISCOVER.into(),
+                json!({"search": task.words, "limit": 10}),
+            ),
+            (discover::DETAIL.into(), json!({"names": [task.tool]})),
+        ],
+    };
+    let session = Session::default();
+    let view = SessionView {
+        state: &session,
+        list_may_change: true,
+    };
+    let mut tokens = 0;
+    for (name, arguments) in &calls {
+        let Value::Object(arguments) = arguments.clone() else {
+            continue;
+        };
+        let outcome = strategy
+            .call(engine, view, name, arguments, &CallContext::default())
+            .await
+            .map_err(|e| anyhow::anyhow!("{} {name}: {e}", strategy.name()))?;
+        tokens += tokenizers.o200k(&outcome.body.to_string());
+    }
+    if strategy.is_dynamic() {
+        let grown = strategy.tools(view);
+        let text = serde_json::to_string(&surface::model_facing(&grown))?;
+        tokens += tokenizers.o200k(&text).saturating_sub(list_tokens);
+    }
+    Ok((calls.len(), tokens))
+}
+
 /// Median of a sorted slice (lower middle for even lengths; 0 when empty).
 fn median(sorted: &[usize]) -> usize {
     if sorted.is_empty() {
@@ -116,13 +249,21 @@ pub fn to_json(report: &TokenReport) -> Value {
 
 /// The report as a table for people.
 pub fn to_table(report: &TokenReport) -> String {
-    let mut out = String::from("strategy    tools     bytes   o200k  cl100k\n");
+    let mut out =
+        String::from("strategy    tools     bytes   o200k  cl100k   task calls  task o200k\n");
     for s in &report.strategies {
         out.push_str(&format!(
-            "{:<10} {:>6} {:>9} {:>7} {:>7}\n",
-            s.name, s.tools, s.bytes, s.tokens_o200k, s.tokens_cl100k
+            "{:<10} {:>6} {:>9} {:>7} {:>7} {:>12} {:>11}\n",
+            s.name,
+            s.tools,
+            s.bytes,
+            s.tokens_o200k,
+            s.tokens_cl100k,
+            s.task_calls,
+            s.task_tokens_o200k
         ));
     }
+    out.push_str("(task: the meta-tool calls a typical task makes before calling its tool, and the tokens their replies and any list growth add; median)\n");
     if let [optimized, full, ..] = report.strategies.as_slice()
         && optimized.tokens_o200k > 0
     {

@@ -47,6 +47,42 @@ fn token_report() {
     snapshot!("tokens", tokens::to_json(&report));
 }
 
+/// Every strategy side by side over real catalogs (each beside the built-in
+/// modes): tools at start, list tokens, and what a typical task adds.
+#[cfg(feature = "tokens")]
+#[test]
+fn strategies_side_by_side_on_real_catalogs() {
+    use zenmode::catalog::CatalogSources;
+    let tokenizers = tokens::Tokenizers::load().unwrap();
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/catalogs");
+    let mut table = serde_json::Map::new();
+    for file in ["github.json", "huly_v0.1.35.json", "union_all.json"] {
+        let sources = CatalogSources {
+            no_builtin: false,
+            modes_dirs: Vec::new(),
+            foreign_catalogs: vec![shared.join(file)],
+        };
+        let report = tokens::measure(Catalog::load(&sources).unwrap(), &tokenizers).unwrap();
+        let rows: Vec<Value> = report
+            .strategies
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "strategy": s.name, "tools": s.tools, "list_o200k": s.tokens_o200k,
+                    "task_calls": s.task_calls, "task_o200k": s.task_tokens_o200k,
+                })
+            })
+            .collect();
+        let zen = &report.strategies[0];
+        let full = &report.strategies[1];
+        // The two-tool list does not grow with the catalog.
+        assert_eq!(zen.tools, 2, "{file}");
+        assert!(full.tokens_o200k > 50 * zen.tokens_o200k, "{file}");
+        table.insert(file.to_owned(), Value::Array(rows));
+    }
+    snapshot!("strategies_side_by_side", Value::Object(table));
+}
+
 /// The wire format is our JSON, unchanged by the protocol layer.
 #[test]
 fn tools_list_on_the_wire_matches_the_engine() {

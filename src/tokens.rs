@@ -27,7 +27,7 @@ pub struct StrategyCost {
     pub bytes: usize,
     pub tokens_o200k: usize,
     pub tokens_cl100k: usize,
-    /// Meta-tool calls a typical task makes before it can call its tool.
+    /// Meta-tool calls a typical task makes before it can call its tool (median).
     pub task_calls: usize,
     /// Median o200k tokens those calls add to the context: their replies,
     /// plus the tools the list gains (`lazy`, `groups`).
@@ -86,7 +86,7 @@ pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<Toke
         let text = serde_json::to_string(&surface::model_facing(&list))?;
         let list_tokens = tokenizers.o200k(&text);
         let mut task_tokens = Vec::new();
-        let mut task_calls = 0;
+        let mut task_calls = Vec::new();
         for task in &tasks {
             let (calls, tokens) = runtime.block_on(task_cost(
                 kind,
@@ -96,17 +96,18 @@ pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<Toke
                 list_tokens,
                 tokenizers,
             ))?;
-            task_calls = calls;
+            task_calls.push(calls);
             task_tokens.push(tokens);
         }
         task_tokens.sort_unstable();
+        task_calls.sort_unstable();
         strategies.push(StrategyCost {
             name: strategy.name(),
             tools: list.len(),
             bytes: text.len(),
             tokens_o200k: list_tokens,
             tokens_cl100k: tokenizers.cl100k(&text),
-            task_calls,
+            task_calls: median(&task_calls),
             task_tokens_o200k: median(&task_tokens),
         });
     }
@@ -171,11 +172,18 @@ async fn task_cost(
     list_tokens: usize,
     tokenizers: &Tokenizers,
 ) -> anyhow::Result<(usize, usize)> {
-    let category = engine
-        .catalog()
-        .get(&task.tool)
-        .map(|mode| mode.manifest().category.as_str().to_owned())
+    let mode = engine.catalog().get(&task.tool);
+    // The category `categories` files the tool under.
+    let category = mode
+        .map(|mode| {
+            let manifest = mode.manifest();
+            manifest
+                .server
+                .clone()
+                .unwrap_or_else(|| manifest.category.as_str().to_owned())
+        })
         .unwrap_or_default();
+
     let calls: Vec<(String, Value)> = match kind {
         StrategyKind::Full => Vec::new(),
         StrategyKind::Zen => vec![(
@@ -200,7 +208,12 @@ async fn task_cost(
                 json!({"toolName": task.tool}),
             ),
         ],
-        StrategyKind::Groups => vec![(format!("{}{category}", groups::ACTIVATE_PREFIX), json!({}))],
+        StrategyKind::Groups => groups::Groups::new(engine.catalog(), &[], false)
+            .map_err(anyhow::Error::msg)?
+            .activation_path(&task.tool)
+            .into_iter()
+            .map(|group| (format!("{}{group}", groups::ACTIVATE_PREFIX), json!({})))
+            .collect(),
         StrategyKind::Discover => vec![
             (
                 discover::DISCOVER.into(),

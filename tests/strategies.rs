@@ -284,6 +284,56 @@ fn groups_activate_deactivate_and_exclude() {
 }
 
 #[test]
+fn a_servers_topics_are_groups_inside_its_group() {
+    let huly = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/catalogs/huly_v0.1.35.json"
+    );
+    let mut client = serve(&["--strategy", "groups", "--catalog", huly]);
+    let top = names(&mut client);
+    assert!(top.contains(&"activate_huly_v0_1_35".to_owned()), "{top:?}");
+    assert!(
+        !top.iter().any(|n| n.starts_with("activate_huly_v0_1_35_")),
+        "children hidden: {top:?}"
+    );
+
+    let opened = structured(&client.tool("activate_huly_v0_1_35", json!({})), false);
+    assert!(
+        opened["inner_groups"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("activate_huly_v0_1_35_issues"))
+    );
+    client.wait_for(list_changed);
+    let now = names(&mut client);
+    assert!(
+        now.contains(&"activate_huly_v0_1_35_issues".to_owned()),
+        "{now:?}"
+    );
+    assert!(!now.contains(&"activate_huly_v0_1_35".to_owned()));
+
+    let issues = structured(
+        &client.tool("activate_huly_v0_1_35_issues", json!({})),
+        false,
+    );
+    let issue_tools = issues["tools"].as_array().unwrap().clone();
+    assert!(issue_tools.len() > 5, "{issues}");
+    client.wait_for(list_changed);
+    let now = names(&mut client);
+    assert!(now.contains(&issue_tools[0].as_str().unwrap().to_owned()));
+
+    // Closing the server's group closes its inner groups too.
+    structured(
+        &client.tool("deactivate", json!({"group": "huly_v0_1_35"})),
+        false,
+    );
+    client.wait_for(list_changed);
+    let now = names(&mut client);
+    assert!(!now.contains(&issue_tools[0].as_str().unwrap().to_owned()));
+    assert!(!now.iter().any(|n| n.starts_with("activate_huly_v0_1_35_")));
+}
+
+#[test]
 fn groups_refuse_an_unknown_exclusive_group_at_start() {
     let output = zenmode(&[
         "serve",

@@ -26,6 +26,12 @@ struct ForeignTool {
     input_schema: Option<Map<String, Value>>,
     #[serde(default)]
     annotations: Option<Map<String, Value>>,
+    /// Which server the tool came from (catalogs that merge several servers).
+    #[serde(default)]
+    server: Option<String>,
+    /// The server's own grouping of its tools, where it has one.
+    #[serde(default)]
+    category: Option<String>,
 }
 
 pub(super) fn load(path: &Path) -> Result<Vec<Mode>, LoadError> {
@@ -37,6 +43,12 @@ pub(super) fn load(path: &Path) -> Result<Vec<Mode>, LoadError> {
             format!("not a tools/list catalog ({{\"tools\":[...]}}): {e}"),
         )
     })?;
+    // Without a `server` field, a tool comes from the server the file is named after.
+    let source = path
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .unwrap_or("catalog")
+        .to_owned();
     list.tools
         .into_iter()
         .map(|tool| {
@@ -44,14 +56,14 @@ pub(super) fn load(path: &Path) -> Result<Vec<Mode>, LoadError> {
                 return Err(LoadError::new(path.display(), "a tool has an empty name"));
             }
             Ok(Mode::new(
-                into_manifest(tool),
+                into_manifest(tool, &source),
                 Origin::ForeignCatalog(path.to_owned()),
             ))
         })
         .collect()
 }
 
-fn into_manifest(tool: ForeignTool) -> Manifest {
+fn into_manifest(tool: ForeignTool, source: &str) -> Manifest {
     let description = tool.description.unwrap_or_default();
     let mut schema = tool.input_schema.unwrap_or_default();
     schema
@@ -63,6 +75,8 @@ fn into_manifest(tool: ForeignTool) -> Manifest {
         name: tool.name,
         description,
         category: Category::Imported,
+        server: Some(tool.server.unwrap_or_else(|| source.to_owned())),
+        topic: tool.category,
         keywords: Vec::new(),
         examples: Vec::new(),
         annotations: tool.annotations.unwrap_or_default(),

@@ -31,6 +31,12 @@ pub struct Manifest {
     pub summary: String,
     pub description: String,
     pub category: Category,
+    /// The server an imported tool comes from (`None` for zenmode's own modes).
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The server's own grouping of the tool (free text), where it has one.
+    #[serde(default)]
+    pub topic: Option<String>,
     #[serde(default)]
     pub keywords: Vec<String>,
     #[serde(default)]

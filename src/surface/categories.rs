@@ -17,7 +17,7 @@ use super::{
     parse_arguments, suggestions,
 };
 use crate::{
-    catalog::{Catalog, Category},
+    catalog::{Catalog, Mode},
     engine::{Engine, Outcome},
     services::CallContext,
 };
@@ -31,8 +31,21 @@ const INSTRUCTIONS: &str = "Call list_tool_categories, then get_category_tools f
 pub struct Categories {
     listed: Vec<Value>,
     meta: Vec<Value>,
-    /// Category -> its modes, in catalog order.
-    by_category: BTreeMap<Category, Vec<String>>,
+    /// Category -> its description and its modes, in catalog order.
+    by_category: BTreeMap<String, (String, Vec<String>)>,
+}
+
+/// A mode's category for browsing: its own category, or for an imported
+/// tool the server it comes from, with a description of it.
+fn category_of(mode: &Mode) -> (String, String) {
+    let manifest = mode.manifest();
+    match &manifest.server {
+        Some(server) => (server.clone(), format!("Tools of the {server} server")),
+        None => (
+            manifest.category.as_str().to_owned(),
+            manifest.category.description().to_owned(),
+        ),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -82,11 +95,13 @@ impl Categories {
                 "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
             }),
         ];
-        let mut by_category: BTreeMap<Category, Vec<String>> = BTreeMap::new();
+        let mut by_category: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
         for mode in catalog.modes() {
+            let (category, description) = category_of(mode);
             by_category
-                .entry(mode.manifest().category)
-                .or_default()
+                .entry(category)
+                .or_insert_with(|| (description, Vec::new()))
+                .1
                 .push(mode.name().to_owned());
         }
         let extra: Vec<Value> = match loading {
@@ -124,19 +139,19 @@ impl Categories {
         })
     }
 
-    fn category_named(&self, name: &str) -> Option<Category> {
+    fn category_named(&self, name: &str) -> Option<&str> {
         self.by_category
             .keys()
-            .copied()
-            .find(|category| category.as_str().eq_ignore_ascii_case(name.trim()))
+            .find(|category| category.eq_ignore_ascii_case(name.trim()))
+            .map(String::as_str)
     }
 
     fn list_categories(&self) -> Outcome {
         let categories: Vec<Value> = self
             .by_category
             .iter()
-            .map(|(category, tools)| {
-                json!({"name": category.as_str(), "description": category.description(), "tools": tools.len()})
+            .map(|(category, (description, tools))| {
+                json!({"name": category, "description": description, "tools": tools.len()})
             })
             .collect();
         Outcome::ok(json!({"categories": categories}))
@@ -144,7 +159,7 @@ impl Categories {
 
     fn category_tools(&self, catalog: &Catalog, args: CategoryArgs) -> Outcome {
         let Some(category) = self.category_named(&args.category) else {
-            let known: Vec<&str> = self.by_category.keys().map(|c| c.as_str()).collect();
+            let known: Vec<&str> = self.by_category.keys().map(String::as_str).collect();
             let closest = known
                 .iter()
                 .min_by_key(|name| strsim::levenshtein(name, &args.category.to_lowercase()))
@@ -159,12 +174,13 @@ impl Categories {
                 "categories": known,
             }));
         };
-        let tools: Vec<Value> = self.by_category[&category]
+        let tools: Vec<Value> = self.by_category[category]
+            .1
             .iter()
             .filter_map(|name| catalog.get(name))
             .map(|mode| json!({"name": mode.name(), "description": one_line(&mode.manifest().summary, 120)}))
             .collect();
-        Outcome::ok(json!({"category": category.as_str(), "tools": tools}))
+        Outcome::ok(json!({"category": category, "tools": tools}))
     }
 
     fn tool_schema(&self, catalog: &Catalog, args: SchemaArgs) -> Outcome {

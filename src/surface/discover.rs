@@ -107,8 +107,8 @@ fn mutates(mode: &Mode) -> bool {
     mode.manifest().annotations.get("readOnlyHint") != Some(&Value::Bool(true))
 }
 
-/// A mode's tags: its category, what its annotations say, and its first
-/// keywords.
+/// A mode's tags: its category, what its annotations say, the server and
+/// topic of an imported tool, and a built-in mode's first keywords.
 fn tags(mode: &Mode) -> Vec<String> {
     let manifest = mode.manifest();
     let mut tags = vec![manifest.category.as_str().to_owned()];
@@ -127,6 +127,7 @@ fn tags(mode: &Mode) -> Vec<String> {
     if hint("openWorldHint") {
         tags.push("open-world".to_owned());
     }
+    tags.extend(manifest.server.iter().chain(&manifest.topic).cloned());
     for keyword in manifest.keywords.iter().take(KEYWORD_TAGS) {
         if !tags.contains(keyword) {
             tags.push(keyword.clone());

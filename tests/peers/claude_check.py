@@ -2,7 +2,8 @@
 tests/peers/node_modules), without an API key and without stdin.
 
 In a throw-away HOME / CLAUDE_CONFIG_DIR and project directory:
-`claude mcp add` registers `zenmode serve`, `zenmode serve --full`, and a
+`claude mcp add` registers `zenmode serve`, `zenmode serve --full`, every other
+`--strategy`, and a
 server that exits at once (/bin/false, the negative control); then
 `claude mcp list` and `claude mcp get` run Claude Code's own health check
 (spawn, handshake, tools/list) and must report zenmode as connected and the
@@ -28,6 +29,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 ZENMODE_BIN = os.path.abspath(os.environ.get("ZENMODE_BIN") or str(REPO / "target" / "release" / "zenmode"))
 CLAUDE = HERE / "node_modules" / ".bin" / "claude"
+# The strategies besides the default and --full; each is registered and health-checked.
+STRATEGIES = ("lazy", "categories", "groups", "discover")
 TIMEOUT = 90  # `mcp list` health-checks every server; a hung one costs Claude Code's own 30 s
 EXPECTED_VERSION = "2.1.330"
 
@@ -86,6 +89,7 @@ def main() -> int:
             for name, cmd in (
                 ("zenmode", [ZENMODE_BIN, "serve"]),
                 ("zenmode-full", [ZENMODE_BIN, "serve", "--full"]),
+                *((f"zenmode-{strategy}", [ZENMODE_BIN, "serve", "--strategy", strategy]) for strategy in STRATEGIES),
                 ("control-broken", [shutil.which("false") or "/bin/false"]),
             ):
                 p = claude("mcp", "add", "--scope", "local", name, "--", *cmd)
@@ -112,6 +116,8 @@ def main() -> int:
 
         check("claude mcp list: zenmode ✔ Connected", list_connected("zenmode"))
         check("claude mcp list: zenmode --full ✔ Connected", list_connected("zenmode-full"))
+        for strategy in STRATEGIES:
+            check(f"claude mcp list: zenmode --strategy {strategy} ✔ Connected", list_connected(f"zenmode-{strategy}"))
 
         def control_fails() -> None:
             line = lines.get("control-broken")

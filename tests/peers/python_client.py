@@ -251,6 +251,40 @@ async def full_suite(era: str) -> None:
         await check(tag + "call planner step 1", planner_step)
 
 
+async def dynamic_suite(strategy: str, change: tuple[str, dict[str, Any]], appears: str) -> None:
+    """A strategy whose list changes: the SDK must get tools/list_changed and see the new list."""
+    tag = f"[legacy --strategy {strategy}] "
+    changed = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        inner = getattr(message, "root", message)
+        if type(inner).__name__ == "ToolListChangedNotification" or getattr(inner, "method", "") == "notifications/tools/list_changed":
+            changed.set()
+
+    async with Client(params("--strategy", strategy), mode="legacy", read_timeout_seconds=CALL_TIMEOUT,
+                      message_handler=on_message) as client:
+        async def starts_small() -> None:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert appears not in names, f"{appears} listed before the change: {names}"
+
+        await check(tag + f"{appears} is not listed at first", starts_small)
+
+        async def change_list() -> None:
+            r = await client.call_tool(*change)
+            assert not r.is_error, f"isError: {r.structured_content}"
+            await asyncio.wait_for(changed.wait(), 5)
+
+        await check(tag + f"{change[0]} sends notifications/tools/list_changed", change_list)
+
+        async def relist() -> None:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert appears in names, f"{appears} missing after the change: {names}"
+            r = await client.call_tool(appears, {"prompt": "the build is fine"})
+            assert not r.is_error, f"isError: {r.structured_content}"
+
+        await check(tag + f"re-listing shows {appears}, and it runs", relist)
+
+
 class TcpServer:
     """`zenmode serve --transport tcp --listen 127.0.0.1:0`, reached through tcp_bridge.py."""
 
@@ -336,6 +370,8 @@ async def main() -> int:
         ("full[legacy]", lambda: full_suite("legacy")),
         ("full[auto]", lambda: full_suite("auto")),
         ("tcp", tcp_suites),
+        ("lazy", lambda: dynamic_suite("lazy", ("manage_tools", {"action": "enable", "names": ["challenge"]}), "challenge")),
+        ("groups", lambda: dynamic_suite("groups", ("activate_utility", {}), "challenge")),
     ]
     for name, suite in suites:
         try:

@@ -207,6 +207,62 @@ async function full(flavor) {
   }
 }
 
+// Resolves when the client receives notifications/tools/list_changed,
+// whether or not the SDK registered a handler of its own for it.
+function watchListChanged(client) {
+  const method = "notifications/tools/list_changed";
+  let seen;
+  const promise = new Promise((resolve) => (seen = resolve));
+  const fallback = client.fallbackNotificationHandler;
+  client.fallbackNotificationHandler = async (n) => {
+    if (n.method === method) seen();
+    return fallback?.(n);
+  };
+  const handlers = client._notificationHandlers;
+  const own = handlers?.get?.(method);
+  if (own) {
+    handlers.set(method, async (n, extra) => {
+      seen();
+      return own(n, extra);
+    });
+  }
+  return promise;
+}
+
+// A strategy whose list changes (2025 sessions only): the SDK is told, and re-lists.
+function dynamic(strategy, change, appears) {
+  const suite = async (flavor) => {
+    if (flavor.modern) return;
+    const { client } = await connect(flavor, ["--strategy", strategy]);
+    const tag = `[${flavor.tag} --strategy ${strategy}] `;
+    try {
+      const changed = watchListChanged(client);
+      await check(tag + `${appears} is not listed at first`, async () => {
+        const { tools } = await client.listTools();
+        assert(!tools.some((t) => t.name === appears), `listed early: ${tools.map((t) => t.name)}`);
+      });
+      await check(tag + `${change.name} sends notifications/tools/list_changed`, async () => {
+        const r = await client.callTool(change);
+        assert(!r.isError, `isError: ${JSON.stringify(r.structuredContent)}`);
+        await changed;
+      });
+      await check(tag + `re-listing shows ${appears}, and it runs`, async () => {
+        const { tools } = await client.listTools();
+        assert(tools.some((t) => t.name === appears), `missing: ${tools.map((t) => t.name)}`);
+        const r = await client.callTool({ name: appears, arguments: { prompt: "the build is fine" } });
+        assert(!r.isError, `isError: ${JSON.stringify(r.structuredContent)}`);
+      });
+    } finally {
+      await client.close();
+    }
+  };
+  Object.defineProperty(suite, "name", { value: `dynamic ${strategy}` });
+  return suite;
+}
+
+const lazySuite = dynamic("lazy", { name: "manage_tools", arguments: { action: "enable", names: ["challenge"] } }, "challenge");
+const groupsSuite = dynamic("groups", { name: "activate_utility", arguments: {} }, "challenge");
+
 async function main() {
   try {
     accessSync(ZENMODE_BIN, constants.X_OK);
@@ -222,7 +278,7 @@ async function main() {
       `@modelcontextprotocol/client ${version("@modelcontextprotocol/client")} against ${ZENMODE_BIN}`,
   );
   for (const flavor of FLAVORS) {
-    for (const suite of [optimized, full]) {
+    for (const suite of [optimized, full, lazySuite, groupsSuite]) {
       try {
         await suite(flavor);
       } catch (e) {

@@ -3,8 +3,10 @@
 //! rmcp handles the lifecycle (`initialize` for 2025-era clients, inline
 //! `server/discover` metadata for 2026-07-28 clients), pings, cancellation and
 //! error codes. This file only answers what is ours: the tool list and tool
-//! calls (both through the [`Strategy`]), and `subscriptions/listen`
-//! (accepted; the list never changes, so nothing is ever sent on it).
+//! calls (both through the [`Strategy`], with this session's state), the
+//! `tools/list_changed` notification when a call changed a 2025 session's
+//! list, and `subscriptions/listen` (accepted; a 2026-07-28 list never
+//! changes, so nothing is ever sent on it).
 
 use std::sync::Arc;
 

@@ -492,12 +492,12 @@ fn discover_detail_call_batch_and_pipe() {
     }
 }
 
-#[test]
-fn every_strategy_serves_over_tcp_with_separate_session_state() {
+/// Starts `zenmode serve --transport tcp` on a free port; returns the child and its address.
+fn serve_tcp(strategy: &str) -> (std::process::Child, String) {
     let mut child = zenmode(&[
         "serve",
         "--strategy",
-        "lazy",
+        strategy,
         "--transport",
         "tcp",
         "--listen",
@@ -516,6 +516,85 @@ fn every_strategy_serves_over_tcp_with_separate_session_state() {
             break address.to_owned();
         }
     };
+    (child, address)
+}
+
+#[test]
+fn every_strategy_answers_over_tcp() {
+    for (strategy, tool, arguments, first_listed) in [
+        (
+            "zen",
+            "zen_execute",
+            json!({"mode": "challenge", "request": {"prompt": "p"}}),
+            "zen_select_mode",
+        ),
+        ("full", "challenge", json!({"prompt": "p"}), "analyze"),
+        (
+            "lazy",
+            "manage_tools",
+            json!({"action": "list"}),
+            "manage_tools",
+        ),
+        (
+            "categories",
+            "challenge",
+            json!({"prompt": "p"}),
+            "list_tool_categories",
+        ),
+        (
+            "groups",
+            "activate_utility",
+            json!({}),
+            "activate_conversation",
+        ),
+        (
+            "discover",
+            "call",
+            json!({"command": "challenge", "input": {"prompt": "p"}}),
+            "discover",
+        ),
+    ] {
+        let (mut child, address) = serve_tcp(strategy);
+        let mut client = Client::connect(&address);
+        client.initialize();
+        assert_eq!(client.tool_names()[0], first_listed, "{strategy}");
+        structured(&client.tool(tool, arguments), false);
+        child.kill().ok();
+        child.wait().ok();
+    }
+}
+
+#[test]
+fn groups_keep_a_fixed_list_for_stateless_sessions() {
+    let mut client = Client::spawn(&["serve", "--strategy", "groups"]);
+    let before = client.call("tools/list", json!({"_meta": stateless_meta()}))["tools"].clone();
+    let activated = client.call(
+        "tools/call",
+        json!({"_meta": stateless_meta(), "name": "activate_utility", "arguments": {}}),
+    );
+    let body = structured(&activated, false);
+    assert!(
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "challenge" && t["inputSchema"].is_object())
+    );
+    let after = client.call("tools/list", json!({"_meta": stateless_meta()}))["tools"].clone();
+    assert_eq!(
+        before, after,
+        "the list never changes for a stateless client"
+    );
+    let answer = client.call(
+        "tools/call",
+        json!({"_meta": stateless_meta(), "name": "challenge", "arguments": {"prompt": "p"}}),
+    );
+    assert_eq!(structured(&answer, false)["status"], "challenge_accepted");
+}
+
+#[test]
+fn every_strategy_serves_over_tcp_with_separate_session_state() {
+    let (mut child, address) = serve_tcp("lazy");
     let mut first = Client::connect(&address);
     first.initialize();
     let mut second = Client::connect(&address);

@@ -178,6 +178,9 @@ pub struct ServeArgs {
     /// groups strategy: a call to a hidden tool names the activator instead of "tool not found"
     #[arg(long)]
     pub hidden_tool_hints: bool,
+    /// Do not mark meta tools and pinned modes with _meta "anthropic/alwaysLoad"
+    #[arg(long)]
+    pub no_always_load: bool,
     /// Also list these modes as native tools beside the meta tools (comma-separated)
     #[arg(
         long,
@@ -246,6 +249,7 @@ impl ServeArgs {
 
     fn surface_options(&self) -> SurfaceOptions {
         SurfaceOptions {
+            always_load: !self.no_always_load,
             pinned: self
                 .pin
                 .iter()

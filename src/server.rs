@@ -16,8 +16,8 @@ use serde_json::Value;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
-        ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
+        CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest,
+        CustomResult, ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
         ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
         ServerConfig, SubscriptionFilter, Tool,
     },
@@ -29,6 +29,10 @@ use crate::{
     services::{CallContext, ProgressSink},
     surface::{Session, SessionView, Strategy, initial_tools, tool_names},
 };
+
+/// How long a client may keep a fixed `tools/list` (a day): the list only
+/// changes when the server is restarted with other options.
+const FIXED_LIST_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// Methods rmcp types itself; reaching `on_custom_request` means bad params.
 const STANDARD_METHODS: &[&str] = &[
@@ -179,7 +183,17 @@ impl ServerHandler for ZenServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.session_tools(list_may_change(&context))
+        let may_change = list_may_change(&context);
+        let result = self.session_tools(may_change)?;
+        Ok(if may_change {
+            result
+        } else {
+            // Without a session the list is the same for everyone, for the
+            // life of the process: say so, so clients and proxies cache it.
+            result
+                .with_ttl_ms(FIXED_LIST_TTL_MS)
+                .with_cache_scope(CacheScope::Public)
+        })
     }
 
     async fn call_tool(

@@ -633,3 +633,90 @@ fn conflicting_or_bogus_strategy_settings_are_refused() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("ZEN_TOKEN_OPTIMIZATION"));
 }
+
+#[test]
+fn meta_and_pinned_tools_are_always_loaded_unless_turned_off() {
+    let mut client = serve(&["--pin", "planner"]);
+    let tools = client.call("tools/list", Value::Null)["tools"].clone();
+    for tool in tools.as_array().unwrap() {
+        assert_eq!(tool["_meta"]["anthropic/alwaysLoad"], true, "{tool}");
+    }
+    let mut full = serve(&["--full"]);
+    let tools = full.call("tools/list", Value::Null)["tools"].clone();
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("_meta").is_none())
+    );
+    let mut lazy = serve(&["--strategy", "lazy"]);
+    structured(
+        &lazy.tool(
+            "manage_tools",
+            json!({"action": "enable", "names": ["planner"]}),
+        ),
+        false,
+    );
+    let tools = lazy.call("tools/list", Value::Null)["tools"].clone();
+    assert_eq!(tools[0]["_meta"]["anthropic/alwaysLoad"], true);
+    assert!(
+        tools[1].get("_meta").is_none(),
+        "an enabled mode is not pinned: {}",
+        tools[1]
+    );
+    let mut off = serve(&["--no-always-load"]);
+    let tools = off.call("tools/list", Value::Null)["tools"].clone();
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("_meta").is_none())
+    );
+}
+
+/// Claude Code cuts descriptions and server instructions longer than 2 KB.
+#[test]
+fn every_description_and_instruction_fits_in_two_kilobytes() {
+    for strategy in ["zen", "full", "lazy", "categories", "groups", "discover"] {
+        let mut client = Client::spawn(&["serve", "--strategy", strategy]);
+        let info = client.initialize();
+        let instructions = info["instructions"].as_str().unwrap();
+        assert!(
+            instructions.len() < 2048,
+            "{strategy}: {} bytes",
+            instructions.len()
+        );
+        assert!(
+            instructions.len() > 40,
+            "{strategy}: instructions say what to do"
+        );
+        for tool in client.call("tools/list", Value::Null)["tools"]
+            .as_array()
+            .unwrap()
+        {
+            let description = tool["description"].as_str().unwrap();
+            assert!(
+                description.len() < 2048,
+                "{strategy} {}: {} bytes",
+                tool["name"],
+                description.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn stateless_tool_lists_say_they_can_be_cached() {
+    let mut client = Client::spawn(&["serve"]);
+    let listed = client.call("tools/list", json!({"_meta": stateless_meta()}));
+    assert!(listed["ttlMs"].as_u64().unwrap() >= 3_600_000, "{listed}");
+    assert_eq!(listed["cacheScope"], "public");
+    let mut legacy = serve(&[]);
+    let listed = legacy.call("tools/list", Value::Null);
+    assert!(
+        listed.get("ttlMs").is_none(),
+        "2025 sessions get no cache hints: {listed}"
+    );
+}

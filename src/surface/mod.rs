@@ -183,8 +183,12 @@ pub enum ToolLoading {
 }
 
 /// Everything a strategy may be configured with.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SurfaceOptions {
+    /// Mark the listed meta tools and pinned modes with
+    /// `_meta: {"anthropic/alwaysLoad": true}`, so clients that defer MCP
+    /// tools behind their own search (Claude Code) load them up front.
+    pub always_load: bool,
     /// Modes listed in full beside the meta tools (`zen`, `categories` core).
     pub pinned: Vec<String>,
     pub tool_loading: ToolLoading,
@@ -193,6 +197,96 @@ pub struct SurfaceOptions {
     /// `groups`: a call to a hidden tool names the activator to call,
     /// instead of answering "tool not found".
     pub hidden_tool_hints: bool,
+}
+
+impl Default for SurfaceOptions {
+    fn default() -> Self {
+        SurfaceOptions {
+            always_load: true,
+            pinned: Vec::new(),
+            tool_loading: ToolLoading::default(),
+            exclusive_groups: Vec::new(),
+            hidden_tool_hints: false,
+        }
+    }
+}
+
+/// The `_meta` key Claude Code reads to load a tool without its tool search.
+pub const ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
+
+/// Wraps a strategy so that its meta tools (every listed tool that is not a
+/// mode) and its pinned modes carry [`ALWAYS_LOAD`].
+struct AlwaysLoaded {
+    inner: Arc<dyn Strategy>,
+    modes: BTreeSet<String>,
+    pinned: BTreeSet<String>,
+    /// The marked list, for strategies whose list never changes.
+    fixed: Option<Vec<Value>>,
+}
+
+impl AlwaysLoaded {
+    fn new(inner: Arc<dyn Strategy>, catalog: &Catalog, pinned: &[String]) -> Self {
+        let mut wrapped = AlwaysLoaded {
+            inner,
+            modes: catalog.names().map(str::to_owned).collect(),
+            pinned: pinned.iter().cloned().collect(),
+            fixed: None,
+        };
+        if !wrapped.inner.is_dynamic() {
+            let tools = initial_tools(wrapped.inner.as_ref());
+            wrapped.fixed = Some(wrapped.mark(&tools));
+        }
+        wrapped
+    }
+
+    fn mark(&self, tools: &[Value]) -> Vec<Value> {
+        tools
+            .iter()
+            .map(|tool| {
+                let name = tool["name"].as_str().unwrap_or_default();
+                let mut tool = tool.clone();
+                if !self.modes.contains(name) || self.pinned.contains(name) {
+                    tool["_meta"] = json!({ALWAYS_LOAD: true});
+                }
+                tool
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Strategy for AlwaysLoaded {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn tools(&self, session: SessionView<'_>) -> Cow<'_, [Value]> {
+        match &self.fixed {
+            Some(tools) => Cow::Borrowed(tools),
+            None => Cow::Owned(self.mark(&self.inner.tools(session))),
+        }
+    }
+
+    fn is_dynamic(&self) -> bool {
+        self.inner.is_dynamic()
+    }
+
+    fn instructions(&self) -> &'static str {
+        self.inner.instructions()
+    }
+
+    async fn call(
+        &self,
+        engine: &Engine,
+        session: SessionView<'_>,
+        name: &str,
+        arguments: Map<String, Value>,
+        call: &CallContext,
+    ) -> Result<Outcome, UnknownTool> {
+        self.inner
+            .call(engine, session, name, arguments, call)
+            .await
+    }
 }
 
 impl StrategyKind {
@@ -213,7 +307,7 @@ impl StrategyKind {
         catalog: &Catalog,
         options: &SurfaceOptions,
     ) -> Result<Arc<dyn Strategy>, String> {
-        Ok(match self {
+        let strategy: Arc<dyn Strategy> = match self {
             StrategyKind::Zen => Arc::new(zen::Zen::new(catalog, &options.pinned)?),
             StrategyKind::Full => Arc::new(full::Full::new(catalog)),
             StrategyKind::Lazy => Arc::new(lazy::Lazy::new(catalog)),
@@ -228,6 +322,11 @@ impl StrategyKind {
                 options.hidden_tool_hints,
             )?),
             StrategyKind::Discover => Arc::new(discover::Discover::new(catalog)),
+        };
+        Ok(if options.always_load {
+            Arc::new(AlwaysLoaded::new(strategy, catalog, &options.pinned))
+        } else {
+            strategy
         })
     }
 }

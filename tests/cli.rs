@@ -148,3 +148,18 @@ fn help_and_version() {
         assert!(serve_help.contains(flag), "serve --help lacks {flag}");
     }
 }
+
+#[test]
+fn step_numbers_beyond_any_real_task_are_refused() {
+    for mode in ["planner", "thinkdeep"] {
+        let mut request = json!({"step": "s", "step_number": u64::MAX, "total_steps": 3,
+                                 "next_step_required": true});
+        if mode == "thinkdeep" {
+            request["findings"] = json!("f");
+        }
+        let output = run(&["exec", mode, "--request", &request.to_string()]);
+        assert_eq!(output.status.code(), Some(1), "{mode}: {output:?}");
+        let printed = stdout_json(&output);
+        assert_eq!(printed["error"], "too_many_steps", "{mode}: {printed}");
+    }
+}

@@ -429,3 +429,27 @@ fn modes_dir_adds_modes_and_broken_manifests_stop_startup() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("zz_broken.json"), "{stderr}");
 }
+
+#[test]
+fn zen_execute_without_a_request_is_refused() {
+    let mut client = Client::spawn(&["serve"]);
+    client.initialize();
+    for arguments in [
+        json!({"mode": "version"}),
+        json!({"mode": "version", "request": null}),
+    ] {
+        let refused = structured(&client.tool("zen_execute", arguments), true);
+        assert_eq!(refused["error"], "invalid_arguments");
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap()
+                .contains("request is required")
+        );
+    }
+    let version = structured(
+        &client.tool("zen_execute", json!({"mode": "version", "request": {}})),
+        false,
+    );
+    assert_eq!(version["name"], "zenmode");
+}

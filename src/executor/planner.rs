@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::{
     ExecContext, ExecError, Executor, RequestShape,
-    support::{memory_error, parse_request, record_turn},
+    support::{check_step_counts, memory_error, parse_request, record_turn},
 };
 use crate::conversation::{Role, Thread, Turn};
 
@@ -80,6 +80,7 @@ impl Executor for Planner {
     async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
         let data = request.clone();
         let request: StepRequest = parse_request(request)?;
+        check_step_counts(request.step_number, request.total_steps)?;
         if request.step.trim().is_empty() {
             return Err(ExecError::new(
                 "empty_step",

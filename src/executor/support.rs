@@ -121,6 +121,24 @@ pub fn schema_default<'a>(mode: &'a Mode, pointer: &str) -> Option<&'a str> {
     mode.schema().pointer(pointer).and_then(Value::as_str)
 }
 
+/// The most steps a workflow or plan may count: far beyond any real
+/// investigation, and far below where step arithmetic could overflow.
+pub const MAX_STEPS: u64 = 10_000;
+
+/// Refuses step counts no real task has (a step number near `u64::MAX`
+/// would otherwise wrap when the next step is named).
+pub fn check_step_counts(step_number: u64, total_steps: u64) -> Result<(), ExecError> {
+    if step_number > MAX_STEPS || total_steps > MAX_STEPS {
+        return Err(ExecError::new(
+            "too_many_steps",
+            format!(
+                "step_number and total_steps may be at most {MAX_STEPS} (got {step_number} and {total_steps})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Turns a memory error into what the agent reads.
 pub fn memory_error(error: MemoryError) -> ExecError {
     let kind = match error {

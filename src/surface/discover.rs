@@ -262,7 +262,7 @@ impl Discover {
         let order: Vec<&Mode> = match args.search.as_deref().map(str::trim) {
             Some(words) if !words.is_empty() => engine
                 .index()
-                .ranking(words)
+                .ranking(super::zen::select_mode::analysed_part(words))
                 .ranked
                 .iter()
                 .map(|r| catalog.modes()[r.mode_index].as_ref())

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     ExecContext, ExecError, Executor, RequestShape,
-    support::{check_paths, memory_error, parse_request, record_turn},
+    support::{check_paths, check_step_counts, memory_error, parse_request, record_turn},
 };
 use crate::{
     catalog::{Manifest, Mode},
@@ -82,6 +82,7 @@ impl Executor for WorkflowExecutor {
     async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
         let mode = context.mode.name();
         let step: Step = parse_request(request.clone())?;
+        check_step_counts(step.step_number, step.total_steps)?;
         // Files the expert will read must exist inside the roots: say so now, not at the end.
         check_paths(context, &step.relevant_files)?;
 

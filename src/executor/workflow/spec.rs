@@ -117,7 +117,7 @@ impl Phase {
     pub fn of(step_number: u64, total_steps: u64) -> Self {
         if step_number <= 1 {
             Phase::First
-        } else if step_number + 1 >= total_steps {
+        } else if step_number.saturating_add(1) >= total_steps {
             Phase::BeforeFinal
         } else {
             Phase::Continuing

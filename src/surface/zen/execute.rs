@@ -27,7 +27,14 @@ pub async fn call(engine: &Engine, arguments: Map<String, Value>, call: &CallCon
         Err(outcome) => return outcome,
     };
     let request = match args.request {
-        None | Some(Value::Null) => Value::Object(Map::new()),
+        // The schema requires it; guessing {} would run a mode the caller
+        // may not have meant to run without fields.
+        None | Some(Value::Null) => {
+            return Outcome::failure(
+                "invalid_arguments",
+                "request is required: an object with the mode's fields ({} for a mode that takes none)",
+            );
+        }
         // Some models send the nested object as a JSON string; accept that.
         Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
             Ok(object @ Value::Object(_)) => object,

@@ -15,6 +15,10 @@ use crate::{
 };
 
 pub const DEFAULT_TOP_K: usize = 3;
+/// How much of a task description the ranking reads: a task is stated in
+/// its first sentences, and analysing megabytes of pasted logs would hold
+/// the session (and the CPU) for seconds.
+pub const MAX_ANALYSED_CHARS: usize = 4_000;
 pub const MAX_TOP_K: usize = 10;
 /// The mode recommended when no mode clearly fits: it answers anything, and
 /// a wrong specialised mode (say, a multi-step audit) costs more than a chat.
@@ -48,8 +52,14 @@ pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
             Err(unknown) => unknown_mode(engine.catalog(), unknown),
         },
         (Some(task), None) => {
-            let top_k = args.top_k.unwrap_or(DEFAULT_TOP_K).clamp(1, MAX_TOP_K);
-            Outcome::ok(recommend(engine, task, top_k))
+            let top_k = args.top_k.unwrap_or(DEFAULT_TOP_K);
+            if !(1..=MAX_TOP_K).contains(&top_k) {
+                return Outcome::failure(
+                    "invalid_arguments",
+                    format!("top_k must be between 1 and {MAX_TOP_K} (got {top_k})"),
+                );
+            }
+            Outcome::ok(recommend(engine, analysed_part(task), top_k))
         }
         (None, None) => Outcome::failure(
             "invalid_arguments",
@@ -174,6 +184,14 @@ fn insert_essentials(reply: &mut Map<String, Value>, mode: &Mode, fields: FieldS
     );
 }
 
+/// The start of `task` that the ranking reads, cut at a character boundary.
+pub fn analysed_part(task: &str) -> &str {
+    match task.char_indices().nth(MAX_ANALYSED_CHARS) {
+        Some((cut, _)) => &task[..cut],
+        None => task,
+    }
+}
+
 fn reason(matched: &[String]) -> String {
     if matched.is_empty() {
         return "close to this mode's example tasks".to_owned();
@@ -259,6 +277,36 @@ mod tests {
     }
 
     #[test]
+    fn top_k_outside_the_schema_range_is_refused() {
+        let engine = engine();
+        for top_k in [0, MAX_TOP_K + 1] {
+            let args = SelectArgs {
+                task_description: Some("review my code".into()),
+                mode: None,
+                top_k: Some(top_k),
+            };
+            let outcome = run(&engine, &args);
+            assert!(outcome.is_error, "{top_k}: {}", outcome.body);
+            assert_eq!(outcome.body["error"], "invalid_arguments");
+        }
+    }
+
+    #[test]
+    fn only_the_start_of_a_huge_task_is_analysed() {
+        let task = "write unit tests for the date parser. ".repeat(1_000) + "é";
+        let part = analysed_part(&task);
+        assert_eq!(part.chars().count(), MAX_ANALYSED_CHARS);
+        assert!(task.starts_with(part));
+        assert_eq!(analysed_part("short"), "short");
+        let reply = select(
+            &engine(),
+            &"debug the crash in checkout ".repeat(200_000),
+            None,
+        );
+        assert_eq!(reply["mode"], "debug", "{reply}");
+    }
+
+    #[test]
     fn nothing_matched_lists_the_modes() {
         let engine = engine();
         let reply = select(&engine, "zzzz qqqq", None);
@@ -274,15 +322,14 @@ mod tests {
     #[test]
     fn confidences_are_in_range_and_alternatives_follow_top_k() {
         let engine = engine();
-        for top_k in [1, 2, 5, 50] {
+        for top_k in [1, 2, 5, 10] {
             let reply = select(
                 &engine,
                 "review my staged changes before I commit",
                 Some(top_k),
             );
-            let clamped = top_k.clamp(1, MAX_TOP_K);
             let alternatives = reply["alternatives"].as_array().map_or(0, Vec::len);
-            assert!(alternatives < clamped, "top_k {top_k}: {reply}");
+            assert!(alternatives < top_k, "top_k {top_k}: {reply}");
             let confidence = reply["confidence"].as_f64().unwrap();
             assert!((0.0..=1.0).contains(&confidence));
         }

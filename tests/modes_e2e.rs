@@ -232,12 +232,56 @@ fn consensus_consults_each_model_with_its_stance() {
         .collect();
     // A seat without a stance gets the manifest's default.
     assert_eq!(stances, ["for", "against", "neutral"]);
-    let requests = fake.fake.requests();
-    assert_eq!(requests.len(), 3);
-    assert!(sent_text(&requests[0].body).contains("case FOR"));
-    assert!(sent_text(&requests[1].body).contains("case AGAINST"));
-    assert!(sent_text(&requests[2].body).contains("Weigh the proposal evenly"));
-    assert!(sent_text(&requests[1].body).contains("Jobs are lost on restart"));
+    // The models are asked concurrently: match requests by content, not order.
+    let sent: Vec<String> = fake
+        .fake
+        .requests()
+        .iter()
+        .map(|r| sent_text(&r.body))
+        .collect();
+    assert_eq!(sent.len(), 3);
+    for brief in ["case FOR", "case AGAINST", "Weigh the proposal evenly"] {
+        assert_eq!(
+            sent.iter().filter(|text| text.contains(brief)).count(),
+            1,
+            "{brief}"
+        );
+    }
+    assert!(
+        sent.iter()
+            .all(|text| text.contains("Jobs are lost on restart"))
+    );
+}
+
+#[test]
+fn consensus_reports_total_failure_as_an_error_and_caps_the_panel() {
+    let bad_key = Reply::json(401, json!({"error": {"message": "bad key"}}));
+    let fake = BackgroundFake::start(vec![bad_key.clone(), bad_key]);
+    let project = Project::new();
+    let mut client = project.serve(Some(&fake), &[]);
+    let step = |models: Value| {
+        json!({"step": "Adopt a message broker", "step_number": 1, "total_steps": 1,
+               "next_step_required": false, "findings": "f", "models": models})
+    };
+    let failed = structured(
+        &execute(
+            &mut client,
+            "consensus",
+            step(json!([{"model": "gpt-5"}, {"model": "gpt-5-mini"}])),
+        ),
+        true,
+    );
+    assert_eq!(failed["error"], "all_models_failed", "{failed}");
+    assert_eq!(failed["responses"].as_array().unwrap().len(), 2);
+
+    let panel: Vec<Value> = (0..11).map(|_| json!({"model": "gpt-5"})).collect();
+    let refused = structured(&execute(&mut client, "consensus", step(json!(panel))), true);
+    assert_eq!(refused["error"], "too_many_models", "{refused}");
+    assert_eq!(
+        fake.fake.requests().len(),
+        2,
+        "a refused panel asks no model"
+    );
 }
 
 #[test]

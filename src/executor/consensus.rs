@@ -2,6 +2,7 @@
 //! assigned stance, and returns every answer for the agent to weigh.
 
 use async_trait::async_trait;
+use futures_util::{StreamExt, stream};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -14,7 +15,7 @@ use super::{
 };
 use crate::{
     conversation::Turn,
-    providers::{Message, ModelRequest, ProviderError},
+    providers::{Image, Message, ModelRequest, ProviderError},
 };
 
 #[derive(Deserialize)]
@@ -26,6 +27,11 @@ struct ModelSeat {
     #[serde(default)]
     stance_prompt: Option<String>,
 }
+
+/// At most this many models per call: each one is a paid request.
+const MAX_MODELS: usize = 10;
+/// How many models are asked at the same time.
+const MAX_CONCURRENT_MODELS: usize = 4;
 
 /// Where the manifest defines a seat's default stance.
 const STANCE_DEFAULT: &str = "/properties/models/items/properties/stance/default";
@@ -69,10 +75,92 @@ Give a verdict in one sentence first, then your reasoning, the main risks, and w
 
 pub struct Consensus;
 
+impl Consensus {
+    /// Asks one model; its failure is an entry of the answer, only a
+    /// cancellation ends the whole call.
+    async fn consult(
+        &self,
+        context: &ExecContext<'_>,
+        request: &ConsensusRequest,
+        seat: &ModelSeat,
+        index: usize,
+        images: &[Image],
+        thread_id: &str,
+    ) -> Result<Value, ExecError> {
+        let services = context.services;
+        let failed = |model: &str, error: ProviderError| json!({"model": model, "stance": seat.stance, "status": "failed", "error": error.kind(), "message": error.to_string()});
+        let (provider, model) = match services.providers.resolve(Some(&seat.model), "consensus") {
+            Ok(found) => found,
+            Err(error) => return Ok(failed(&seat.model, error)),
+        };
+        let budget = PromptBudget::for_window(model.context_window);
+        let embedded = embed(context, request.relevant_files.clone(), budget.files).await;
+        let brief = seat
+            .stance_prompt
+            .clone()
+            .unwrap_or_else(|| stance_brief(&seat.stance).to_owned());
+        let mut content = format!("## Your stance\n{brief}\n\n## Proposal\n{}\n", request.step);
+        if !request.findings.is_empty() {
+            content.push_str(&format!(
+                "\n## The agent's own analysis\n{}\n",
+                request.findings
+            ));
+        }
+        if !embedded.text.is_empty() {
+            content.push_str(&format!("\n## Files\n{}\n", embedded.text));
+        }
+        let model_request = ModelRequest {
+            model: model.name.clone(),
+            system_prompt: SYSTEM_PROMPT.to_owned(),
+            messages: vec![
+                Message::user(content).with_images(if model.supports_images {
+                    images.to_vec()
+                } else {
+                    Vec::new()
+                }),
+            ],
+            ..ModelRequest::default()
+        };
+        let call = context.call;
+        call.report(
+            index as f64,
+            format!("Consulting {} ({})", model.name, seat.stance),
+        )
+        .await;
+        match call.ask_model(provider.as_ref(), &model_request).await {
+            None => Err(ExecError::new(
+                "cancelled",
+                "the client cancelled the request",
+            )),
+            Some(Ok(response)) => {
+                let turn =
+                    Turn::assistant("consensus", format!("[{}] {}", seat.stance, response.text))
+                        .with_model(response.model.clone());
+                if let Err(error) = services.memory.append(thread_id, turn).await {
+                    tracing::warn!(%error, "could not record a consensus answer");
+                }
+                Ok(
+                    json!({"model": response.model, "provider": response.provider, "stance": seat.stance, "status": "complete", "content": response.text}),
+                )
+            }
+            Some(Err(error)) => Ok(failed(&model.name, error)),
+        }
+    }
+}
+
 #[async_trait]
 impl Executor for Consensus {
     async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
         let mut request: ConsensusRequest = parse_request(request)?;
+        if request.models.len() > MAX_MODELS {
+            return Err(ExecError::new(
+                "too_many_models",
+                format!(
+                    "consensus asks at most {MAX_MODELS} models per call (got {}); split the panel",
+                    request.models.len()
+                ),
+            ));
+        }
         let default_stance = schema_default(context.mode, STANCE_DEFAULT).unwrap_or_default();
         for seat in request.models.iter_mut().filter(|s| s.stance.is_empty()) {
             seat.stance = default_stance.to_owned();
@@ -95,67 +183,36 @@ impl Executor for Consensus {
         .with_files(request.relevant_files.clone());
         let thread_id = record_turn(context, request.continuation_id.as_deref(), turn).await?;
 
-        let mut responses = Vec::new();
-        for (index, seat) in request.models.iter().enumerate() {
-            let resolved = services.providers.resolve(Some(&seat.model), "consensus");
-            let (provider, model) = match resolved {
-                Ok(found) => found,
-                Err(error) => {
-                    responses.push(json!({"model": seat.model, "stance": seat.stance, "status": "failed", "error": error.kind(), "message": error.to_string()}));
-                    continue;
-                }
-            };
-            let budget = PromptBudget::for_window(model.context_window);
-            let embedded = embed(context, request.relevant_files.clone(), budget.files).await;
-            let brief = seat
-                .stance_prompt
-                .clone()
-                .unwrap_or_else(|| stance_brief(&seat.stance).to_owned());
-            let mut content = format!("## Your stance\n{brief}\n\n## Proposal\n{}\n", request.step);
-            if !request.findings.is_empty() {
-                content.push_str(&format!(
-                    "\n## The agent's own analysis\n{}\n",
-                    request.findings
-                ));
-            }
-            if !embedded.text.is_empty() {
-                content.push_str(&format!("\n## Files\n{}\n", embedded.text));
-            }
-            let model_request = ModelRequest {
-                model: model.name.clone(),
-                system_prompt: SYSTEM_PROMPT.to_owned(),
-                messages: vec![
-                    Message::user(content).with_images(if model.supports_images {
-                        images.clone()
-                    } else {
-                        Vec::new()
-                    }),
-                ],
-                ..ModelRequest::default()
-            };
-            let call = context.call;
-            call.report(
-                index as f64,
-                format!("Consulting {} ({})", model.name, seat.stance),
-            )
+        // Models are asked at the same time, a few at once, and answers are
+        // kept in the order the models were given.
+        let asks: Vec<_> = request
+            .models
+            .iter()
+            .enumerate()
+            .map(|(index, seat)| self.consult(context, &request, seat, index, &images, &thread_id))
+            .collect();
+        let outcomes: Vec<Result<Value, ExecError>> = stream::iter(asks)
+            .buffered(MAX_CONCURRENT_MODELS)
+            .collect()
             .await;
-            let answer = call.ask_model(provider.as_ref(), &model_request).await;
-            match answer {
-                None => return Err(ExecError::new("cancelled", "the client cancelled the request")),
-                Some(Ok(response)) => {
-                    let turn = Turn::assistant("consensus", format!("[{}] {}", seat.stance, response.text)).with_model(response.model.clone());
-                    if let Err(error) = services.memory.append(&thread_id, turn).await {
-                        tracing::warn!(%error, "could not record a consensus answer");
-                    }
-                    responses.push(json!({"model": response.model, "provider": response.provider, "stance": seat.stance, "status": "complete", "content": response.text}));
-                }
-                Some(Err(error)) => responses.push(json!({"model": model.name, "stance": seat.stance, "status": "failed", "error": error.kind(), "message": error.to_string()})),
-            }
-        }
+        let responses = outcomes
+            .into_iter()
+            .collect::<Result<Vec<Value>, ExecError>>()?;
         let answered = responses
             .iter()
             .filter(|r| r["status"] == "complete")
             .count();
+        if answered == 0 {
+            return Err(ExecError::new(
+                "all_models_failed",
+                format!(
+                    "none of the {} models answered; each failure is listed",
+                    responses.len()
+                ),
+            )
+            .with("responses", responses)
+            .with("continuation_id", thread_id));
+        }
         Ok(json!({
             "status": "consensus_complete",
             "continuation_id": thread_id,

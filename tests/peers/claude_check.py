@@ -7,7 +7,8 @@ In a throw-away HOME / CLAUDE_CONFIG_DIR and project directory:
 server that exits at once (/bin/false, the negative control); then
 `claude mcp list` and `claude mcp get` run Claude Code's own health check
 (spawn, handshake, tools/list) and must report zenmode as connected and the
-control as failed. Standard library only. Prints `claude-code: N passed,
+control as failed. Then claude_session.py runs whole `claude -p` sessions
+against a loopback fake of the model API. Standard library only. Prints `claude-code: N passed,
 M failed`; exits non-zero if any check failed.
 """
 
@@ -22,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from claude_session import run_session_checks
 from harness import Checks
 from typing import Callable
 
@@ -132,6 +134,8 @@ def main() -> int:
             assert re.search(r"Type:\s*stdio", p.stdout), show(p)
 
         check("claude mcp get zenmode: Status ✔ Connected", get)
+
+        run_session_checks(check, CLAUDE, ZENMODE_BIN, env, project, TIMEOUT)
     finally:
         shutil.rmtree(home, ignore_errors=True)
 

@@ -86,6 +86,9 @@ pub enum Command {
         /// Print JSON instead of a table
         #[arg(long)]
         json: bool,
+        /// Count the tokens of standard input instead (prints o200k and cl100k counts as JSON)
+        #[arg(long)]
+        count_stdin: bool,
     },
     /// List, show or check the mode manifests
     Modes {
@@ -298,7 +301,7 @@ fn init_logging() {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve(&cli.catalog, &cli.access, args),
-        Command::Tokens { json } => print_tokens(&cli.catalog, json),
+        Command::Tokens { json, count_stdin } => print_tokens(&cli.catalog, json, count_stdin),
         Command::Modes { command } => modes(&cli.catalog, command),
         Command::Select { task, top, json } => {
             let engine = offline_engine(&cli.catalog)?;
@@ -343,9 +346,19 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 #[cfg(feature = "tokens")]
-fn print_tokens(catalog: &CatalogArgs, json: bool) -> anyhow::Result<ExitCode> {
+fn print_tokens(catalog: &CatalogArgs, json: bool, count_stdin: bool) -> anyhow::Result<ExitCode> {
     use crate::tokens;
     let tokenizers = tokens::Tokenizers::load()?;
+    if count_stdin {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .context("standard input is not UTF-8 text")?;
+        println!(
+            "{}",
+            serde_json::json!({"o200k": tokenizers.o200k(&text), "cl100k": tokenizers.cl100k(&text), "bytes": text.len()})
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let report = tokens::measure(catalog.load()?, &tokenizers)?;
     if json {
         println!("{}", tokens::to_json(&report));
@@ -357,7 +370,7 @@ fn print_tokens(catalog: &CatalogArgs, json: bool) -> anyhow::Result<ExitCode> {
 
 /// A server-only build has no tokenizers to count with.
 #[cfg(not(feature = "tokens"))]
-fn print_tokens(_: &CatalogArgs, _: bool) -> anyhow::Result<ExitCode> {
+fn print_tokens(_: &CatalogArgs, _: bool, _: bool) -> anyhow::Result<ExitCode> {
     bail!(
         "this build of zenmode has no tokenizers; `zenmode tokens` needs the default \"tokens\" feature (cargo install --locked --path . without --no-default-features)"
     )

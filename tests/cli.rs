@@ -163,3 +163,26 @@ fn step_numbers_beyond_any_real_task_are_refused() {
         assert_eq!(printed["error"], "too_many_steps", "{mode}: {printed}");
     }
 }
+
+#[cfg(feature = "tokens")]
+#[test]
+fn tokens_count_stdin_counts_real_tokens() {
+    use std::io::Write;
+    let mut child = zenmode(&["tokens", "--count-stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all("hello world, hello tokens".as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let counts = stdout_json(&output);
+    assert_eq!(counts["bytes"], 25);
+    let o200k = counts["o200k"].as_u64().unwrap();
+    assert!((4..=8).contains(&o200k), "{counts}");
+}

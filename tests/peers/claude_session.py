@@ -132,6 +132,17 @@ def last_tool_result(messages: list[dict[str, Any]]) -> Any:
     return None
 
 
+def o200k(zenmode: str, requests: list[dict[str, Any]]) -> int:
+    """o200k tokens of what Claude Code sent: tools, system and messages, summed over requests."""
+    total = 0
+    for request in requests:
+        sent = json.dumps({key: request.get(key) for key in ("tools", "system", "messages")})
+        counted = subprocess.run([zenmode, "tokens", "--count-stdin"], input=sent, capture_output=True,
+                                 text=True, timeout=60, check=True)
+        total += json.loads(counted.stdout)["o200k"]
+    return total
+
+
 def tool_names(request: dict[str, Any]) -> list[str]:
     return [tool.get("name", "") for tool in request.get("tools", [])]
 
@@ -184,10 +195,23 @@ def run_session_checks(check: Callable[[str, Callable[[], None]], None], claude:
             assert len(requests) == 3, f"{len(requests)} model requests"
             result = last_tool_result(requests[-1]["messages"])
             assert isinstance(result, dict) and result.get("status") == "challenge_accepted", result
-            sizes = [len(json.dumps(r)) for r in requests]
-            print(f"    zen: {len(requests)} model requests, {sum(sizes):,} request bytes", flush=True)
+            print(f"    zen: {len(requests)} model requests, {o200k(zenmode, requests):,} o200k tokens sent", flush=True)
 
         check("claude session: zen select -> execute -> answer in 3 model requests", zen_task)
+
+        def zen_known_mode() -> None:
+            plan: list[Step] = [
+                ("tool", ("mcp__zenmode__zen_execute", {"mode": "challenge", "request": {"prompt": statement}})),
+                ("text", "The claim does not hold."),
+            ]
+            requests, _ = session("zen-known", [], plan, "Is this claim right? " + statement)
+            assert len(requests) == 2, f"{len(requests)} model requests"
+            result = last_tool_result(requests[-1]["messages"])
+            assert isinstance(result, dict) and result.get("status") == "challenge_accepted", result
+            print(f"    zen, mode known: {len(requests)} model requests, {o200k(zenmode, requests):,} o200k tokens sent",
+                  flush=True)
+
+        check("claude session: zen with a known mode: execute -> answer in 2 model requests", zen_known_mode)
 
         def full_task() -> None:
             plan: list[Step] = [
@@ -199,8 +223,7 @@ def run_session_checks(check: Callable[[str, Callable[[], None]], None], claude:
             assert len(requests) == 3, f"{len(requests)} model requests"
             result = last_tool_result(requests[-1]["messages"])
             assert isinstance(result, dict) and result.get("status") == "challenge_accepted", result
-            sizes = [len(json.dumps(r)) for r in requests]
-            print(f"    full: {len(requests)} model requests, {sum(sizes):,} request bytes", flush=True)
+            print(f"    full: {len(requests)} model requests, {o200k(zenmode, requests):,} o200k tokens sent", flush=True)
 
         check("claude session: --full tool search -> call -> answer in 3 model requests", full_task)
     finally:

@@ -308,6 +308,7 @@ impl FileAccess {
     /// higher-priority one. A file reached twice is embedded once.
     pub fn embed(&self, paths: &[String], budget_tokens: usize) -> Embedded {
         let mut embedder = Embedder {
+            roots: self.roots.clone(),
             out: Embedded::default(),
             budget: budget_tokens,
             spent: false,
@@ -527,6 +528,8 @@ impl Found {
 
 /// The state of one [`FileAccess::embed`] call.
 struct Embedder {
+    /// The allowed roots, to check each file actually opened.
+    roots: Vec<PathBuf>,
     out: Embedded,
     budget: usize,
     /// Set once a file did not fit: later files are not read.
@@ -550,7 +553,7 @@ impl Embedder {
             return self.skip(shown, SkipReason::OverBudget);
         }
         let remaining = self.budget.saturating_sub(self.out.tokens);
-        match read_text(path, remaining) {
+        match read_text(path, &self.roots, remaining) {
             Ok(content) => {
                 let (block, lines) = number_file(path, &content);
                 let tokens = estimate_tokens(&block);
@@ -576,15 +579,65 @@ impl Embedder {
     }
 }
 
+/// Opens a checked path for reading, only if it is still a regular file
+/// inside the roots.
+///
+/// The path was canonicalized and checked before, but the file system can
+/// change in between. So the open does not block (a FIFO would otherwise
+/// hang it), does not follow a symlink swapped in at the last component,
+/// and the file actually opened must be a regular file whose real path (as
+/// the kernel reports it for the open descriptor) lies inside a root: a
+/// directory swapped for a symlink after the check is caught here.
+fn open_confined(path: &Path, roots: &[PathBuf]) -> io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let opened = fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+        if !roots.iter().any(|root| opened.starts_with(root)) {
+            return Err(io::Error::other(
+                "the file changed into one outside the allowed roots",
+            ));
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = roots;
+    Ok(file)
+}
+
+impl FileAccess {
+    /// Reads a checked (canonical) path whole, refusing anything that is not
+    /// a regular file inside the roots or that is larger than `cap` bytes;
+    /// the cap holds while reading, whatever the file claims its size is.
+    pub fn read_file(&self, canonical: &Path, cap: usize) -> io::Result<Vec<u8>> {
+        let file = open_confined(canonical, &self.roots)?;
+        let mut bytes = Vec::new();
+        file.take(cap as u64 + 1).read_to_end(&mut bytes)?;
+        if bytes.len() > cap {
+            return Err(io::Error::other(format!("larger than {cap} bytes")));
+        }
+        Ok(bytes)
+    }
+}
+
 /// Reads a regular file as UTF-8 text, reading no more than a file that
 /// could fit in `remaining_tokens` can hold.
-fn read_text(path: &Path, remaining_tokens: usize) -> Result<String, SkipReason> {
+fn read_text(
+    path: &Path,
+    roots: &[PathBuf],
+    remaining_tokens: usize,
+) -> Result<String, SkipReason> {
     let unreadable = |error: io::Error| SkipReason::Unreadable(error.to_string());
-    // Checked before opening: opening a FIFO would block.
-    let meta = fs::metadata(path).map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(SkipReason::Unreadable("not a regular file".to_owned()));
-    }
     // A character is at most 4 bytes and a token at least 4 characters in
     // our estimate, so a file over 16 bytes per remaining token cannot fit.
     // At least the sniffed prefix is read so binary files are reported as
@@ -594,7 +647,7 @@ fn read_text(path: &Path, remaining_tokens: usize) -> Result<String, SkipReason>
         .max(BINARY_SNIFF_BYTES)
         .saturating_add(1);
     let mut bytes = Vec::new();
-    fs::File::open(path)
+    open_confined(path, roots)
         .and_then(|file| file.take(limit as u64).read_to_end(&mut bytes))
         .map_err(unreadable)?;
     let sniffed = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];

@@ -351,3 +351,92 @@ fn extra_roots_widen_access() {
     assert_eq!(embedded_paths(&embedded), [secret]);
     assert!(embedded.text.contains("   1│ top secret\n"));
 }
+
+/// Runs `work` on a thread and fails the test if it has not finished in
+/// five seconds: a read that blocks must show up as a failure, not a hang.
+fn within_five_seconds<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(work());
+    });
+    receiver
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .expect("the read blocked")
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_without_blocking() {
+    let fixture = Fixture::new();
+    let fifo = fixture.root.join("screen.png");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    let access = fixture.access();
+    let canonical = access.resolve(fifo.to_str().unwrap()).unwrap();
+    let reader = access.clone();
+    let refused = within_five_seconds(move || reader.read_file(&canonical, 1024));
+    let error = refused.unwrap_err().to_string();
+    assert!(error.contains("not a regular file"), "{error}");
+
+    // Embedding skips it the same way.
+    let listed = fifo.to_str().unwrap().to_owned();
+    let embedded = within_five_seconds(move || access.embed(&[listed], 10_000));
+    assert!(embedded.files.is_empty(), "{embedded:?}");
+    assert_eq!(embedded.skipped.len(), 1, "{embedded:?}");
+}
+
+#[test]
+fn read_file_holds_its_cap_while_reading() {
+    let fixture = Fixture::new();
+    let path = fixture.write("big.png", &"x".repeat(2_000));
+    let access = fixture.access();
+    assert_eq!(access.read_file(&path, 2_000).unwrap().len(), 2_000);
+    let error = access.read_file(&path, 1_999).unwrap_err().to_string();
+    assert!(error.contains("larger than 1999 bytes"), "{error}");
+}
+
+/// A symlink swapped in for a checked file, again and again while reads
+/// run: no read may ever return the outside file's content.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_symlink_swapped_in_after_the_check_never_leaks() {
+    let fixture = Fixture::new();
+    let inside = fixture.write("data.txt", "inside\n");
+    let access = fixture.access();
+    let canonical = access.resolve(inside.to_str().unwrap()).unwrap();
+    let secret = fixture.outside.join("secret.txt");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let (path, secret) = (canonical.clone(), secret.clone());
+        std::thread::spawn(move || {
+            let swap = path.with_extension("swap");
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = fs::remove_file(&swap);
+                let _ = std::os::unix::fs::symlink(&secret, &swap);
+                let _ = fs::rename(&swap, &path);
+                let _ = fs::write(&swap, "inside\n");
+                let _ = fs::rename(&swap, &path);
+            }
+        })
+    };
+    let mut leaked = 0;
+    for _ in 0..2_000 {
+        if let Ok(bytes) = access.read_file(&canonical, 1024)
+            && bytes.starts_with(b"top secret")
+        {
+            leaked += 1;
+        }
+        let listed = canonical.to_str().unwrap().to_owned();
+        let embedded = access.embed(&[listed], 10_000);
+        if embedded.text.contains("top secret") {
+            leaked += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert_eq!(leaked, 0, "outside content came through {leaked} times");
+}

@@ -768,6 +768,27 @@ fn chat_sends_images_and_refuses_bad_ones() {
         ]
     );
 
+    // A FIFO named like an image must be refused at once, not read forever.
+    #[cfg(unix)]
+    {
+        let fifo = project.dir.path().join("pipe.png");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let refused = structured(&chat(&mut client, json!([project.path("pipe.png")])), true);
+        assert_eq!(refused["error"], "image", "{refused}");
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap()
+                .contains("not a regular file"),
+            "{refused}"
+        );
+    }
     for (image, kind) in [
         (project.path("notes.txt"), "image"),
         ("/etc/hostname".to_owned(), "file_access"),

@@ -75,11 +75,13 @@ pub fn load_images(context: &ExecContext<'_>, specs: &[String]) -> Result<Vec<Im
                     ));
                 }
             };
-            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            if size > MAX_IMAGE_BYTES as u64 {
-                return Err(refuse(spec, format!("larger than {MAX_IMAGE_BYTES} bytes")));
-            }
-            let bytes = std::fs::read(&path).map_err(|e| refuse(spec, e.to_string()))?;
+            // Only a regular file inside the roots, never more than the cap:
+            // a FIFO or a device named like an image must not hang or flood us.
+            let bytes = context
+                .services
+                .files
+                .read_file(&path, MAX_IMAGE_BYTES)
+                .map_err(|e| refuse(spec, e.to_string()))?;
             Ok(Image {
                 media_type: media_type.to_owned(),
                 base64: engine.encode(bytes),

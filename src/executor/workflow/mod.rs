@@ -85,6 +85,10 @@ impl Executor for WorkflowExecutor {
         check_step_counts(step.step_number, step.total_steps)?;
         // Files the expert will read must exist inside the roots: say so now, not at the end.
         check_paths(context, &step.relevant_files)?;
+        if self.spec.gather == Some(spec::Gather::GitChanges) {
+            // A repository path outside the roots is the step's error, not a note in its reply.
+            git::check_path(context, &request)?;
+        }
 
         if let Some(choice) = &self.spec.choice
             && request.get(&choice.field).and_then(Value::as_str) == Some(&choice.ask_value)

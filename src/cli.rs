@@ -422,7 +422,7 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
         .map_err(anyhow::Error::msg)?;
     let server = ZenServer::new(engine, strategy).context("cannot build the tool list")?;
     let runtime = runtime(args.transport == TransportKind::Tcp)?;
-    runtime.block_on(async {
+    let result = runtime.block_on(async {
         let shutdown = shutdown::on_signal();
         match args.transport {
             TransportKind::Stdio => {
@@ -439,8 +439,17 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
                 Ok(ExitCode::SUCCESS)
             }
         }
-    })
+    });
+    // Reading stdin happens on a blocking thread that only returns when a
+    // line arrives; waiting for it would keep a signalled server alive for
+    // as long as the client keeps stdin open. Sessions have ended by now.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    result
 }
+
+/// How long shutdown waits for blocking work (a pending stdin read, a file
+/// read) after every session has ended.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
 
 fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<ExitCode> {
     let catalog = catalog.load()?;

@@ -453,3 +453,38 @@ fn zen_execute_without_a_request_is_refused() {
     );
     assert_eq!(version["name"], "zenmode");
 }
+
+/// A signal ends the server even while the client keeps stdin open.
+#[cfg(unix)]
+#[test]
+fn sigterm_ends_a_stdio_server_whose_stdin_stays_open() {
+    for (signal, initialize) in [
+        (libc::SIGTERM, false),
+        (libc::SIGTERM, true),
+        (libc::SIGINT, true),
+    ] {
+        let mut client = Client::spawn(&["serve"]);
+        if initialize {
+            client.initialize();
+        } else {
+            // Let the server reach its read loop before the signal.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        let child = client.child.as_mut().unwrap();
+        // SAFETY: kill(2) on our own child's pid with a standard signal.
+        let sent = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        assert_eq!(sent, 0);
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(5),
+                "still running 5 s after signal {signal}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert!(status.success(), "signal {signal}: {status:?}");
+    }
+}

@@ -71,7 +71,7 @@ pub struct Client {
     next_id: u64,
     /// Messages without a matching id seen while waiting (errors with id null, notifications).
     pub stray: Vec<Value>,
-    child: Option<Child>,
+    pub child: Option<Child>,
 }
 
 fn spawn_line_reader(reader: impl Read + Send + 'static) -> Receiver<String> {

@@ -1,6 +1,6 @@
 //! The `zenmode` command line: argument parsing and one function per subcommand.
 
-use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
+use std::{io::Write, net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -282,20 +282,14 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("zenmode: {error:#}");
+            let _ = writeln!(std::io::stderr(), "zenmode: {error:#}");
             ExitCode::from(2)
         }
     }
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("zenmode=info,rmcp=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+    crate::logging::init();
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -568,7 +562,8 @@ fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> {
         .min_top1
         .is_some_and(|floor| report.overall.top1 < floor);
     if below_floor {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "zenmode: top-1 {:.3} is below --min-top1 {}",
             report.overall.top1,
             args.min_top1.unwrap_or_default()

@@ -22,7 +22,8 @@
 //!    as MCP tools (`zen`: two meta tools; `full`: every mode), one file each.
 //! 6. **server**: [`server`] (the rmcp handler over a strategy),
 //!    [`transport`] (line framing with error replies), [`listener`] (stdio
-//!    and TCP sessions) and [`shutdown`] (signals).
+//!    and TCP sessions), [`shutdown`] (signals) and [`logging`] (stderr
+//!    logs that never block or end the server).
 //! 7. **tooling**: [`cli`], `tokens` (token metrics; the default `tokens`
 //!    feature), [`eval`], [`docs`] and [`check`].
 //!
@@ -39,6 +40,7 @@ pub mod eval;
 pub mod executor;
 pub mod files;
 pub mod listener;
+pub mod logging;
 pub mod providers;
 pub mod select;
 pub mod server;

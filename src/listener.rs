@@ -1,7 +1,7 @@
 //! Where sessions come from: stdin/stdout, or a TCP listener with one
 //! independent session per connection.
 
-use std::net::SocketAddr;
+use std::{io::Write, net::SocketAddr};
 
 use rmcp::service::serve_server_with_ct;
 use tokio::{
@@ -68,7 +68,8 @@ pub async fn serve_tcp(
 ) -> std::io::Result<()> {
     let local = listener.local_addr()?;
     // Tests and scripts read this line to find an ephemeral port.
-    eprintln!("zenmode: listening on {local}");
+    // Not eprintln!: a closed stderr must not end the server.
+    let _ = writeln!(std::io::stderr(), "zenmode: listening on {local}");
     tracing::info!(%local, "serving MCP over TCP");
     loop {
         let (stream, peer) = tokio::select! {

@@ -30,6 +30,11 @@ use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 /// Default cap on one incoming message.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
+/// Rejected lines are logged at most this often: a client sending garbage
+/// must not turn every line into a log line.
+static REJECTION_LOG: std::sync::LazyLock<crate::logging::RateLimit> =
+    std::sync::LazyLock::new(|| crate::logging::RateLimit::new(10));
+
 pub struct LineTransport<R, W> {
     reader: R,
     buffer: BytesMut,
@@ -59,7 +64,15 @@ where
     /// `receive` can never leave half a line on the wire.
     fn reply_error(&self, id: Value, code: ErrorCode, message: String) {
         let code = code.0;
-        tracing::warn!(code, %message, "rejected an incoming message");
+        if let Some(suppressed) = REJECTION_LOG.admit() {
+            if suppressed > 0 {
+                tracing::warn!(
+                    suppressed,
+                    "more incoming messages were rejected without a log line"
+                );
+            }
+            tracing::warn!(code, %message, "rejected an incoming message");
+        }
         let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
         let writer = self.writer.clone();
         tokio::spawn(async move {

@@ -488,3 +488,88 @@ fn sigterm_ends_a_stdio_server_whose_stdin_stays_open() {
         assert!(status.success(), "signal {signal}: {status:?}");
     }
 }
+
+/// Spawns `zenmode serve` with info logging and stderr piped; returns the
+/// child and a reader of stdout lines. What happens to stderr is the test's.
+fn serve_with_piped_stderr() -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = zenmode(&["serve"])
+        .env("RUST_LOG", "zenmode=info")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (sender, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, lines)
+}
+
+fn next_reply(lines: &std::sync::mpsc::Receiver<String>) -> Value {
+    let line = lines
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("a reply in time");
+    serde_json::from_str(&line).unwrap()
+}
+
+/// A client that closes the server's stderr: logging must not end the server.
+#[test]
+fn a_closed_stderr_does_not_end_the_server() {
+    use std::io::Write;
+    let (mut child, lines) = serve_with_piped_stderr();
+    drop(child.stderr.take());
+    let mut stdin = child.stdin.take().unwrap();
+    for _ in 0..20 {
+        writeln!(stdin, "not json").unwrap();
+        assert_eq!(next_reply(&lines)["error"]["code"], -32700);
+    }
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":7,"method":"ping"}}"#).unwrap();
+    assert_eq!(next_reply(&lines)["id"], 7);
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+/// A client that pipes stderr and never reads it: every line still gets its answer.
+#[test]
+fn an_unread_stderr_never_blocks_the_replies() {
+    use std::io::Write;
+    let (mut child, lines) = serve_with_piped_stderr();
+    let _unread = child.stderr.take();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        for _ in 0..5_000 {
+            writeln!(stdin, "{{broken").unwrap();
+        }
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":9,"method":"ping"}}"#).unwrap();
+        stdin
+    });
+    // Error replies are written as they are made and may pass the ping's:
+    // count them, whatever the order.
+    let (mut errors, mut pinged) = (0, false);
+    for _ in 0..5_001 {
+        let reply = next_reply(&lines);
+        if reply["id"] == 9 {
+            pinged = true;
+        } else {
+            assert_eq!(reply["error"]["code"], -32700, "{reply}");
+            errors += 1;
+        }
+    }
+    assert!(
+        pinged && errors == 5_000,
+        "{errors} errors, ping answered: {pinged}"
+    );
+    drop(writer.join().unwrap());
+    assert!(child.wait().unwrap().success());
+}

@@ -142,3 +142,50 @@ fn non_loopback_needs_allow_remote() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--allow-remote"), "{stderr}");
 }
+
+/// With stderr closed after start-up, bad input and SIGTERM still behave:
+/// logging can neither crash the server nor keep it from stopping.
+#[cfg(unix)]
+#[test]
+fn a_closed_stderr_neither_crashes_nor_keeps_a_tcp_server_alive() {
+    let mut child = zenmode(&["serve", "--transport", "tcp", "--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "zenmode=debug")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let address = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "no address line");
+        if let Some(address) = line.strip_prefix("zenmode: listening on ") {
+            break address.trim().to_owned();
+        }
+    };
+    drop(stderr);
+    let mut client = Client::connect(&address);
+    for _ in 0..50 {
+        client.send_raw("not json");
+        assert_eq!(client.next_message()["error"]["code"], -32700);
+    }
+    client.initialize();
+    assert_eq!(client.tool_names().len(), 2);
+    // SAFETY: kill(2) on our own child's pid with a standard signal.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "still running after SIGTERM"
+        );
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}

@@ -164,7 +164,7 @@ pub enum StrategyKind {
     Lazy,
     /// Browse categories, then fetch a tool's schema.
     Categories,
-    /// An activate_<group> tool per group of tools.
+    /// An activate_GROUP tool per group of tools.
     Groups,
     /// discover, detail, call, batch and pipe.
     Discover,

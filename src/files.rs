@@ -16,11 +16,30 @@
 //!   nothing outside the roots may be read. The ignore files themselves are
 //!   parsed and matched by the `ignore` crate.
 //!
+//! Every file is opened the same way ([`FileAccess::read_regular_capped`]
+//! and the embedder share it), so the check and the read concern the same
+//! file:
+//!
+//! - the open never blocks (`O_NONBLOCK`) and never follows a symlink put in
+//!   place of the checked path after the check (`O_NOFOLLOW`);
+//! - the opened handle must be a regular file (`fstat`), so FIFOs, sockets
+//!   and devices are refused without reading a byte;
+//! - on Linux the opened file's real path (`/proc/self/fd/N`) must lie
+//!   under a root, so a directory swapped for a symlink between the check
+//!   and the open cannot redirect the read; elsewhere the opened file's
+//!   device and inode must match the re-checked path;
+//! - reads stop at a cap.
+//!
+//! A hard link inside a root to a file outside it is an ordinary file of the
+//! root as far as any path check can tell, and is read like one.
+//!
 //! Token counts here are estimates ([`estimate_tokens`]): the real
 //! tokenizers are never loaded on the serving path.
 //!
-//! All functions do blocking I/O; async callers run them in
-//! `tokio::task::spawn_blocking`.
+//! All functions do blocking I/O, but never unbounded: only regular files
+//! are read, each up to a cap, so an async caller may read a small file
+//! (an image of at most 10 MiB) in place; larger work such as directory
+//! embedding runs in `tokio::task::spawn_blocking`.
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -43,6 +62,9 @@ const MAX_WALK_DEPTH: usize = 64;
 
 /// Smallest width of the line-number column (wider files get a wider one).
 const LINE_NUMBER_WIDTH: usize = 4;
+
+/// Largest `.gitignore` or `.ignore` file read; a bigger one is not used.
+const MAX_IGNORE_FILE_BYTES: usize = 1024 * 1024;
 
 /// A cheap token estimate: a quarter of the characters, rounded up.
 ///
@@ -77,6 +99,12 @@ pub enum FileError {
     Relative { path: String },
     #[error("{path} cannot be read: {message}")]
     Io { path: String, message: String },
+    /// A FIFO, socket, device or directory where a file was expected:
+    /// opening or reading it could block or never end.
+    #[error("{path} is not a regular file (FIFOs, sockets and devices are never read)")]
+    NotRegular { path: String },
+    #[error("{path} is larger than {max_bytes} bytes")]
+    TooLarge { path: String, max_bytes: usize },
     /// An allowed root (the working directory, `--allow-root` or
     /// `ZEN_ALLOWED_ROOTS`) cannot be used.
     #[error("allowed root {path} cannot be used: {message}")]
@@ -166,6 +194,8 @@ impl From<FileError> for SkipReason {
             FileError::Io { message, .. } | FileError::Root { message, .. } => {
                 Self::Unreadable(message)
             }
+            FileError::NotRegular { .. } => Self::Unreadable("not a regular file".to_owned()),
+            FileError::TooLarge { .. } => Self::OverBudget,
         }
     }
 }
@@ -308,6 +338,7 @@ impl FileAccess {
     /// higher-priority one. A file reached twice is embedded once.
     pub fn embed(&self, paths: &[String], budget_tokens: usize) -> Embedded {
         let mut embedder = Embedder {
+            files: self,
             out: Embedded::default(),
             budget: budget_tokens,
             spent: false,
@@ -370,31 +401,43 @@ impl FileAccess {
     }
 
     /// Loads `dir`'s `.gitignore` then `.ignore` (so `.ignore`, checked
-    /// first from the end, takes precedence, as in ripgrep).
+    /// first from the end, takes precedence, as in ripgrep). They are read
+    /// like any other file (regular files inside the roots, capped), then
+    /// handed to the `ignore` crate line by line.
     fn push_ignores(&self, dir: &Path, ignores: &mut Vec<Gitignore>) {
         for name in [".gitignore", ".ignore"] {
             let file = dir.join(name);
-            let Ok(meta) = fs::symlink_metadata(&file) else {
-                continue;
-            };
-            // A symlinked ignore file is read only if its target is inside.
-            if meta.file_type().is_symlink() {
-                match fs::canonicalize(&file) {
-                    Ok(target) if self.is_inside(&target) && target.is_file() => {}
-                    _ => continue,
-                }
-            } else if !meta.is_file() {
+            if fs::symlink_metadata(&file).is_err() {
                 continue;
             }
+            let shown = file.display().to_string();
+            let text = match self
+                .check(&file, &shown)
+                .and_then(|canonical| self.read_checked(&canonical, &shown, MAX_IGNORE_FILE_BYTES))
+            {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(error) => {
+                    tracing::debug!(%error, "ignore file not used");
+                    continue;
+                }
+            };
             let mut builder = GitignoreBuilder::new(dir);
-            if let Some(error) = builder.add(&file) {
-                tracing::debug!(file = %file.display(), %error, "partly invalid ignore file");
+            for (index, line) in text.lines().enumerate() {
+                // As `GitignoreBuilder::add` does: a leading BOM is dropped.
+                let line = if index == 0 {
+                    line.trim_start_matches('\u{feff}')
+                } else {
+                    line
+                };
+                if let Err(error) = builder.add_line(Some(file.clone()), line) {
+                    tracing::debug!(file = %shown, %error, "invalid line in an ignore file");
+                }
             }
             match builder.build() {
                 Ok(matcher) if !matcher.is_empty() => ignores.push(matcher),
                 Ok(_) => {}
                 Err(error) => {
-                    tracing::debug!(file = %file.display(), %error, "ignore file not used");
+                    tracing::debug!(file = %shown, %error, "ignore file not used");
                 }
             }
         }
@@ -460,6 +503,97 @@ impl FileAccess {
         ignores.truncate(inherited);
     }
 
+    /// Reads the file at the absolute `path` if it lies inside the roots and
+    /// is a regular file of at most `cap` bytes.
+    ///
+    /// Never blocks on a FIFO or device and never reads past `cap + 1`
+    /// bytes, so it is safe even on the async runtime for small caps. The
+    /// path is checked, then opened so that the opened file is the checked
+    /// one (see the module documentation).
+    pub fn read_regular_capped(&self, path: &Path, cap: usize) -> Result<Vec<u8>, FileError> {
+        let shown = path.display().to_string();
+        if !path.is_absolute() {
+            return Err(FileError::Relative { path: shown });
+        }
+        let canonical = self.check(path, &shown)?;
+        self.read_checked(&canonical, &shown, cap)
+    }
+
+    /// [`read_regular_capped`](Self::read_regular_capped) for a path that
+    /// [`check`](Self::check) already canonicalized.
+    fn read_checked(
+        &self,
+        canonical: &Path,
+        shown: &str,
+        cap: usize,
+    ) -> Result<Vec<u8>, FileError> {
+        let (file, meta) = self.open_checked(canonical, shown)?;
+        let io_error = |error: io::Error| FileError::Io {
+            path: shown.to_owned(),
+            message: error.to_string(),
+        };
+        let expected = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+        let mut bytes = Vec::with_capacity(expected.min(cap).saturating_add(1));
+        file.take((cap as u64).saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(io_error)?;
+        if bytes.len() > cap {
+            return Err(FileError::TooLarge {
+                path: shown.to_owned(),
+                max_bytes: cap,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Opens the canonical, checked `canonical` so that what is read is what
+    /// was checked: without blocking, without following a final symlink,
+    /// only a regular file, and (see [`verify_opened`]) only a file that
+    /// really lies inside the roots.
+    fn open_checked(
+        &self,
+        canonical: &Path,
+        shown: &str,
+    ) -> Result<(fs::File, fs::Metadata), FileError> {
+        let io_error = |error: io::Error| {
+            if is_not_found(&error) {
+                FileError::Missing {
+                    path: shown.to_owned(),
+                }
+            } else if is_symlink_refusal(&error) {
+                FileError::Io {
+                    path: shown.to_owned(),
+                    message: "it was replaced by a symbolic link after it was checked".to_owned(),
+                }
+            } else {
+                FileError::Io {
+                    path: shown.to_owned(),
+                    message: error.to_string(),
+                }
+            }
+        };
+        // Refuse what is visibly not a file before opening it: opening some
+        // devices has effects of its own.
+        let before = fs::symlink_metadata(canonical).map_err(io_error)?;
+        if !before.is_file() {
+            return Err(FileError::NotRegular {
+                path: shown.to_owned(),
+            });
+        }
+        let file = open_nonblocking(canonical).map_err(io_error)?;
+        // fstat: what was opened, whatever the path names now.
+        let meta = file.metadata().map_err(io_error)?;
+        if !meta.is_file() {
+            return Err(FileError::NotRegular {
+                path: shown.to_owned(),
+            });
+        }
+        if !verify_opened(self, &file, &meta, canonical) {
+            return Err(self.outside(shown));
+        }
+        Ok((file, meta))
+    }
+
     fn symlink_entry(&self, link: &Path) -> Found {
         let shown = link.display().to_string();
         match self.check(link, &shown) {
@@ -496,6 +630,72 @@ fn is_not_found(error: &io::Error) -> bool {
     )
 }
 
+/// `ELOOP` from `O_NOFOLLOW`: the final component is a symlink.
+fn is_symlink_refusal(error: &io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        error.raw_os_error() == Some(libc::ELOOP)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = error;
+        false
+    }
+}
+
+/// Opens for reading without blocking (a FIFO without a writer would block
+/// an ordinary open) and without following a symlink in the final
+/// component. `O_NONBLOCK` changes nothing for the regular files that are
+/// then read.
+fn open_nonblocking(path: &Path) -> io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY);
+    }
+    options.open(path)
+}
+
+/// Whether the opened `file` is inside the roots. On Linux its real path is
+/// read back from `/proc/self/fd`, which also catches a directory of the
+/// path swapped for a symlink after the check. Without `/proc` (and on
+/// other systems) the path is checked again and must name the same device
+/// and inode as the opened file.
+fn verify_opened(
+    files: &FileAccess,
+    file: &fs::File,
+    meta: &fs::Metadata,
+    canonical: &Path,
+) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let link = format!("/proc/self/fd/{}", file.as_raw_fd());
+        if let Ok(real) = fs::read_link(link) {
+            return files.is_inside(&real);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
+    match fs::canonicalize(canonical) {
+        Ok(again) if files.is_inside(&again) => same_file(meta, &again),
+        _ => false,
+    }
+}
+
+#[cfg(unix)]
+fn same_file(meta: &fs::Metadata, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).is_ok_and(|other| other.dev() == meta.dev() && other.ino() == meta.ino())
+}
+
+#[cfg(not(unix))]
+fn same_file(_meta: &fs::Metadata, _path: &Path) -> bool {
+    true
+}
+
 /// Whether the innermost rule matching `path` ignores it (`ignores` is
 /// ordered from lowest to highest precedence).
 fn is_ignored(ignores: &[Gitignore], path: &Path, is_dir: bool) -> bool {
@@ -526,7 +726,8 @@ impl Found {
 }
 
 /// The state of one [`FileAccess::embed`] call.
-struct Embedder {
+struct Embedder<'a> {
+    files: &'a FileAccess,
     out: Embedded,
     budget: usize,
     /// Set once a file did not fit: later files are not read.
@@ -534,7 +735,7 @@ struct Embedder {
     seen: HashSet<PathBuf>,
 }
 
-impl Embedder {
+impl Embedder<'_> {
     fn skip(&mut self, path: String, reason: SkipReason) {
         self.out.skipped.push(SkippedFile { path, reason });
     }
@@ -550,7 +751,7 @@ impl Embedder {
             return self.skip(shown, SkipReason::OverBudget);
         }
         let remaining = self.budget.saturating_sub(self.out.tokens);
-        match read_text(path, remaining) {
+        match read_text(self.files, path, remaining) {
             Ok(content) => {
                 let (block, lines) = number_file(path, &content);
                 let tokens = estimate_tokens(&block);
@@ -578,30 +779,27 @@ impl Embedder {
 
 /// Reads a regular file as UTF-8 text, reading no more than a file that
 /// could fit in `remaining_tokens` can hold.
-fn read_text(path: &Path, remaining_tokens: usize) -> Result<String, SkipReason> {
-    let unreadable = |error: io::Error| SkipReason::Unreadable(error.to_string());
-    // Checked before opening: opening a FIFO would block.
-    let meta = fs::metadata(path).map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(SkipReason::Unreadable("not a regular file".to_owned()));
-    }
+fn read_text(
+    files: &FileAccess,
+    path: &Path,
+    remaining_tokens: usize,
+) -> Result<String, SkipReason> {
     // A character is at most 4 bytes and a token at least 4 characters in
     // our estimate, so a file over 16 bytes per remaining token cannot fit.
     // At least the sniffed prefix is read so binary files are reported as
     // binary.
-    let limit = remaining_tokens
-        .saturating_mul(16)
-        .max(BINARY_SNIFF_BYTES)
-        .saturating_add(1);
+    let cap = remaining_tokens.saturating_mul(16).max(BINARY_SNIFF_BYTES);
+    let shown = path.display().to_string();
+    let (file, _) = files.open_checked(path, &shown).map_err(SkipReason::from)?;
     let mut bytes = Vec::new();
-    fs::File::open(path)
-        .and_then(|file| file.take(limit as u64).read_to_end(&mut bytes))
-        .map_err(unreadable)?;
+    file.take((cap as u64).saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|error| SkipReason::Unreadable(error.to_string()))?;
     let sniffed = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
     if sniffed.contains(&0) {
         return Err(SkipReason::Binary);
     }
-    if bytes.len() >= limit {
+    if bytes.len() > cap {
         return Err(SkipReason::OverBudget);
     }
     String::from_utf8(bytes).map_err(|_| SkipReason::Binary)

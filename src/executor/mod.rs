@@ -175,11 +175,10 @@ pub fn load_images(context: &ExecContext<'_>, specs: &[String]) -> Result<Vec<Im
                     ));
                 }
             };
-            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            if size > MAX_IMAGE_BYTES as u64 {
-                return Err(refuse(spec, format!("larger than {MAX_IMAGE_BYTES} bytes")));
-            }
-            let bytes = std::fs::read(&path).map_err(|e| refuse(spec, e.to_string()))?;
+            let files = &context.engine.services().files;
+            let bytes = files
+                .read_regular_capped(&path, MAX_IMAGE_BYTES)
+                .map_err(|e| refuse(spec, e.to_string()))?;
             Ok(Image {
                 media_type: media_type.to_owned(),
                 base64: engine.encode(bytes),

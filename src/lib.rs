@@ -27,6 +27,7 @@
 //! - [`transport`]: newline-delimited JSON-RPC framing with error replies.
 //! - [`listener`]: stdio and TCP sessions (connection handling).
 //! - [`shutdown`]: signal handling that ends every session.
+//! - [`logging`]: stderr logging that never blocks or panics.
 //! - [`tokens`]: token metrics with real tokenizers (CLI and tests only).
 //! - [`check`]: `zenmode modes check`.
 //! - [`docs`]: Markdown generated from the manifests (README table, docs/modes.md).
@@ -45,6 +46,7 @@ pub mod eval;
 pub mod executor;
 pub mod files;
 pub mod listener;
+pub mod logging;
 pub mod providers;
 pub mod select;
 pub mod server;

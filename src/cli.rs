@@ -204,6 +204,12 @@ pub struct ServeArgs {
     /// Largest accepted message in bytes; longer lines get an error and are discarded
     #[arg(long, default_value_t = DEFAULT_MAX_MESSAGE_BYTES, value_parser = clap::value_parser!(usize))]
     pub max_message_bytes: usize,
+    /// TCP: close a connection after this many seconds without input while none of its requests runs
+    #[arg(long, default_value_t = listener::TcpLimits::DEFAULT_IDLE_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout_secs: u64,
+    /// TCP: most connections served at once; one more gets a JSON-RPC error and is closed
+    #[arg(long, default_value_t = listener::TcpLimits::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(usize))]
+    pub max_connections: usize,
 }
 
 impl ServeArgs {
@@ -278,18 +284,14 @@ impl ServeArgs {
 /// Parses the arguments, runs the command, and maps failures to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    let _logging = crate::logging::init();
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
-            let _ = writeln!(std::io::stderr(), "zenmode: {error:#}");
+            crate::logging::print(&format!("zenmode: {error:#}"));
             ExitCode::from(2)
         }
     }
-}
-
-fn init_logging() {
-    crate::logging::init();
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -426,10 +428,16 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
             TransportKind::Tcp => {
                 listener::check_listen_address(args.listen, args.allow_remote)
                     .map_err(anyhow::Error::msg)?;
-                let tcp = tokio::net::TcpListener::bind(args.listen)
+                let limits = listener::TcpLimits {
+                    idle_timeout: std::time::Duration::from_secs(args.idle_timeout_secs),
+                    max_connections: args.max_connections.max(1),
+                    ..Default::default()
+                };
+                let tcp = listener::bind(args.listen, limits.backlog)
                     .await
                     .with_context(|| format!("cannot listen on {}", args.listen))?;
-                listener::serve_tcp(server, tcp, args.max_message_bytes, shutdown).await?;
+                listener::serve_tcp_with(server, tcp, args.max_message_bytes, limits, shutdown)
+                    .await?;
                 Ok(ExitCode::SUCCESS)
             }
         }

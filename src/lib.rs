@@ -19,7 +19,8 @@
 //! 4. **engine**: [`engine`] dispatches a mode and its request to the mode's
 //!    executor; it knows no MCP tool name.
 //! 5. **surface**: [`surface`] holds the strategies that present the catalog
-//!    as MCP tools (`zen`: two meta tools; `full`: every mode), one file each.
+//!    as MCP tools (`zen`, `full`, `lazy`, `categories`, `groups`,
+//!    `discover`), one file each, and per-session state.
 //! 6. **server**: [`server`] (the rmcp handler over a strategy),
 //!    [`transport`] (line framing with error replies), [`listener`] (stdio
 //!    and TCP sessions), [`shutdown`] (signals) and [`logging`] (stderr

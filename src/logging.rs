@@ -1,155 +1,259 @@
-//! Logging that can neither stop nor block the server.
+//! Logging that can neither end nor stall the server.
 //!
-//! Log lines go to stderr through a bounded queue and one writer thread.
-//! When the queue is full (a client that pipes stderr and never reads it)
-//! lines are dropped and counted, instead of stalling the request that
-//! logged them; when stderr is closed, write errors are ignored instead of
-//! ending the process. stdout is never touched.
+//! Logs go to stderr, which the server does not control: a client may close
+//! it (writes then fail with `EPIPE`, and `eprintln!` would panic) or never
+//! read it (writes then block once the pipe is full). So log lines are
+//! handed to a bounded queue and written by a thread of their own:
+//! - the serving path only ever does a non-blocking `try_send`; when the
+//!   queue is full the line is dropped and counted, and the writer reports
+//!   the count with its next line;
+//! - write errors are ignored;
+//! - at exit, [`Guard`] waits a moment (at most [`FLUSH_WAIT`]) for the
+//!   queue to drain, and never longer.
+//!
+//! [`RateLimit`] keeps one noisy call site (a client sending thousands of
+//! malformed lines) from flooding the log.
 
 use std::{
-    io::Write,
+    io::{self, Write},
     sync::{
-        Arc,
+        Mutex, OnceLock, PoisonError,
         atomic::{AtomicU64, Ordering},
-        mpsc::{self, SyncSender, TrySendError},
+        mpsc::{self, Receiver, SyncSender, TrySendError},
     },
+    thread,
+    time::{Duration, Instant},
 };
 
 use tracing_subscriber::fmt::MakeWriter;
 
-/// How many log lines may wait for the writer thread.
+/// Lines held while the writer is behind; beyond this they are dropped.
 const QUEUE_LINES: usize = 1024;
 
-/// A `MakeWriter` that hands each log line to the writer thread.
+/// Longest wait at exit for queued lines to reach stderr.
+pub const FLUSH_WAIT: Duration = Duration::from_millis(250);
+
+const DEFAULT_FILTER: &str = "zenmode=info,rmcp=warn";
+
+enum Message {
+    Line(Vec<u8>),
+    /// Acknowledged once every earlier line was written.
+    Flush(SyncSender<()>),
+}
+
+/// The sending side of the log queue.
 #[derive(Clone)]
-pub struct QueuedStderr {
-    queue: SyncSender<Vec<u8>>,
-    dropped: Arc<AtomicU64>,
+struct Queue {
+    sender: SyncSender<Message>,
 }
 
-impl QueuedStderr {
-    /// Starts the writer thread; it ends when every writer is gone.
-    pub fn start() -> Self {
-        let (queue, lines) = mpsc::sync_channel::<Vec<u8>>(QUEUE_LINES);
-        let dropped = Arc::new(AtomicU64::new(0));
-        let counted = dropped.clone();
-        let spawned = std::thread::Builder::new()
-            .name("zenmode-log".into())
-            .spawn(move || {
-                let mut stderr = std::io::stderr();
-                for line in lines {
-                    let lost = counted.swap(0, Ordering::Relaxed);
-                    if lost > 0 {
-                        let note = format!(
-                            "zenmode: {lost} log lines dropped (stderr was not read fast enough)\n"
-                        );
-                        let _ = stderr.write_all(note.as_bytes());
-                    }
-                    // A closed or broken stderr must not end the server.
-                    let _ = stderr.write_all(&line);
-                }
-            });
-        if spawned.is_err() {
-            // Without a writer thread every line is dropped, counted, and
-            // the server keeps serving.
-            dropped.fetch_add(1, Ordering::Relaxed);
+/// Lines dropped because the queue was full, not yet reported.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// The process's queue, once [`init`] ran.
+static QUEUE: OnceLock<Queue> = OnceLock::new();
+
+impl Queue {
+    fn start() -> Queue {
+        let (sender, receiver) = mpsc::sync_channel(QUEUE_LINES);
+        let spawned = thread::Builder::new()
+            .name("zenmode-log".to_owned())
+            .spawn(move || write_lines(receiver, &mut io::stderr()));
+        if let Err(error) = spawned {
+            // Without the thread every line is dropped: still never blocks.
+            let _ = writeln!(io::stderr(), "zenmode: logging is off: {error}");
         }
-        QueuedStderr { queue, dropped }
+        Queue { sender }
     }
 
-    /// Lines dropped since the writer last caught up.
-    pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+    /// Never blocks: a full queue drops the line.
+    fn push(&self, line: Vec<u8>) {
+        match self.sender.try_send(Message::Line(line)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                DROPPED.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Disconnected(_)) => {}
+        }
     }
 }
 
-/// One log event's bytes, queued when the event is complete.
+/// The writer thread: writes each line, ignoring errors, and reports lines
+/// that were dropped before it.
+fn write_lines(receiver: Receiver<Message>, out: &mut impl Write) {
+    while let Ok(message) = receiver.recv() {
+        match message {
+            Message::Line(line) => {
+                let dropped = DROPPED.swap(0, Ordering::Relaxed);
+                if dropped > 0 {
+                    let _ = writeln!(
+                        out,
+                        "zenmode: {dropped} log lines were dropped (stderr was not being read fast enough)"
+                    );
+                }
+                let _ = out.write_all(&line);
+                let _ = out.flush();
+            }
+            Message::Flush(done) => {
+                let _ = done.try_send(());
+            }
+        }
+    }
+}
+
+/// A tracing writer: collects one formatted event and queues it on drop.
 pub struct LineWriter {
+    queue: Option<Queue>,
     line: Vec<u8>,
-    target: QueuedStderr,
 }
 
 impl Write for LineWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         self.line.extend_from_slice(bytes);
         Ok(bytes.len())
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
+    fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
 }
 
 impl Drop for LineWriter {
     fn drop(&mut self) {
-        if self.line.is_empty() {
-            return;
-        }
-        let line = std::mem::take(&mut self.line);
-        match self.target.queue.try_send(line) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.target.dropped.fetch_add(1, Ordering::Relaxed);
-            }
+        if let Some(queue) = &self.queue
+            && !self.line.is_empty()
+        {
+            queue.push(std::mem::take(&mut self.line));
         }
     }
 }
 
-impl<'a> MakeWriter<'a> for QueuedStderr {
+/// Hands tracing a [`LineWriter`] per event.
+#[derive(Clone)]
+pub struct QueueWriter;
+
+impl<'a> MakeWriter<'a> for QueueWriter {
     type Writer = LineWriter;
 
-    fn make_writer(&'a self) -> Self::Writer {
+    fn make_writer(&'a self) -> LineWriter {
         LineWriter {
-            line: Vec::with_capacity(256),
-            target: self.clone(),
+            queue: QUEUE.get().cloned(),
+            line: Vec::new(),
         }
     }
 }
 
-/// Installs the subscriber: `RUST_LOG` (default `zenmode=info,rmcp=warn`),
-/// plain text, to the queued stderr.
-pub fn init() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("zenmode=info,rmcp=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(QueuedStderr::start())
-        .with_ansi(false)
-        .try_init();
+/// Flushes the queue (briefly) when dropped; keep it alive in `main`.
+#[must_use = "dropping the guard at once loses the last log lines"]
+pub struct Guard(());
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        flush(FLUSH_WAIT);
+    }
 }
 
-/// Lets through at most `per_second` events a second and counts the rest,
-/// so a flood of bad input cannot turn into a flood of log lines.
+/// Waits at most `wait` for the lines queued so far to be written.
+pub fn flush(wait: Duration) {
+    let Some(queue) = QUEUE.get() else { return };
+    let deadline = Instant::now() + wait;
+    let (done, acknowledged) = mpsc::sync_channel(1);
+    let mut message = Message::Flush(done);
+    loop {
+        match queue.sender.try_send(message) {
+            Ok(()) => break,
+            Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                message = back;
+                thread::sleep(Duration::from_millis(5));
+            }
+            Err(_) => return,
+        }
+    }
+    let _ = acknowledged.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+}
+
+/// Sets up `tracing` to log to stderr through the queue. `RUST_LOG` sets
+/// the filter (default `zenmode=info,rmcp=warn`).
+pub fn init() -> Guard {
+    QUEUE.get_or_init(Queue::start);
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_FILTER));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(QueueWriter)
+        .with_ansi(false)
+        .try_init();
+    Guard(())
+}
+
+/// Prints one line on stderr the same way as logs (queued, never blocking,
+/// never panicking). Before [`init`], writes directly and ignores errors.
+pub fn print(line: &str) {
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line.as_bytes());
+    bytes.push(b'\n');
+    match QUEUE.get() {
+        Some(queue) => queue.push(bytes),
+        None => {
+            let _ = io::stderr().write_all(&bytes);
+        }
+    }
+}
+
+/// Lets through at most `per_second` events a second from one call site
+/// and counts the rest, for the next event let through to report.
+///
+/// ```
+/// static REJECTED: zenmode::logging::RateLimit = zenmode::logging::RateLimit::new(10);
+/// if let Some(suppressed) = REJECTED.allow() {
+///     tracing::warn!(suppressed, "rejected a message");
+/// }
+/// ```
+#[derive(Debug)]
 pub struct RateLimit {
     per_second: u32,
-    window: std::sync::Mutex<(std::time::Instant, u32, u64)>,
+    state: Mutex<RateState>,
+}
+
+#[derive(Debug)]
+struct RateState {
+    window: Option<Instant>,
+    used: u32,
+    suppressed: u64,
 }
 
 impl RateLimit {
-    pub fn new(per_second: u32) -> Self {
+    pub const fn new(per_second: u32) -> Self {
         RateLimit {
             per_second,
-            window: std::sync::Mutex::new((std::time::Instant::now(), 0, 0)),
+            state: Mutex::new(RateState {
+                window: None,
+                used: 0,
+                suppressed: 0,
+            }),
         }
     }
 
     /// `Some(suppressed)` when this event may be logged, with how many were
-    /// held back since the last one that was; `None` to stay quiet.
-    pub fn admit(&self) -> Option<u64> {
-        let mut window = self
+    /// held back since the last one that was; `None` to hold it back.
+    pub fn allow(&self) -> Option<u64> {
+        self.allow_at(Instant::now())
+    }
+
+    fn allow_at(&self, now: Instant) -> Option<u64> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let fresh = state
             .window
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (started, admitted, suppressed) = &mut *window;
-        if started.elapsed() >= std::time::Duration::from_secs(1) {
-            *started = std::time::Instant::now();
-            *admitted = 0;
+            .is_none_or(|start| now.duration_since(start) >= Duration::from_secs(1));
+        if fresh {
+            state.window = Some(now);
+            state.used = 0;
         }
-        if *admitted < self.per_second {
-            *admitted += 1;
-            Some(std::mem::take(suppressed))
+        if state.used < self.per_second {
+            state.used += 1;
+            Some(std::mem::take(&mut state.suppressed))
         } else {
-            *suppressed += 1;
+            state.suppressed += 1;
             None
         }
     }
@@ -160,26 +264,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_rate_limit_admits_a_burst_then_counts() {
+    fn rate_limit_counts_what_it_holds_back() {
         let limit = RateLimit::new(3);
-        assert_eq!(limit.admit(), Some(0));
-        assert_eq!(limit.admit(), Some(0));
-        assert_eq!(limit.admit(), Some(0));
-        assert_eq!(limit.admit(), None);
-        assert_eq!(limit.admit(), None);
+        let start = Instant::now();
+        let first: Vec<Option<u64>> = (0..5).map(|_| limit.allow_at(start)).collect();
+        assert_eq!(first, [Some(0), Some(0), Some(0), None, None]);
+        // The next window lets events through again and reports the two.
+        let later = start + Duration::from_secs(1);
+        assert_eq!(limit.allow_at(later), Some(2));
+        assert_eq!(limit.allow_at(later), Some(0));
     }
 
     #[test]
-    fn a_full_queue_drops_lines_instead_of_blocking() {
-        let (queue, _lines) = mpsc::sync_channel::<Vec<u8>>(2);
-        let target = QueuedStderr {
-            queue,
-            dropped: Arc::new(AtomicU64::new(0)),
-        };
-        for _ in 0..5 {
-            let mut writer = target.make_writer();
-            writer.write_all(b"a line\n").unwrap();
+    fn the_writer_ignores_write_errors_and_reports_drops() {
+        struct Broken(Vec<u8>, usize);
+        impl Write for Broken {
+            fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+                self.1 += 1;
+                if self.1 == 1 {
+                    return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+                }
+                self.0.extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
         }
-        assert_eq!(target.dropped(), 3);
+        let (sender, receiver) = mpsc::sync_channel(4);
+        sender.send(Message::Line(b"lost\n".to_vec())).unwrap();
+        sender.send(Message::Line(b"kept\n".to_vec())).unwrap();
+        drop(sender);
+        let mut out = Broken(Vec::new(), 0);
+        write_lines(receiver, &mut out);
+        assert_eq!(out.0, b"kept\n");
     }
 }

@@ -5,35 +5,52 @@
 //! (tokio-util's `LinesCodec`, which discards an oversized line without
 //! buffering it whole) and replies on its own to what never reaches rmcp:
 //! - invalid JSON or UTF-8: `-32700` with `id: null`;
+//! - JSON nested deeper than [`MAX_NESTING`] levels: `-32600` saying so
+//!   (serde_json's recursion limit; nothing real nests that deep);
+//! - a request whose `id` is not a string or an integer (MCP allows only
+//!   those; `null`, booleans, fractions, objects...): `-32600` with
+//!   `id: null`, never echoing the bad id;
+//! - a notification method (`notifications/...`) sent with an id: `-32600`;
+//! - a request reusing the id of a request still in progress: `-32600`
+//!   (the ids in flight are tracked from request to response);
 //! - JSON that is not a JSON-RPC message: `-32600` (or `-32602` when a known
 //!   request's params are malformed), echoing the `id` when one can be read;
-//! - a line over the limit: `-32600` naming the limit.
+//! - a line over the limit (a trailing `\r` not counted): `-32600` naming
+//!   the limit.
 //!
-//! The session goes on after each of these.
+//! The session goes on after each of these. Rejections are logged at most
+//! ten a second (see [`RateLimit`]).
 
-use std::{future::Future, sync::Arc};
+use std::{
+    collections::{HashSet, VecDeque},
+    future::Future,
+    sync::{Arc, PoisonError},
+    time::Duration,
+};
 
 use bytes::BytesMut;
 use rmcp::{
     RoleServer,
-    model::ErrorCode,
+    model::{ClientNotification, ErrorCode, JsonRpcMessage, RequestId},
     service::{RxJsonRpcMessage, TxJsonRpcMessage},
     transport::Transport,
 };
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
-    sync::Mutex,
+    sync::{Mutex, mpsc},
+    task::JoinHandle,
 };
 use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
+
+use crate::logging::RateLimit;
 
 /// Default cap on one incoming message.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
-/// Rejected lines are logged at most this often: a client sending garbage
-/// must not turn every line into a log line.
-static REJECTION_LOG: std::sync::LazyLock<crate::logging::RateLimit> =
-    std::sync::LazyLock::new(|| crate::logging::RateLimit::new(10));
+/// Deepest nesting of arrays and objects a message may have. serde_json
+/// refuses deeper input (its recursion limit) before anything is built.
+pub const MAX_NESTING: usize = 127;
 
 pub struct LineTransport<R, W> {
     reader: R,
@@ -42,7 +59,25 @@ pub struct LineTransport<R, W> {
     max_message_bytes: usize,
     writer: Arc<Mutex<W>>,
     reached_eof: bool,
+    /// Ids of requests received and not yet answered.
+    in_flight: Arc<std::sync::Mutex<HashSet<RequestId>>>,
+    /// Close the session after this long without input while no request
+    /// is in progress (TCP); `None` waits forever (stdio).
+    idle_timeout: Option<Duration>,
+    /// Error replies of this transport's own, not yet handed to `replies`.
+    pending: std::sync::Mutex<VecDeque<Value>>,
+    /// The queue to the task that writes error replies (started on the
+    /// first one), so that a cancelled `receive` never leaves half a line
+    /// on the wire and `close` can wait for every reply to go out.
+    replies: Option<(mpsc::Sender<Value>, JoinHandle<()>)>,
 }
+
+/// Error replies queued before `receive` waits for the writer (so a flood
+/// of bad lines is read no faster than its replies are written).
+const QUEUED_REPLIES: usize = 256;
+
+/// Longest wait at `close` for queued error replies to be written.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 impl<R, W> LineTransport<R, W>
 where
@@ -53,33 +88,139 @@ where
         LineTransport {
             reader,
             buffer: BytesMut::with_capacity(8 * 1024),
-            codec: LinesCodec::new_with_max_length(max_message_bytes),
+            // One more byte than the limit, for a `\r` before the `\n`;
+            // `receive` checks the limit on the line without it.
+            codec: LinesCodec::new_with_max_length(max_message_bytes.saturating_add(1)),
             max_message_bytes,
             writer: Arc::new(Mutex::new(writer)),
             reached_eof: false,
+            in_flight: Arc::default(),
+            idle_timeout: None,
+            pending: std::sync::Mutex::default(),
+            replies: None,
         }
     }
 
-    /// Writes an error response from a background task, so a cancelled
-    /// `receive` can never leave half a line on the wire.
+    /// Hands the pending error replies to the writer task, waiting while
+    /// its queue is full. Cancel-safe: a reply leaves `pending` only once
+    /// it is queued.
+    async fn queue_replies(&mut self) {
+        loop {
+            let Some(body) = self
+                .pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .front()
+                .cloned()
+            else {
+                return;
+            };
+            let (sender, _) = self.replies.get_or_insert_with(|| {
+                let (sender, mut receiver) = mpsc::channel::<Value>(QUEUED_REPLIES);
+                let writer = self.writer.clone();
+                let task = tokio::spawn(async move {
+                    while let Some(body) = receiver.recv().await {
+                        if let Err(error) = write_line(&writer, &body).await {
+                            tracing::debug!(%error, "could not send an error response");
+                            return;
+                        }
+                    }
+                });
+                (sender, task)
+            });
+            // A failed send means the writer stopped (the peer is gone).
+            let _ = sender.send(body).await;
+            self.pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop_front();
+        }
+    }
+
+    /// Ends the session (as at end of input) once nothing was received for
+    /// `timeout` while no request is in progress.
+    pub fn with_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Tracks request ids; a request reusing an id in flight is refused
+    /// (`false`).
+    fn admit(&self, message: &RxJsonRpcMessage<RoleServer>) -> bool {
+        match message {
+            JsonRpcMessage::Request(request) => {
+                if self.in_flight().insert(request.id.clone()) {
+                    return true;
+                }
+                self.reply_error(
+                    id_value(&request.id),
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "Invalid Request: a request with id {} is still in progress; give each request in flight its own id",
+                        id_value(&request.id)
+                    ),
+                );
+                false
+            }
+            JsonRpcMessage::Notification(notification) => {
+                // A cancelled request may never get a response.
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.in_flight().remove(id);
+                }
+                true
+            }
+            _ => true,
+        }
+    }
+
+    fn reply_too_long(&self) {
+        self.reply_error(
+            Value::Null,
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "Invalid Request: message exceeds the {} byte limit and was discarded",
+                self.max_message_bytes
+            ),
+        );
+    }
+
+    /// Waits (at most [`CLOSE_WAIT`]) until every queued error reply is
+    /// written. Called at the end of input as well as in `close`: rmcp
+    /// drops a transport without closing it when input ends before the
+    /// session starts.
+    async fn finish_replies(&mut self) {
+        let _ = tokio::time::timeout(CLOSE_WAIT, async {
+            self.queue_replies().await;
+            if let Some((sender, task)) = self.replies.take() {
+                drop(sender);
+                let _ = task.await;
+            }
+        })
+        .await;
+    }
+
+    /// Queues an error response (see `replies`).
     fn reply_error(&self, id: Value, code: ErrorCode, message: String) {
         let code = code.0;
-        if let Some(suppressed) = REJECTION_LOG.admit() {
-            if suppressed > 0 {
-                tracing::warn!(
-                    suppressed,
-                    "more incoming messages were rejected without a log line"
-                );
-            }
-            tracing::warn!(code, %message, "rejected an incoming message");
+        // A client can send malformed lines as fast as it likes.
+        static REJECTED: RateLimit = RateLimit::new(10);
+        if let Some(suppressed) = REJECTED.allow() {
+            tracing::warn!(code, %message, suppressed, "rejected an incoming message");
         }
         let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
-        let writer = self.writer.clone();
-        tokio::spawn(async move {
-            if let Err(error) = write_line(&writer, &body).await {
-                tracing::debug!(%error, "could not send an error response");
-            }
-        });
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(body);
     }
 
     /// A decoded line becomes a message, or an error reply and `None`.
@@ -88,38 +229,108 @@ where
         if line.is_empty() {
             return None;
         }
-        let error = match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(line) {
+        let value = match serde_json::from_str::<Value>(line) {
+            Ok(value) => value,
+            Err(error) if error.to_string().contains("recursion limit exceeded") => {
+                self.reply_error(
+                    Value::Null,
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "Invalid Request: the message nests arrays and objects more than {MAX_NESTING} levels deep, more than this server reads"
+                    ),
+                );
+                return None;
+            }
+            Err(error) => {
+                self.reply_error(
+                    Value::Null,
+                    ErrorCode::PARSE_ERROR,
+                    format!("Parse error: the line is not valid JSON ({error})"),
+                );
+                return None;
+            }
+        };
+        let method = value
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let id = value.get("id").cloned();
+        // Requests and notifications (messages with a method); a response
+        // from the client may carry `id: null`.
+        if let Some(method) = &method {
+            match &id {
+                None => {}
+                Some(id) if !is_valid_id(id) => {
+                    self.reply_error(
+                        Value::Null,
+                        ErrorCode::INVALID_REQUEST,
+                        format!(
+                            "Invalid Request: the id must be a string or an integer, not {}",
+                            describe(id)
+                        ),
+                    );
+                    return None;
+                }
+                Some(id) if method.starts_with("notifications/") => {
+                    self.reply_error(
+                        id.clone(),
+                        ErrorCode::INVALID_REQUEST,
+                        format!(
+                            "Invalid Request: {method} is a notification and must be sent without an id"
+                        ),
+                    );
+                    return None;
+                }
+                Some(_) => {}
+            }
+        }
+        let is_version_2 = value.get("jsonrpc") == Some(&json!("2.0"));
+        let error = match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
             Ok(message) => return Some(message),
             Err(error) => error,
         };
-        match serde_json::from_str::<Value>(line) {
-            Err(_) => self.reply_error(
-                Value::Null,
-                ErrorCode::PARSE_ERROR,
-                format!("Parse error: the line is not valid JSON ({error})"),
+        let id = id.filter(is_valid_id).unwrap_or(Value::Null);
+        match method {
+            Some(method) if is_version_2 => self.reply_error(
+                id,
+                ErrorCode::INVALID_PARAMS,
+                format!("Invalid params for {method}: {error}"),
             ),
-            Ok(value) => {
-                let id = value.get("id").cloned().unwrap_or(Value::Null);
-                let method = value.get("method").and_then(Value::as_str);
-                match method {
-                    Some(method) if value.get("jsonrpc") == Some(&json!("2.0")) => self
-                        .reply_error(
-                            id,
-                            ErrorCode::INVALID_PARAMS,
-                            format!("Invalid params for {method}: {error}"),
-                        ),
-                    _ => self.reply_error(
-                        id,
-                        ErrorCode::INVALID_REQUEST,
-                        format!(
-                            "Invalid Request: expected a JSON-RPC 2.0 message object ({error})"
-                        ),
-                    ),
-                }
-            }
+            _ => self.reply_error(
+                id,
+                ErrorCode::INVALID_REQUEST,
+                format!("Invalid Request: expected a JSON-RPC 2.0 message object ({error})"),
+            ),
         }
         None
     }
+}
+
+/// MCP ids are strings or integers (here, integers that fit an i64).
+fn is_valid_id(id: &Value) -> bool {
+    match id {
+        Value::String(_) => true,
+        // rmcp holds ids as i64.
+        Value::Number(number) => number.is_i64(),
+        _ => false,
+    }
+}
+
+/// What kind of JSON a bad id is, for the error message.
+fn describe(id: &Value) -> &'static str {
+    match id {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(number) if number.is_u64() => "an integer out of range",
+        Value::Number(_) => "a number with a fraction or exponent, or out of range",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn id_value(id: &RequestId) -> Value {
+    serde_json::to_value(id).unwrap_or(Value::Null)
 }
 
 async fn write_line<W: AsyncWrite + Unpin>(
@@ -144,6 +355,14 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let answered = match &item {
+            JsonRpcMessage::Response(response) => Some(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            self.in_flight().remove(id);
+        }
         let writer = self.writer.clone();
         async move { write_line(&writer, &item).await }
     }
@@ -151,27 +370,28 @@ where
     /// Cancel-safe: partial input stays in `self.buffer` for the next call.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            self.queue_replies().await;
             let decoded = if self.reached_eof {
                 self.codec.decode_eof(&mut self.buffer)
             } else {
                 self.codec.decode(&mut self.buffer)
             };
             match decoded {
+                Ok(Some(line)) if line.len() > self.max_message_bytes => {
+                    self.reply_too_long();
+                    continue;
+                }
                 Ok(Some(line)) => match self.parse(&line) {
-                    Some(message) => return Some(message),
-                    None => continue,
+                    Some(message) if self.admit(&message) => return Some(message),
+                    _ => continue,
                 },
-                Ok(None) if self.reached_eof => return None,
+                Ok(None) if self.reached_eof => {
+                    self.finish_replies().await;
+                    return None;
+                }
                 Ok(None) => {}
                 Err(LinesCodecError::MaxLineLengthExceeded) => {
-                    self.reply_error(
-                        Value::Null,
-                        ErrorCode::INVALID_REQUEST,
-                        format!(
-                            "Invalid Request: message exceeds the {} byte limit and was discarded",
-                            self.max_message_bytes
-                        ),
-                    );
+                    self.reply_too_long();
                     continue;
                 }
                 // The codec does no I/O itself: this is a line that is not UTF-8.
@@ -184,7 +404,23 @@ where
                     continue;
                 }
             }
-            match self.reader.read_buf(&mut self.buffer).await {
+            let read = self.reader.read_buf(&mut self.buffer);
+            let read = match self.idle_timeout {
+                None => read.await,
+                Some(limit) => match tokio::time::timeout(limit, read).await {
+                    Ok(read) => read,
+                    Err(_) if self.in_flight().is_empty() => {
+                        tracing::info!(
+                            seconds = limit.as_secs(),
+                            "closing a connection idle for too long"
+                        );
+                        return None;
+                    }
+                    // A request is still being worked on: keep waiting.
+                    Err(_) => continue,
+                },
+            };
+            match read {
                 Ok(0) => self.reached_eof = true,
                 Ok(_) => {}
                 Err(error) => {
@@ -196,6 +432,7 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        self.finish_replies().await;
         self.writer.lock().await.shutdown().await
     }
 }

@@ -2,7 +2,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -336,41 +335,69 @@ fn new_id() -> String {
 /// Fixed cost of a thread: the struct, its id and its map slot.
 const THREAD_OVERHEAD: usize = std::mem::size_of::<Entry>() + 64;
 
-/// Approximate bytes a turn holds: its strings, its data as compact JSON,
-/// and the struct itself. Only has to be proportionate, not exact.
+/// Approximate memory a turn holds: the struct, the capacity of its
+/// strings and lists, and its data as the tree of values it is in memory.
+///
+/// Counting the data's JSON text instead would let a small message take far
+/// more memory than it is charged for: `[""]` is 4 bytes of JSON but a whole
+/// `Value` (tens of bytes) in memory, so a million empty strings would be
+/// charged 3 MB while holding about 70 MB.
 fn turn_bytes(turn: &Turn) -> usize {
-    let files: usize = turn
-        .files
-        .iter()
-        .map(|file| file.len() + std::mem::size_of::<String>())
-        .sum();
-    std::mem::size_of::<Turn>()
-        + turn.mode.len()
-        + turn.content.len()
+    let files: usize = turn.files.iter().map(|file| file.capacity()).sum::<usize>()
+        + turn.files.capacity() * size_of::<String>();
+    size_of::<Turn>()
+        + turn.mode.capacity()
+        + turn.content.capacity()
         + files
-        + turn.model.as_ref().map_or(0, String::len)
-        + turn.data.as_ref().map_or(0, json_len)
+        + turn.model.as_ref().map_or(0, String::capacity)
+        + turn.data.as_ref().map_or(0, value_bytes)
 }
 
-fn json_len(value: &serde_json::Value) -> usize {
-    let mut counter = ByteCounter(0);
-    // Writing a Value cannot fail, and the counter never errors.
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
-}
+/// What an object entry costs besides its key's text and its value: the
+/// key's `String`, the stored hash and the index slot of the map.
+const MAP_ENTRY_OVERHEAD: usize = size_of::<String>() + 2 * size_of::<usize>();
 
-/// Counts bytes written, storing none.
-struct ByteCounter(usize);
+/// Approximate bytes a JSON value takes in memory: a `Value` per node, the
+/// spare capacity of arrays, string bytes, and each object entry's key and
+/// slot. Walks with an explicit stack (of containers only), so neither deep
+/// nor wide values can overflow anything.
+fn value_bytes(value: &serde_json::Value) -> usize {
+    use serde_json::Value;
 
-impl io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
+    fn own(value: &Value) -> usize {
+        match value {
+            Value::String(text) => text.capacity(),
+            Value::Array(items) => (items.capacity() - items.len()) * size_of::<Value>(),
+            Value::Object(map) => map
+                .keys()
+                .map(|key| key.capacity() + MAP_ENTRY_OVERHEAD)
+                .sum(),
+            _ => 0,
+        }
+    }
+    fn is_container(value: &Value) -> bool {
+        matches!(value, Value::Array(_) | Value::Object(_))
     }
 
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+    let mut total = size_of::<Value>() + own(value);
+    let mut stack: Vec<&Value> = Vec::new();
+    if is_container(value) {
+        stack.push(value);
     }
+    while let Some(container) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match container {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => Box::new(std::iter::empty()),
+        };
+        for child in children {
+            total += size_of::<Value>() + own(child);
+            if is_container(child) {
+                stack.push(child);
+            }
+        }
+    }
+    total
 }
 
 #[cfg(test)]
@@ -386,7 +413,32 @@ mod tests {
                 .with_data(serde_json::json!({"findings": "x".repeat(500)})),
         );
         assert!(big >= small + 2000 - 2 + 500);
-        assert_eq!(json_len(&serde_json::json!({"a": 1})), 7);
+    }
+
+    #[test]
+    fn every_value_node_is_counted() {
+        use serde_json::{Value, json};
+        let node = size_of::<Value>();
+        assert_eq!(value_bytes(&json!(null)), node);
+        assert_eq!(value_bytes(&json!("abc")), node + 3);
+        // The array, then three nodes (parsed, so no spare capacity here).
+        let parsed: Value = serde_json::from_str(r#"["", "", ""]"#).unwrap();
+        let Value::Array(items) = &parsed else {
+            unreachable!()
+        };
+        let spare = (items.capacity() - items.len()) * node;
+        assert_eq!(value_bytes(&parsed), 4 * node + spare);
+        // An object entry: key text, slot, and the value node.
+        assert_eq!(
+            value_bytes(&json!({"ab": 1})),
+            2 * node + 2 + MAP_ENTRY_OVERHEAD
+        );
+        // Nesting is walked too (with a stack of its own, not recursion).
+        let mut deep = json!(0);
+        for _ in 0..1_000 {
+            deep = json!([deep]);
+        }
+        assert!(value_bytes(&deep) >= 1_001 * node);
     }
 
     #[test]

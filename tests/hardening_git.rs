@@ -92,7 +92,7 @@ fn a_root_inside_a_larger_repository_shows_nothing_outside_it() {
         changes["error"]
             .as_str()
             .unwrap()
-            .contains("not in a git repository"),
+            .contains("not a git repository"),
         "{changes}"
     );
     assert!(!sent.contains("OUTSIDE-MARKER"), "outside change was sent");
@@ -111,6 +111,18 @@ fn a_path_inside_the_repository_limits_the_changes_to_it() {
     assert_eq!(changes["unstaged"], json!(["M\tsub/a.txt"]), "{changes}");
     assert!(sent.contains("SUB-MARKER"), "the requested change was sent");
     assert!(!sent.contains("OTHER-MARKER"), "only the requested path");
+}
+
+#[test]
+fn a_directory_outside_any_repository_is_not_a_git_repository() {
+    let (_tmp, base) = canonical_tempdir();
+    let plain = base.join("plain");
+    fs::create_dir_all(&plain).unwrap();
+    fs::write(plain.join("a.txt"), "text\n").unwrap();
+    let (changes, _) = precommit(&plain, &plain);
+    let error = changes["error"].as_str().unwrap_or_default();
+    assert!(error.contains("not a git repository"), "{changes}");
+    assert!(!error.contains("usage"), "{changes}");
 }
 
 #[test]

@@ -174,7 +174,7 @@ fn check_dot_git(files: &FileAccess, dir: &Path, root: &Path) -> Result<(), Stri
         };
     }
     Err(format!(
-        "{} is not in a git repository (no .git between it and the allowed root {}); precommit needs one",
+        "{} is not a git repository, and neither is any directory above it up to the allowed root {}; precommit needs one",
         dir.display(),
         root.display()
     ))

@@ -202,3 +202,48 @@ fn swapping_a_directory_for_a_symlink_never_leaks_outside_content() {
     // The race did not simply refuse everything.
     assert!(inside_reads > 0);
 }
+
+/// The checked file itself is replaced by a symlink to the outside (an
+/// atomic rename) while it is read: the open must not follow it.
+#[test]
+fn swapping_the_file_for_a_symlink_never_leaks_outside_content() {
+    let fixture = Fixture::new();
+    let target = fixture.root.join("notes.txt");
+    let parked = fixture.root.join("notes.real");
+    let link = fixture.root.join("notes.link");
+    fs::write(&target, "inside\n").unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let (target, parked, link) = (target.clone(), parked.clone(), link.clone());
+        let secret = fixture.outside.join("secret.txt");
+        thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::os::unix::fs::symlink(&secret, &link);
+                let _ = fs::hard_link(&target, &parked);
+                // notes.txt becomes the symlink, then the file again.
+                let _ = fs::rename(&link, &target);
+                let _ = fs::rename(&parked, &target);
+            }
+        })
+    };
+
+    let files = fixture.access();
+    let shown = target.display().to_string();
+    let mut inside_reads = 0;
+    for _ in 0..20_000 {
+        if let Ok(bytes) = files.read_regular_capped(&target, 1024) {
+            assert_eq!(bytes, b"inside\n", "outside content was read");
+            inside_reads += 1;
+        }
+        let embedded = files.embed(std::slice::from_ref(&shown), 10_000);
+        assert!(
+            !embedded.text.contains("top secret"),
+            "outside content was embedded"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(inside_reads > 0);
+}

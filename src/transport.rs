@@ -22,16 +22,16 @@
 //! ten a second (see [`RateLimit`]).
 
 use std::{
-    collections::{HashSet, VecDeque},
+    collections::{HashMap, VecDeque, hash_map::Entry},
     future::Future,
     sync::{Arc, PoisonError},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use bytes::BytesMut;
 use rmcp::{
     RoleServer,
-    model::{ClientNotification, ErrorCode, JsonRpcMessage, RequestId},
+    model::{ClientNotification, ClientRequest, ErrorCode, JsonRpcMessage, RequestId},
     service::{RxJsonRpcMessage, TxJsonRpcMessage},
     transport::Transport,
 };
@@ -60,7 +60,7 @@ pub struct LineTransport<R, W> {
     writer: Arc<Mutex<W>>,
     reached_eof: bool,
     /// Ids of requests received and not yet answered.
-    in_flight: Arc<std::sync::Mutex<HashSet<RequestId>>>,
+    in_flight: Arc<std::sync::Mutex<HashMap<RequestId, Flight>>>,
     /// Close the session after this long without input while no request
     /// is in progress (TCP); `None` waits forever (stdio).
     idle_timeout: Option<Duration>,
@@ -71,6 +71,29 @@ pub struct LineTransport<R, W> {
     /// on the wire and `close` can wait for every reply to go out.
     replies: Option<(mpsc::Sender<Value>, JoinHandle<()>)>,
 }
+
+/// A request between its arrival and its response.
+#[derive(Debug, Clone, Copy)]
+struct Flight {
+    /// Whether it is work in progress: a `subscriptions/listen` stream is
+    /// not (it stays open as long as the client likes), nor is a cancelled
+    /// request.
+    working: bool,
+    /// When the client cancelled it. rmcp usually sends no response then,
+    /// but one may still be on its way, so the id stays reserved for
+    /// [`CANCEL_GRACE`] (or until that response goes out).
+    cancelled: Option<Instant>,
+}
+
+impl Flight {
+    fn expired(&self, now: Instant) -> bool {
+        self.cancelled
+            .is_some_and(|at| now.duration_since(at) >= CANCEL_GRACE)
+    }
+}
+
+/// How long the id of a cancelled request stays reserved.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// Error replies queued before `receive` waits for the writer (so a flood
 /// of bad lines is read no faster than its replies are written).
@@ -144,7 +167,7 @@ where
         self
     }
 
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Flight>> {
         self.in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -155,26 +178,54 @@ where
     fn admit(&self, message: &RxJsonRpcMessage<RoleServer>) -> bool {
         match message {
             JsonRpcMessage::Request(request) => {
-                if self.in_flight().insert(request.id.clone()) {
+                let working = !matches!(
+                    request.request,
+                    ClientRequest::SubscriptionsListenRequest(_)
+                );
+                let now = Instant::now();
+                let admitted = match self.in_flight().entry(request.id.clone()) {
+                    Entry::Vacant(slot) => {
+                        slot.insert(Flight {
+                            working,
+                            cancelled: None,
+                        });
+                        true
+                    }
+                    Entry::Occupied(mut slot) if slot.get().expired(now) => {
+                        slot.insert(Flight {
+                            working,
+                            cancelled: None,
+                        });
+                        true
+                    }
+                    Entry::Occupied(_) => false,
+                };
+                if admitted {
                     return true;
                 }
                 self.reply_error(
                     id_value(&request.id),
                     ErrorCode::INVALID_REQUEST,
                     format!(
-                        "Invalid Request: a request with id {} is still in progress; give each request in flight its own id",
+                        "Invalid Request: a request with id {} is still in progress (or was cancelled only a moment ago); give each request its own id",
                         id_value(&request.id)
                     ),
                 );
                 false
             }
             JsonRpcMessage::Notification(notification) => {
-                // A cancelled request may never get a response.
                 if let ClientNotification::CancelledNotification(cancelled) =
                     &notification.notification
                     && let Some(id) = &cancelled.params.request_id
                 {
-                    self.in_flight().remove(id);
+                    let now = Instant::now();
+                    let mut in_flight = self.in_flight();
+                    // Cancelled requests whose response never came.
+                    in_flight.retain(|_, flight| !flight.expired(now));
+                    if let Some(flight) = in_flight.get_mut(id) {
+                        flight.working = false;
+                        flight.cancelled = Some(now);
+                    }
                 }
                 true
             }
@@ -409,7 +460,7 @@ where
                 None => read.await,
                 Some(limit) => match tokio::time::timeout(limit, read).await {
                     Ok(read) => read,
-                    Err(_) if self.in_flight().is_empty() => {
+                    Err(_) if !self.in_flight().values().any(|flight| flight.working) => {
                         tracing::info!(
                             seconds = limit.as_secs(),
                             "closing a connection idle for too long"
@@ -433,6 +484,70 @@ where
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.finish_replies().await;
-        self.writer.lock().await.shutdown().await
+        // A peer that reads nothing must not hold the session open.
+        let shutdown = async { self.writer.lock().await.shutdown().await };
+        tokio::time::timeout(CLOSE_WAIT, shutdown)
+            .await
+            .unwrap_or(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{NumberOrString, ServerResult};
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    use super::*;
+
+    fn ping(id: u64) -> String {
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n")
+    }
+
+    fn request_id(message: Option<RxJsonRpcMessage<RoleServer>>) -> RequestId {
+        match message {
+            Some(JsonRpcMessage::Request(request)) => request.id,
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_id_is_refused_while_in_flight_and_free_once_answered() {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(server);
+        let mut transport = LineTransport::new(read, write, 4096);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut replies = BufReader::new(client_read).lines();
+
+        client_write
+            .write_all(format!("{}{}{}", ping(1), ping(1), ping(2)).as_bytes())
+            .await
+            .unwrap();
+        assert_eq!(
+            request_id(transport.receive().await),
+            NumberOrString::Number(1)
+        );
+        // The duplicate is answered by the transport and skipped.
+        assert_eq!(
+            request_id(transport.receive().await),
+            NumberOrString::Number(2)
+        );
+        let refusal: Value =
+            serde_json::from_str(&replies.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(refusal["id"], 1);
+        assert_eq!(refusal["error"]["code"], ErrorCode::INVALID_REQUEST.0);
+
+        // Answered, id 1 may be used again.
+        transport
+            .send(JsonRpcMessage::response(
+                ServerResult::empty(()),
+                NumberOrString::Number(1),
+            ))
+            .await
+            .unwrap();
+        client_write.write_all(ping(1).as_bytes()).await.unwrap();
+        assert_eq!(
+            request_id(transport.receive().await),
+            NumberOrString::Number(1)
+        );
     }
 }

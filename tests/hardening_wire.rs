@@ -395,6 +395,11 @@ fn a_second_request_with_an_id_in_flight_is_refused() {
     // The duplicate never ran.
     thread::sleep(Duration::from_millis(300));
     assert_eq!(fake.fake.requests().len(), 1);
+
+    // Other ids are served meanwhile.
+    client.send_raw(&ping(json!(10)));
+    let reply = client.reply_to(&json!(10));
+    assert_eq!(reply["result"], json!({}), "{reply}");
 }
 
 // ---- TCP limits (item 9) ----
@@ -493,4 +498,49 @@ fn an_ipv4_mapped_loopback_address_counts_as_loopback() {
     let mut client = Client::connect(&server.address);
     client.initialize();
     assert_eq!(client.tool_names().len(), 2);
+}
+
+#[test]
+fn a_connection_with_a_request_in_progress_is_not_idle() {
+    let fake = BackgroundFake::start(vec![Reply::Stall]);
+    let mut child = zenmode(&[
+        "serve",
+        "--transport",
+        "tcp",
+        "--listen",
+        "127.0.0.1:0",
+        "--idle-timeout-secs",
+        "1",
+    ])
+    .env("OPENAI_API_KEY", "sk-hardening-secret")
+    .env("OPENAI_BASE_URL", format!("{}/v1", fake.fake.base))
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut announcement = String::new();
+    stderr.read_line(&mut announcement).unwrap();
+    let address = announcement
+        .trim()
+        .strip_prefix("zenmode: listening on ")
+        .expect("the address")
+        .to_owned();
+    thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let mut client = Client::connect(&address);
+    client.initialize();
+    let cwd = std::env::current_dir().unwrap().display().to_string();
+    client.send(
+        &json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": {
+        "name": "zen_execute",
+        "arguments": {"mode": "chat", "request": {"prompt": "hello", "model": "gpt-5",
+            "working_directory_absolute_path": cwd}}}}),
+    );
+    // Well past the idle timeout, with nothing sent, while the call waits.
+    thread::sleep(Duration::from_millis(2_500));
+    assert_eq!(fake.fake.requests().len(), 1);
+    assert_eq!(client.tool_names().len(), 2, "the connection is still open");
+    child.kill().ok();
+    child.wait().ok();
 }

@@ -159,7 +159,7 @@ impl Provider for Gemini {
             message: self.key.redact(&message),
         })?;
         Ok(ModelResponse {
-            text,
+            text: http::finish_answer(Some(&self.key), text),
             model: request.model.clone(),
             provider: KIND.name().to_owned(),
             usage,

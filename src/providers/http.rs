@@ -16,8 +16,9 @@ use super::ProviderError;
 /// directly with short values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpConfig {
-    /// The longest one attempt may take, from sending to the last byte of
-    /// the answer. Models think for a while, so the default is generous.
+    /// The longest one model call may take, retries and the waits between
+    /// them included (each attempt gets what is left). Models think for a
+    /// while, so the default is generous.
     pub timeout: Duration,
     /// The longest connecting may take (capped at `timeout`). Kept short so
     /// a dead endpoint fails fast and the retry gets its chance.
@@ -34,6 +35,19 @@ pub struct HttpConfig {
 
 /// Default for `ZEN_MODEL_TIMEOUT_SECS`.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+
+/// The longest answer text kept from a model; the rest is cut, and the
+/// answer says so.
+pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
+/// The largest response body read from a provider. Bigger than
+/// [`MAX_ANSWER_BYTES`] to leave room for JSON escaping and metadata.
+const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// Keys shorter than this are not redacted: replacing a short string
+/// wherever it appears would mangle ordinary text, and real API keys are
+/// far longer.
+const MIN_REDACTED_KEY_CHARS: usize = 8;
 
 impl Default for HttpConfig {
     fn default() -> Self {
@@ -91,14 +105,56 @@ impl Secret {
         &self.0
     }
 
-    /// `text` with every occurrence of the key replaced.
+    /// `text` with the key replaced wherever it stands as a whole token
+    /// (not inside a longer run of letters, digits, `-` or `_`), so that a
+    /// key that happens to be a common word fragment does not mangle text.
+    /// Keys shorter than 8 characters are left alone for the same reason.
     pub(crate) fn redact(&self, text: &str) -> String {
-        if self.0.is_empty() {
-            text.to_owned()
-        } else {
-            text.replace(&self.0, "[redacted]")
+        let key = self.0.as_str();
+        if key.chars().count() < MIN_REDACTED_KEY_CHARS || !text.contains(key) {
+            return text.to_owned();
         }
+        let is_token_char = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        for (start, _) in text.match_indices(key) {
+            if start < copied {
+                continue; // overlaps a replaced occurrence
+            }
+            let end = start + key.len();
+            let before = text[..start].chars().next_back();
+            let after = text[end..].chars().next();
+            if before.is_some_and(is_token_char) || after.is_some_and(is_token_char) {
+                continue;
+            }
+            out.push_str(&text[copied..start]);
+            out.push_str("[redacted]");
+            copied = end;
+        }
+        out.push_str(&text[copied..]);
+        out
     }
+}
+
+/// A model's answer as it may leave the provider: the key redacted and the
+/// text cut at [`MAX_ANSWER_BYTES`] (on a character boundary), with a note
+/// saying so.
+pub(crate) fn finish_answer(key: Option<&Secret>, text: String) -> String {
+    let mut text = match key {
+        Some(key) => key.redact(&text),
+        None => text,
+    };
+    if text.len() > MAX_ANSWER_BYTES {
+        let mut cut = MAX_ANSWER_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str(&format!(
+            "\n\n[zenmode: the model's answer was longer than {MAX_ANSWER_BYTES} bytes and was cut here]"
+        ));
+    }
+    text
 }
 
 impl fmt::Debug for Secret {
@@ -205,6 +261,27 @@ pub(crate) async fn post_json(
         provider: post.provider.to_owned(),
         message,
     })?;
+    // One deadline for the whole call: retries and backoff included.
+    let deadline = tokio::time::Instant::now() + config.timeout;
+    let timed_out = || ProviderError::Timeout {
+        provider: post.provider.to_owned(),
+        after: config.timeout,
+    };
+    let call = attempts(client, config, post, cancel, deadline);
+    match tokio::time::timeout_at(deadline, call).await {
+        Ok(result) => result,
+        Err(_) => Err(timed_out()),
+    }
+}
+
+/// The attempts of [`post_json`], within `deadline`.
+async fn attempts(
+    client: &reqwest::Client,
+    config: &HttpConfig,
+    post: &JsonPost<'_>,
+    cancel: &CancellationToken,
+    deadline: tokio::time::Instant,
+) -> Result<Value, ProviderError> {
     let attempts = config.max_attempts.max(1);
     let mut attempt = 1;
     loop {
@@ -224,6 +301,17 @@ pub(crate) async fn post_json(
                     });
                 }
                 let wait = retry_after.unwrap_or_else(|| config.backoff(attempt));
+                if tokio::time::Instant::now() + wait >= deadline {
+                    // No time left for another attempt: this failure is the answer.
+                    return Err(match error {
+                        ProviderError::RateLimited { provider, .. } => ProviderError::RateLimited {
+                            provider,
+                            attempts: attempt,
+                            retry_after,
+                        },
+                        other => other,
+                    });
+                }
                 tracing::warn!(
                     provider = post.provider,
                     model = post.model,
@@ -283,10 +371,25 @@ async fn send_once(client: &reqwest::Client, config: &HttpConfig, post: &JsonPos
     };
     let status = response.status();
     let retry_after = retry_after(response.headers());
-    let body = match response.bytes().await {
-        Ok(body) => body,
-        Err(error) => return transport(error),
-    };
+    let mut response = response;
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Attempt::Fail(ProviderError::BadResponse {
+                        provider: post.provider.to_owned(),
+                        message: format!(
+                            "the response is larger than {MAX_BODY_BYTES} bytes, the most zenmode reads"
+                        ),
+                    });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => break,
+            Err(error) => return transport(error),
+        }
+    }
     if status.is_success() {
         return match serde_json::from_slice(&body) {
             Ok(value) => Attempt::Done(value),
@@ -536,6 +639,49 @@ mod tests {
         assert_eq!(key.redact("bad key sk-live-123!"), "bad key [redacted]!");
         assert!(!format!("{key:?}").contains("sk-live"));
         assert_eq!(Secret::new(String::new()).redact("text"), "text");
+    }
+
+    #[test]
+    fn redaction_replaces_whole_tokens_of_long_keys_only() {
+        let key = Secret::new("sk-live-123".into());
+        assert_eq!(
+            key.redact("sk-live-123 and \"sk-live-123\" twice"),
+            "[redacted] and \"[redacted]\" twice"
+        );
+        // Inside a longer token it is not the key.
+        assert_eq!(
+            key.redact("xsk-live-123 sk-live-1234"),
+            "xsk-live-123 sk-live-1234"
+        );
+        // A short key would mangle ordinary words.
+        assert_eq!(Secret::new("ab".into()).redact("ab about"), "ab about");
+        assert_eq!(Secret::new("abcdefg".into()).redact("abcdefg"), "abcdefg");
+        assert_eq!(
+            Secret::new("abcdefgh".into()).redact("abcdefgh"),
+            "[redacted]"
+        );
+    }
+
+    #[test]
+    fn answers_are_redacted_and_capped_with_a_note() {
+        let key = Secret::new("sk-live-123".into());
+        assert_eq!(
+            finish_answer(Some(&key), "the key is sk-live-123.".into()),
+            "the key is [redacted]."
+        );
+        // A two-byte character straddles the cap: the cut stays on a boundary.
+        let long = format!("{}é{}", "a".repeat(MAX_ANSWER_BYTES - 1), "b".repeat(10));
+        let cut = finish_answer(None, long);
+        let (kept, note) = cut.split_once("\n\n[zenmode:").expect("a note");
+        assert_eq!(kept, "a".repeat(MAX_ANSWER_BYTES - 1));
+        assert!(note.contains("longer than 1048576 bytes"), "{note}");
+        assert!(
+            cut.ends_with("and was cut here]"),
+            "{}",
+            &cut[cut.len() - 80..]
+        );
+        let short = finish_answer(None, "fine".into());
+        assert_eq!(short, "fine");
     }
 
     #[test]

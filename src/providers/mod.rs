@@ -31,7 +31,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 pub use error::ProviderError;
-pub use http::{DEFAULT_TIMEOUT_SECS, HttpConfig};
+pub use http::{DEFAULT_TIMEOUT_SECS, HttpConfig, MAX_ANSWER_BYTES};
 
 use http::Secret;
 use registry::{Need, OwnedSpec, ProviderKind};

@@ -192,7 +192,7 @@ impl Provider for OpenAiCompatible {
             },
         })?;
         Ok(ModelResponse {
-            text,
+            text: http::finish_answer(self.key.as_ref(), text),
             model: request.model.clone(),
             provider: self.kind.name().to_owned(),
             usage,

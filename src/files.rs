@@ -121,6 +121,77 @@ impl fmt::Display for SkipReason {
     }
 }
 
+/// How many left-out files a summary names one by one.
+pub const LEFT_OUT_SAMPLE: usize = 20;
+
+impl Embedded {
+    /// The files left out, summarised: how many, how many for each reason,
+    /// and the first [`LEFT_OUT_SAMPLE`] by name. A directory of 100,000
+    /// files must not turn into a 100,000-line reply or prompt.
+    pub fn left_out_summary(&self) -> Option<LeftOut> {
+        if self.skipped.is_empty() {
+            return None;
+        }
+        let mut by_reason: Vec<(String, usize)> = Vec::new();
+        for skipped in &self.skipped {
+            // Unreadable files are counted together, whatever the message.
+            let reason = match &skipped.reason {
+                SkipReason::Unreadable(_) => "unreadable".to_owned(),
+                other => other.to_string(),
+            };
+            match by_reason.iter_mut().find(|(known, _)| *known == reason) {
+                Some((_, count)) => *count += 1,
+                None => by_reason.push((reason, 1)),
+            }
+        }
+        Some(LeftOut {
+            count: self.skipped.len(),
+            by_reason,
+            sample: self
+                .skipped
+                .iter()
+                .take(LEFT_OUT_SAMPLE)
+                .map(ToString::to_string)
+                .collect(),
+        })
+    }
+}
+
+/// A summary of the files an embedding left out.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LeftOut {
+    pub count: usize,
+    /// Each reason with how many files it left out, in order of first use.
+    pub by_reason: Vec<(String, usize)>,
+    /// The first few, each saying why.
+    pub sample: Vec<String>,
+}
+
+impl LeftOut {
+    /// The summary as prompt text.
+    pub fn to_markdown(&self) -> String {
+        let mut text = self
+            .sample
+            .iter()
+            .map(|line| format!("- {line}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if self.count > self.sample.len() {
+            let reasons: Vec<String> = self
+                .by_reason
+                .iter()
+                .map(|(reason, count)| format!("{count} {reason}"))
+                .collect();
+            text.push_str(&format!(
+                "\n- ... {} files in all ({})",
+                self.count,
+                reasons.join(", ")
+            ));
+        }
+        text
+    }
+}
+
 /// A file that was requested (or found in a requested directory) but not
 /// embedded.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -440,3 +440,37 @@ fn a_symlink_swapped_in_after_the_check_never_leaks() {
     swapper.join().unwrap();
     assert_eq!(leaked, 0, "outside content came through {leaked} times");
 }
+
+/// A directory of many files that cannot be embedded is summarised: counts
+/// by reason and a short sample, not one line per file.
+#[test]
+fn many_left_out_files_are_summarised() {
+    let fixture = Fixture::new();
+    for index in 0..300 {
+        fs::write(
+            fixture.root.join(format!("blob{index:03}.bin")),
+            b"\0binary",
+        )
+        .unwrap();
+    }
+    fixture.write("small.txt", "fits\n");
+    let embedded = fixture
+        .access()
+        .embed(&[fixture.root.display().to_string()], 10_000);
+    assert_eq!(embedded.skipped.len(), 300);
+    let summary = embedded.left_out_summary().unwrap();
+    assert_eq!(summary.count, 300);
+    assert_eq!(summary.sample.len(), zenmode::files::LEFT_OUT_SAMPLE);
+    assert_eq!(summary.by_reason, [("binary file".to_owned(), 300)]);
+    let text = summary.to_markdown();
+    assert!(
+        text.contains("300 files in all (300 binary file)"),
+        "{text}"
+    );
+    assert!(text.lines().count() <= zenmode::files::LEFT_OUT_SAMPLE + 1);
+    let nothing_left_out = fixture.access().embed(
+        &[fixture.root.join("small.txt").display().to_string()],
+        10_000,
+    );
+    assert!(nothing_left_out.left_out_summary().is_none());
+}

@@ -116,14 +116,8 @@ impl Executor for Chat {
             "provider": response.provider,
             "files_embedded": embedded.files.iter().map(|f| f.path.display().to_string()).collect::<Vec<_>>(),
         });
-        if !embedded.skipped.is_empty() {
-            reply["files_left_out"] = json!(
-                embedded
-                    .skipped
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-            );
+        if let Some(left_out) = embedded.left_out_summary() {
+            reply["files_left_out"] = json!(left_out);
         }
         if images_ignored {
             reply["images_ignored"] = json!(format!(

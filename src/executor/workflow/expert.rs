@@ -53,6 +53,16 @@ pub struct ExpertOptions {
     pub thinking_mode: Option<String>,
 }
 
+/// `text`, or its start and a note when it is over `max_tokens` (by the
+/// same estimate the budgets use).
+fn cut_to_tokens(text: &str, max_tokens: usize) -> String {
+    if crate::files::estimate_tokens(text) <= max_tokens {
+        return text.to_owned();
+    }
+    let keep: String = text.chars().take(max_tokens.saturating_mul(4)).collect();
+    format!("{keep}\n\n(cut here: the rest is over this prompt's budget)")
+}
+
 fn skipped(reason: impl Into<String>) -> Value {
     json!({"status": "skipped", "reason": reason.into()})
 }
@@ -112,9 +122,13 @@ pub async fn consult(
             prompt.push_str(&format!("## Earlier conversation\n{}\n\n", history.text));
         }
     }
+    // The agent's own record can be as long as it likes; the prompt cannot.
     prompt.push_str(&format!(
         "## Investigation\n{}\n",
-        consolidated.to_markdown()
+        cut_to_tokens(
+            &consolidated.to_markdown(),
+            budget.history.max(budget.files / 2)
+        )
     ));
     if spec.gather == Some(Gather::GitChanges) {
         match git::diff(context, request, budget.diff).await {
@@ -128,11 +142,11 @@ pub async fn consult(
     if !embedded.text.is_empty() {
         prompt.push_str(&format!("\n## Relevant files\n{}\n", embedded.text));
     }
-    let skipped_files: Vec<String> = embedded.skipped.iter().map(ToString::to_string).collect();
-    if !skipped_files.is_empty() {
+    let left_out = embedded.left_out_summary();
+    if let Some(left_out) = &left_out {
         prompt.push_str(&format!(
-            "\n## Files left out\n- {}\n",
-            skipped_files.join("\n- ")
+            "\n## Files left out\n{}\n",
+            left_out.to_markdown()
         ));
     }
 
@@ -186,8 +200,22 @@ pub async fn consult(
                 "provider": response.provider,
                 "content": response.text,
                 "files_embedded": files_embedded,
-                "files_left_out": skipped_files,
+                "files_left_out": left_out,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_investigations_are_cut_to_the_budget() {
+        assert_eq!(cut_to_tokens("short", 10), "short");
+        let long = "word ".repeat(10_000);
+        let cut = cut_to_tokens(&long, 100);
+        assert!(cut.len() < 600, "{}", cut.len());
+        assert!(cut.ends_with("over this prompt's budget)"));
     }
 }

@@ -77,6 +77,8 @@ pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<Toke
         .build()
         .map_err(anyhow::Error::from)?;
     let tasks = sample_tasks(engine.catalog());
+    // Where each tool sits among the groups: the same for every sample task.
+    let grouping = groups::Groups::new(engine.catalog(), &[], false).map_err(anyhow::Error::msg)?;
     let mut strategies = Vec::new();
     for kind in StrategyKind::ALL {
         let strategy = kind
@@ -92,6 +94,7 @@ pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<Toke
                 kind,
                 strategy.as_ref(),
                 &engine,
+                &grouping,
                 task,
                 list_tokens,
                 tokenizers,
@@ -168,20 +171,15 @@ async fn task_cost(
     kind: StrategyKind,
     strategy: &dyn Strategy,
     engine: &Engine,
+    grouping: &groups::Groups,
     task: &Task,
     list_tokens: usize,
     tokenizers: &Tokenizers,
 ) -> anyhow::Result<(usize, usize)> {
-    let mode = engine.catalog().get(&task.tool);
-    // The category `categories` files the tool under.
-    let category = mode
-        .map(|mode| {
-            let manifest = mode.manifest();
-            manifest
-                .server
-                .clone()
-                .unwrap_or_else(|| manifest.category.as_str().to_owned())
-        })
+    let category = engine
+        .catalog()
+        .get(&task.tool)
+        .map(|mode| categories::category_of(mode).0)
         .unwrap_or_default();
 
     let calls: Vec<(String, Value)> = match kind {
@@ -208,8 +206,7 @@ async fn task_cost(
                 json!({"toolName": task.tool}),
             ),
         ],
-        StrategyKind::Groups => groups::Groups::new(engine.catalog(), &[], false)
-            .map_err(anyhow::Error::msg)?
+        StrategyKind::Groups => grouping
             .activation_path(&task.tool)
             .into_iter()
             .map(|group| (format!("{}{group}", groups::ACTIVATE_PREFIX), json!({})))

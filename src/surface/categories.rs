@@ -37,7 +37,7 @@ pub struct Categories {
 
 /// A mode's category for browsing: its own category, or for an imported
 /// tool the server it comes from, with a description of it.
-fn category_of(mode: &Mode) -> (String, String) {
+pub fn category_of(mode: &Mode) -> (String, String) {
     let manifest = mode.manifest();
     match &manifest.server {
         Some(server) => (server.clone(), format!("Tools of the {server} server")),

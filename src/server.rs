@@ -18,7 +18,7 @@ use rmcp::{
     model::{
         CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest,
         CustomResult, ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
-        ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
+        ProgressNotificationParam, ProgressToken, ProtocolVersion, ResultType, ServerCapabilities,
         ServerConfig, SubscriptionFilter, Tool,
     },
     service::{Peer, RequestContext},
@@ -162,7 +162,11 @@ impl ProgressSink for PeerProgress {
 pub fn to_call_result(outcome: Outcome) -> CallToolResult {
     if outcome.passthrough {
         match serde_json::from_value::<CallToolResult>(outcome.body) {
-            Ok(result) => return result,
+            // A 2025-era upstream sends no resultType; ours always has one.
+            Ok(mut result) => {
+                result.result_type.get_or_insert(ResultType::COMPLETE);
+                return result;
+            }
             Err(error) => {
                 return CallToolResult::structured_error(serde_json::json!({
                     "error": "upstream_error",

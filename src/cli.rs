@@ -97,7 +97,10 @@ impl CatalogArgs {
     }
 
     /// The catalog with every upstream's modes, and the gateway that runs them.
-    pub fn open(&self, runtime: &tokio::runtime::Runtime) -> anyhow::Result<(Catalog, Arc<Gateway>)> {
+    pub fn open(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+    ) -> anyhow::Result<(Catalog, Arc<Gateway>)> {
         let catalog = self.load()?;
         let Some(file) = self.upstreams_file() else {
             return Ok((catalog, Arc::default()));
@@ -113,12 +116,17 @@ impl CatalogArgs {
         let opened = runtime.block_on(Gateway::open(&servers, &GatewayDirs::from_env(), wait));
         for report in &opened.reports {
             if let gateway::CatalogSource::Unavailable(problem) = &report.source {
-                tracing::warn!(server = report.name, "no modes from this upstream: {problem}");
+                tracing::warn!(
+                    server = report.name,
+                    "no modes from this upstream: {problem}"
+                );
             }
         }
         let catalog = catalog.with_modes(opened.modes);
         if catalog.is_empty() {
-            bail!("no modes to serve: --no-builtin-modes leaves nothing, and no upstream offered a tool");
+            bail!(
+                "no modes to serve: --no-builtin-modes leaves nothing, and no upstream offered a tool"
+            );
         }
         Ok((catalog, Arc::new(opened.gateway)))
     }
@@ -348,7 +356,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(&cli.catalog, &cli.access, args),
         Command::Tokens { json, count_stdin } => print_tokens(&cli.catalog, json, count_stdin),
         Command::Modes { command } => modes(&cli.catalog, command),
-        Command::Upstream { command } => crate::gateway_cli::run(&cli.catalog, command),
+        Command::Upstream { command } => crate::gateway_cli::run(
+            cli.catalog.upstreams.clone(),
+            cli.catalog.upstream_wait_secs,
+            command,
+        ),
         Command::Select { task, top, json } => {
             let runtime = runtime(false)?;
             let engine = offline_engine(&cli.catalog, &runtime)?;
@@ -412,11 +424,31 @@ fn print_tokens(catalog: &CatalogArgs, json: bool, count_stdin: bool) -> anyhow:
     let runtime = runtime(false)?;
     let (catalog, gateway) = catalog.open(&runtime)?;
     runtime.block_on(gateway.shutdown());
+    let servers = tokens::per_server(&catalog, &tokenizers);
     let report = tokens::measure(catalog, &tokenizers)?;
     if json {
-        println!("{}", tokens::to_json(&report));
+        let mut value = tokens::to_json(&report);
+        if !servers.is_empty() {
+            value["upstreams"] = servers
+                .iter()
+                .map(|(server, tools, o200k)| serde_json::json!({"server": server, "tools": tools, "o200k": o200k}))
+                .collect();
+        }
+        println!("{value}");
     } else {
         print!("{}", tokens::to_table(&report));
+        if !servers.is_empty() {
+            println!("\nyour upstream servers, each listed directly (o200k):");
+            let mut total = 0;
+            for (server, tools, o200k) in &servers {
+                total += o200k;
+                println!("  {server:<20} {tools:>4} tools {o200k:>8}");
+            }
+            println!(
+                "  {:<20} {:>4}       {total:>8}  (zenmode's optimized list above stays the same)",
+                "all upstreams", ""
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -437,7 +469,10 @@ fn exit_for(is_error: bool) -> ExitCode {
     }
 }
 
-fn offline_engine(catalog: &CatalogArgs, runtime: &tokio::runtime::Runtime) -> anyhow::Result<Engine> {
+fn offline_engine(
+    catalog: &CatalogArgs,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<Engine> {
     let (catalog, gateway) = catalog.open(runtime)?;
     let services = Services {
         gateway,

@@ -13,14 +13,11 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use serde_json::{Map, Value, json};
 
-use crate::{
-    cli::CatalogArgs,
-    services::gateway::{
-        Pins, Verdict,
-        config::{self, UpstreamConfig},
-        store::{self, GatewayDirs},
-        upstream::Upstream,
-    },
+use crate::services::gateway::{
+    Pins, Verdict,
+    config::{self, UpstreamConfig},
+    store::{self, GatewayDirs},
+    upstream::Upstream,
 };
 
 #[derive(Debug, Subcommand)]
@@ -85,13 +82,20 @@ pub fn default_upstreams_file() -> PathBuf {
         .join("upstreams.json")
 }
 
-pub fn run(catalog: &CatalogArgs, command: UpstreamCommand) -> anyhow::Result<ExitCode> {
-    let file = catalog
-        .upstreams
-        .clone()
-        .unwrap_or_else(default_upstreams_file);
+/// Runs one `upstream` command on `file` (`--upstreams`, else the default
+/// file), waiting at most `wait_secs` for a server to list its tools.
+pub fn run(
+    file: Option<PathBuf>,
+    wait_secs: f64,
+    command: UpstreamCommand,
+) -> anyhow::Result<ExitCode> {
+    let file = file.unwrap_or_else(default_upstreams_file);
     let dirs = GatewayDirs::from_env();
-    let wait = Duration::from_secs_f64(catalog.upstream_wait_secs.clamp(0.1, 600.0));
+    let wait = Duration::from_secs_f64(if wait_secs.is_finite() {
+        wait_secs.clamp(0.1, 600.0)
+    } else {
+        20.0
+    });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -226,7 +230,9 @@ fn new_entry(
             entry.insert("args".into(), json!(args));
         }
         (Some(_), Some(_)) => bail!("give either --url or a command after --, not both"),
-        (None, None) => bail!("give the server's command after --, e.g. `zenmode upstream add fs -- npx -y @modelcontextprotocol/server-filesystem /tmp`, or --url"),
+        (None, None) => bail!(
+            "give the server's command after --, e.g. `zenmode upstream add fs -- npx -y @modelcontextprotocol/server-filesystem /tmp`, or --url"
+        ),
     }
     if !env.is_empty() {
         let mut map = Map::new();
@@ -245,12 +251,15 @@ fn new_entry(
 }
 
 fn read_document(file: &Path) -> anyhow::Result<Value> {
-    let text = std::fs::read_to_string(file)
-        .with_context(|| format!("cannot read {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))
 }
 
-fn servers_mut<'a>(document: &'a mut Value, file: &Path) -> anyhow::Result<&'a mut Map<String, Value>> {
+fn servers_mut<'a>(
+    document: &'a mut Value,
+    file: &Path,
+) -> anyhow::Result<&'a mut Map<String, Value>> {
     let Value::Object(root) = document else {
         bail!("{} is not a JSON object", file.display());
     };
@@ -261,7 +270,11 @@ fn servers_mut<'a>(document: &'a mut Value, file: &Path) -> anyhow::Result<&'a m
 }
 
 /// Adds `entries` to the file (created when missing); returns their names.
-fn write_entries(file: &Path, entries: Map<String, Value>, replace: bool) -> anyhow::Result<Vec<String>> {
+fn write_entries(
+    file: &Path,
+    entries: Map<String, Value>,
+    replace: bool,
+) -> anyhow::Result<Vec<String>> {
     let mut document = if file.exists() {
         read_document(file)?
     } else {
@@ -288,7 +301,8 @@ fn write_entries(file: &Path, entries: Map<String, Value>, replace: bool) -> any
 
 /// Writes the file only if it loads, so a bad edit never breaks start-up.
 fn write_document(file: &Path, document: &Value) -> anyhow::Result<()> {
-    let checked = config::parse(document).map_err(|problem| anyhow::anyhow!("{}: {problem}", file.display()))?;
+    let checked = config::parse(document)
+        .map_err(|problem| anyhow::anyhow!("{}: {problem}", file.display()))?;
     for warning in checked.warnings {
         eprintln!("warning: {warning}");
     }
@@ -313,26 +327,42 @@ fn chosen(file: &Path, name: Option<&str>) -> anyhow::Result<Vec<UpstreamConfig>
         bail!(
             "{}: no server named {name:?} (configured: {})",
             file.display(),
-            if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
         );
     }
     Ok(found)
 }
 
 /// Starts a server, reads its tools (the cache is updated) and stops it.
-async fn fetch(config: &UpstreamConfig, dirs: &GatewayDirs, wait: Duration) -> Result<Vec<Value>, String> {
+async fn fetch(
+    config: &UpstreamConfig,
+    dirs: &GatewayDirs,
+    wait: Duration,
+) -> Result<Vec<Value>, String> {
     let upstream = Upstream::new(config.clone(), dirs.clone(), None);
     let tools = match tokio::time::timeout(wait, upstream.tools()).await {
         Ok(Ok(tools)) => Ok(tools),
         Ok(Err(error)) => Err(error.message),
-        Err(_) => Err(format!("did not list its tools within {}s", wait.as_secs_f64())),
+        Err(_) => Err(format!(
+            "did not list its tools within {}s",
+            wait.as_secs_f64()
+        )),
     };
     upstream.stop().await;
     tools
 }
 
 /// Fetches each named server's tools and pins them as approved.
-async fn approve_all(file: &Path, dirs: &GatewayDirs, names: &[String], wait: Duration) -> anyhow::Result<()> {
+async fn approve_all(
+    file: &Path,
+    dirs: &GatewayDirs,
+    names: &[String],
+    wait: Duration,
+) -> anyhow::Result<()> {
     let configs = config::load(file)?.servers;
     let mut failures = Vec::new();
     for name in names {
@@ -368,9 +398,15 @@ async fn approve_all(file: &Path, dirs: &GatewayDirs, names: &[String], wait: Du
 fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitCode> {
     if !file.exists() {
         if json {
-            println!("{}", json!({"file": file.display().to_string(), "servers": []}));
+            println!(
+                "{}",
+                json!({"file": file.display().to_string(), "servers": []})
+            );
         } else {
-            println!("no upstreams file at {} (add one with `zenmode upstream add NAME -- CMD ARGS...`)", file.display());
+            println!(
+                "no upstreams file at {} (add one with `zenmode upstream add NAME -- CMD ARGS...`)",
+                file.display()
+            );
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -411,7 +447,10 @@ fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitCode>
         }));
     }
     if json {
-        println!("{}", json!({"file": file.display().to_string(), "servers": rows}));
+        println!(
+            "{}",
+            json!({"file": file.display().to_string(), "servers": rows})
+        );
         return Ok(ExitCode::SUCCESS);
     }
     println!("{}", file.display());
@@ -424,7 +463,11 @@ fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitCode>
             "  {:<16} prefix {:<12} {:<9} {:<16} {}",
             row["server"].as_str().unwrap_or_default(),
             row["prefix"].as_str().unwrap_or_default(),
-            if row["enabled"] == true { "enabled" } else { "disabled" },
+            if row["enabled"] == true {
+                "enabled"
+            } else {
+                "disabled"
+            },
             tools,
             row["target"].as_str().unwrap_or_default()
         );

@@ -49,7 +49,9 @@ fn installed() -> Option<()> {
     if std::env::var("ZEN_REQUIRE_UPSTREAMS").as_deref() == Ok("1") {
         panic!("real upstream servers missing (run tests/upstreams/install.sh): {missing:?}");
     }
-    eprintln!("skipping: real upstream servers not installed (tests/upstreams/install.sh): {missing:?}");
+    eprintln!(
+        "skipping: real upstream servers not installed (tests/upstreams/install.sh): {missing:?}"
+    );
     None
 }
 
@@ -121,7 +123,12 @@ fn real_servers_work_through_the_two_tools() {
     let repo = real.work().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     let git = |args: &[&str]| {
-        let status = Command::new("git").arg("-C").arg(&repo).args(args).status().unwrap();
+        let status = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(args)
+            .status()
+            .unwrap();
         assert!(status.success(), "git {args:?}");
     };
     git(&["init", "-q"]);
@@ -136,8 +143,12 @@ fn real_servers_work_through_the_two_tools() {
     assert!(text_of(&read).contains("gateway says hello"), "{read}");
 
     // memory: create entities, then read the graph back.
-    execute(&mut client, "memory__create_entities", json!({"entities": [
-        {"name": "zenmode", "entityType": "project", "observations": ["fronts other servers"]}]}));
+    execute(
+        &mut client,
+        "memory__create_entities",
+        json!({"entities": [
+        {"name": "zenmode", "entityType": "project", "observations": ["fronts other servers"]}]}),
+    );
     let graph = execute(&mut client, "memory__read_graph", json!({}));
     assert!(text_of(&graph).contains("fronts other servers"), "{graph}");
 
@@ -146,12 +157,19 @@ fn real_servers_work_through_the_two_tools() {
     assert!(text_of(&status).contains("untracked.txt"), "{status}");
 
     // time: the current time in UTC.
-    let now = execute(&mut client, "time__get_current_time", json!({"timezone": "UTC"}));
+    let now = execute(
+        &mut client,
+        "time__get_current_time",
+        json!({"timezone": "UTC"}),
+    );
     assert!(text_of(&now).contains("UTC"), "{now}");
 
     // fetch: listed and selectable without any network.
     let described = client.tool("zen_select_mode", json!({"mode": "fetch__fetch"}));
-    assert_eq!(described["structuredContent"]["server"], "fetch", "{described}");
+    assert_eq!(
+        described["structuredContent"]["server"], "fetch",
+        "{described}"
+    );
 
     // everything: an image result passes through exactly as the server sent it.
     let image = execute(&mut client, "everything__get-tiny-image", json!({}));
@@ -160,7 +178,11 @@ fn real_servers_work_through_the_two_tools() {
     let original = direct.tool("get-tiny-image", json!({}));
     assert_eq!(image["content"], original["content"]);
     assert!(
-        image["content"].as_array().unwrap().iter().any(|b| b["type"] == "image"),
+        image["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["type"] == "image"),
         "{image}"
     );
     drop(direct);
@@ -172,10 +194,12 @@ fn a_real_long_operation_reports_progress_and_can_be_cancelled() {
     let Some(()) = installed() else { return };
     let real = Real::new();
     let mut client = real.serve();
-    client.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+    client.send(
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
         "name": "zen_execute", "_meta": {"progressToken": 99},
         "arguments": {"mode": "everything__trigger-long-running-operation",
-                      "request": {"duration": 1, "steps": 4}}}}));
+                      "request": {"duration": 1, "steps": 4}}}}),
+    );
     let done = client.reply_to(&json!(5));
     assert_ne!(done["result"]["isError"], true, "{done}");
     thread::sleep(Duration::from_millis(200));
@@ -189,13 +213,17 @@ fn a_real_long_operation_reports_progress_and_can_be_cancelled() {
     assert!(progress >= 2, "progress forwarded: {:?}", client.stray);
 
     // A long one, cancelled: the server keeps answering other calls at once.
-    client.send(&json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+    client.send(
+        &json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
         "name": "zen_execute",
         "arguments": {"mode": "everything__trigger-long-running-operation",
-                      "request": {"duration": 60, "steps": 60}}}}));
+                      "request": {"duration": 60, "steps": 60}}}}),
+    );
     thread::sleep(Duration::from_millis(500));
-    client.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 6, "reason": "test"}}));
+    client.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 6, "reason": "test"}}),
+    );
     let sum = execute(&mut client, "everything__get-sum", json!({"a": 2, "b": 3}));
     assert!(text_of(&sum).contains('5'), "{sum}");
     client.finish();

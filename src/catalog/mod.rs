@@ -213,9 +213,10 @@ impl Catalog {
 
     /// This catalog plus `extra` modes (a later mode with the same name wins).
     pub fn with_modes(self, extra: impl IntoIterator<Item = Mode>) -> Self {
-        let own = self.modes.into_iter().map(|mode| {
-            Arc::try_unwrap(mode).unwrap_or_else(|shared| shared.duplicate())
-        });
+        let own = self
+            .modes
+            .into_iter()
+            .map(|mode| Arc::try_unwrap(mode).unwrap_or_else(|shared| shared.duplicate()));
         Self::from_modes(own.chain(extra))
     }
 

@@ -54,7 +54,11 @@ pub fn upstream_mode(server: &str, prefix: &str, tool: &Value) -> Result<Mode, S
         .or_insert_with(|| Value::String("object".to_owned()));
     let manifest = Manifest {
         title: text("title")
-            .or_else(|| tool.pointer("/annotations/title").and_then(Value::as_str).map(str::to_owned))
+            .or_else(|| {
+                tool.pointer("/annotations/title")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
             .unwrap_or_else(|| name.to_owned()),
         summary: first_sentence(&description, MAX_SUMMARY_CHARS),
         name: mode_name,

@@ -17,8 +17,8 @@ mod clink;
 mod consensus;
 mod listmodels;
 mod planner;
-mod upstream;
 pub mod support;
+mod upstream;
 mod version;
 pub mod workflow;
 

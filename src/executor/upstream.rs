@@ -32,16 +32,17 @@ impl UpstreamCall {
 impl Executor for UpstreamCall {
     async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
         let Value::Object(arguments) = request else {
-            return Err(ExecError::new("invalid_request", "the request must be an object"));
+            return Err(ExecError::new(
+                "invalid_request",
+                "the request must be an object",
+            ));
         };
         context
             .services
             .gateway
             .call(&self.server, &self.tool, arguments, context.call)
             .await
-            .map_err(|error| {
-                ExecError::new(error.kind, error.message).with("server", error.server)
-            })
+            .map_err(|error| ExecError::new(error.kind, error.message).with("server", error.server))
     }
 
     fn passes_through(&self) -> bool {

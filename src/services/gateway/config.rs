@@ -140,7 +140,11 @@ impl UpstreamConfig {
                     feed(key);
                     feed(value);
                 }
-                feed(&cwd.as_ref().map(|c| c.display().to_string()).unwrap_or_default());
+                feed(
+                    &cwd.as_ref()
+                        .map(|c| c.display().to_string())
+                        .unwrap_or_default(),
+                );
                 feed(if *inherit_env { "inherit" } else { "basic" });
             }
             Transport::Http { url, headers } => {
@@ -281,7 +285,9 @@ pub fn load(path: &Path) -> Result<UpstreamsFile, ConfigError> {
 pub fn parse(value: &Value) -> Result<UpstreamsFile, String> {
     let servers = value
         .get("mcpServers")
-        .ok_or("has no \"mcpServers\" object (the shape Claude Desktop, Claude Code and Cursor use)")?
+        .ok_or(
+            "has no \"mcpServers\" object (the shape Claude Desktop, Claude Code and Cursor use)",
+        )?
         .as_object()
         .ok_or("\"mcpServers\" must be an object of named server entries")?;
     let mut file = UpstreamsFile::default();
@@ -289,8 +295,11 @@ pub fn parse(value: &Value) -> Result<UpstreamsFile, String> {
     for (name, entry) in servers {
         let (config, warnings) =
             parse_entry(name, entry).map_err(|problem| format!("server {name:?}: {problem}"))?;
-        file.warnings
-            .extend(warnings.into_iter().map(|w| format!("server {name:?}: {w}")));
+        file.warnings.extend(
+            warnings
+                .into_iter()
+                .map(|w| format!("server {name:?}: {w}")),
+        );
         if config.enabled
             && let Some(other) = prefixes.insert(config.prefix.clone(), name.clone())
         {
@@ -337,12 +346,20 @@ fn parse_entry(name: &str, entry: &Value) -> Result<(UpstreamConfig, Vec<String>
         None => Some(DEFAULT_IDLE_SHUTDOWN),
         Some(value) => seconds(value, "idle_shutdown")?.filter(|t| !t.is_zero()),
     };
-    let startup = match entry.get("startup").map(|v| string(v, "startup")).transpose()? {
+    let startup = match entry
+        .get("startup")
+        .map(|v| string(v, "startup"))
+        .transpose()?
+    {
         None => Startup::Lazy,
         Some(text) => match text.as_str() {
             "lazy" => Startup::Lazy,
             "eager" => Startup::Eager,
-            other => return Err(format!("\"startup\" is {other:?}; use \"lazy\" or \"eager\"")),
+            other => {
+                return Err(format!(
+                    "\"startup\" is {other:?}; use \"lazy\" or \"eager\""
+                ));
+            }
         },
     };
     let config = UpstreamConfig {
@@ -416,7 +433,9 @@ fn http(entry: &Map<String, Value>) -> Result<Transport, String> {
         .ok_or("an http server needs \"url\"")
         .and_then(|v| string(v, "url").map_err(|_| "\"url\" must be a string"))?;
     if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(format!("\"url\" {url:?} must start with http:// or https://"));
+        return Err(format!(
+            "\"url\" {url:?} must start with http:// or https://"
+        ));
     }
     let headers = string_map(entry.get("headers"), "headers")?;
     for (key, value) in &headers {
@@ -495,8 +514,9 @@ mod tests {
 
     #[test]
     fn stdio_and_http_entries_with_defaults() {
-        let stdio = one(json!({"command": "npx", "args": ["-y", "x"], "env": {"K": "secretvalue"}}))
-            .unwrap();
+        let stdio =
+            one(json!({"command": "npx", "args": ["-y", "x"], "env": {"K": "secretvalue"}}))
+                .unwrap();
         assert_eq!(stdio.prefix, "srv");
         assert_eq!(stdio.timeout, DEFAULT_TIMEOUT);
         assert_eq!(stdio.startup, Startup::Lazy);
@@ -528,9 +548,16 @@ mod tests {
         ];
         for (entry, expected) in cases {
             let error = parse(&json!({"mcpServers": {"broken": entry}})).unwrap_err();
-            assert!(error.contains("\"broken\"") && error.contains(expected), "{error}");
+            assert!(
+                error.contains("\"broken\"") && error.contains(expected),
+                "{error}"
+            );
         }
-        assert!(parse(&json!({"servers": {}})).unwrap_err().contains("mcpServers"));
+        assert!(
+            parse(&json!({"servers": {}}))
+                .unwrap_err()
+                .contains("mcpServers")
+        );
     }
 
     #[test]
@@ -543,10 +570,16 @@ mod tests {
 
     #[test]
     fn unknown_keys_warn_and_disabled_is_read() {
-        let file = parse(&json!({"mcpServers": {"a": {"command": "x", "autoApprove": [], "disabled": true}}}))
-            .unwrap();
+        let file = parse(
+            &json!({"mcpServers": {"a": {"command": "x", "autoApprove": [], "disabled": true}}}),
+        )
+        .unwrap();
         assert!(!file.servers[0].enabled);
-        assert!(file.warnings[0].contains("autoApprove"), "{:?}", file.warnings);
+        assert!(
+            file.warnings[0].contains("autoApprove"),
+            "{:?}",
+            file.warnings
+        );
     }
 
     #[test]

@@ -173,7 +173,9 @@ impl Gateway {
                             "tool quarantined: {}",
                             verdict.reason()
                         );
-                        server_report.quarantined.push((name.to_owned(), verdict.reason()));
+                        server_report
+                            .quarantined
+                            .push((name.to_owned(), verdict.reason()));
                     }
                 }
             }
@@ -186,7 +188,11 @@ impl Gateway {
                 let upstream = upstream.clone();
                 tokio::spawn(async move {
                     if let Err(error) = upstream.tools().await {
-                        tracing::warn!(server = error.server, "eager start failed: {}", error.message);
+                        tracing::warn!(
+                            server = error.server,
+                            "eager start failed: {}",
+                            error.message
+                        );
                     }
                 });
             }

@@ -105,13 +105,20 @@ pub fn catalog_age(dirs: &GatewayDirs, config: &UpstreamConfig) -> Option<u64> {
     (cached.fingerprint == config.fingerprint()).then_some(cached.fetched_at)
 }
 
-pub fn save_catalog(dirs: &GatewayDirs, config: &UpstreamConfig, tools: &[Value]) -> io::Result<()> {
+pub fn save_catalog(
+    dirs: &GatewayDirs,
+    config: &UpstreamConfig,
+    tools: &[Value],
+) -> io::Result<()> {
     let cached = CachedCatalog {
         fingerprint: config.fingerprint(),
         fetched_at: now_secs(),
         tools: tools.to_vec(),
     };
-    write_atomically(&dirs.catalog_path(&config.name), &serde_json::to_vec(&cached)?)
+    write_atomically(
+        &dirs.catalog_path(&config.name),
+        &serde_json::to_vec(&cached)?,
+    )
 }
 
 pub fn forget_catalog(dirs: &GatewayDirs, server: &str) {
@@ -213,7 +220,10 @@ pub fn tool_hash(tool: &Value) -> String {
 fn defining(tool: &Value) -> Value {
     let mut parts = Map::new();
     for key in DEFINING_KEYS {
-        parts.insert(key.to_owned(), canonical(tool.get(key).unwrap_or(&Value::Null)));
+        parts.insert(
+            key.to_owned(),
+            canonical(tool.get(key).unwrap_or(&Value::Null)),
+        );
     }
     Value::Object(parts)
 }
@@ -284,19 +294,26 @@ mod tests {
                 .servers
                 .remove(0)
         };
-        let config = parse(json!({"command": "one"}));
+        let config = parse(json!({"command": "one", "prefix": "sx"}));
         assert!(load_catalog(&dirs, &config).is_none());
         let tools = vec![json!({"name": "t"})];
         save_catalog(&dirs, &config, &tools).unwrap();
         assert_eq!(load_catalog(&dirs, &config).unwrap(), tools);
         // Another command behind the same name is another catalog.
-        assert!(load_catalog(&dirs, &parse(json!({"command": "two"}))).is_none());
+        assert!(load_catalog(&dirs, &parse(json!({"command": "two", "prefix": "sx"}))).is_none());
         let pins = Pins::of(&tools);
         save_pins(&dirs, "s/../x", &pins).unwrap();
         assert_eq!(load_pins(&dirs, "s/../x").unwrap(), pins);
         // The odd name stayed inside the directories.
         for entry in std::fs::read_dir(dirs.cache.join("upstreams")).unwrap() {
-            assert!(entry.unwrap().file_name().to_str().unwrap().starts_with("s____x-"));
+            assert!(
+                entry
+                    .unwrap()
+                    .file_name()
+                    .to_str()
+                    .unwrap()
+                    .starts_with("s____x-")
+            );
         }
     }
 }

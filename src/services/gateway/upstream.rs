@@ -20,11 +20,12 @@ use rmcp::{
     ClientHandler, ErrorData, RoleClient, ServiceExt,
     model::{
         CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-        ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, ErrorCode, Implementation, ProgressNotificationParam,
-        ProgressToken, ServerResult,
+        ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, ErrorCode, Implementation,
+        ProgressNotificationParam, ProgressToken, ServerResult,
     },
-    service::{NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService,
-        ServiceError},
+    service::{
+        NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService, ServiceError,
+    },
 };
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -47,10 +48,31 @@ const MAX_START: Duration = Duration::from_secs(60);
 /// environment (besides its entry's `env`), unless `inherit_env` is set:
 /// enough to find programs and a home, never zenmode's provider keys.
 const BASIC_ENV: &[&str] = &[
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR",
-    "TZ", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
-    "XDG_RUNTIME_DIR", "NODE_PATH", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
-    "npm_config_cache", "npm_config_prefix", "VIRTUAL_ENV", "SYSTEMROOT", "APPDATA",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+    "NODE_PATH",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "npm_config_cache",
+    "npm_config_prefix",
+    "VIRTUAL_ENV",
+    "SYSTEMROOT",
+    "APPDATA",
 ];
 
 /// Routes an upstream's progress notifications to the call that asked.
@@ -456,17 +478,16 @@ impl Upstream {
                 let mut wrapped = process_wrap::tokio::CommandWrap::from(command_line);
                 #[cfg(unix)]
                 wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (process, stderr) =
-                    rmcp::transport::TokioChildProcess::builder(wrapped)
-                        .stderr(Stdio::piped())
-                        .spawn()
-                        .map_err(|e| {
-                            format!(
-                                "server {:?} could not be started ({}): {e}",
-                                self.name(),
-                                self.config.describe()
-                            )
-                        })?;
+                let (process, stderr) = rmcp::transport::TokioChildProcess::builder(wrapped)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| {
+                        format!(
+                            "server {:?} could not be started ({}): {e}",
+                            self.name(),
+                            self.config.describe()
+                        )
+                    })?;
                 let group = process.id();
                 if let Some(stderr) = stderr {
                     self.drain_stderr(stderr);
@@ -528,7 +549,11 @@ impl Upstream {
             .iter()
             .filter_map(|tool| Some((store::tool_name(tool)?.to_owned(), tool.clone())))
             .collect();
-        tracing::info!(server = self.name(), tools = tools.len(), "upstream started");
+        tracing::info!(
+            server = self.name(),
+            tools = tools.len(),
+            "upstream started"
+        );
         Ok(Connection {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
@@ -558,7 +583,11 @@ impl Upstream {
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                let line: String = redactor.redact(&line).chars().take(STDERR_LINE_CHARS).collect();
+                let line: String = redactor
+                    .redact(&line)
+                    .chars()
+                    .take(STDERR_LINE_CHARS)
+                    .collect();
                 tracing::info!(target: "zenmode::upstream", "[{server}] {line}");
                 let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
                 if tail.len() == STDERR_TAIL_LINES {
@@ -587,7 +616,8 @@ impl Upstream {
         };
         let watched = Arc::downgrade(connection);
         let server = self.name().to_owned();
-        let check_every = (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        let check_every =
+            (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(check_every).await;

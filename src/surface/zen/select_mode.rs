@@ -197,7 +197,10 @@ fn insert_origin(reply: &mut Map<String, Value>, mode: &Mode) {
         return;
     };
     reply.insert("server".into(), json!(server));
-    for (hint, key) in [("readOnlyHint", "read_only"), ("destructiveHint", "destructive")] {
+    for (hint, key) in [
+        ("readOnlyHint", "read_only"),
+        ("destructiveHint", "destructive"),
+    ] {
         if let Some(flag) = manifest.annotations.get(hint).and_then(Value::as_bool) {
             reply.insert(key.into(), json!(flag));
         }

@@ -494,6 +494,7 @@ fn the_full_list_shows_every_upstream_tool_and_pins_work() {
     assert_eq!(
         names,
         [
+            "flaky__ask",
             "flaky__count",
             "flaky__crash",
             "flaky__echo",
@@ -502,7 +503,7 @@ fn the_full_list_shows_every_upstream_tool_and_pins_work() {
         ]
     );
     let listed = client.call("tools/list", Value::Null);
-    assert_eq!(listed["tools"][2]["annotations"]["readOnlyHint"], true);
+    assert_eq!(listed["tools"][3]["annotations"]["readOnlyHint"], true);
     client.finish();
     let mut client = setup.serve(&["--pin", "flaky__echo"]);
     assert_eq!(
@@ -527,7 +528,7 @@ fn upstream_commands_add_import_list_and_remove() {
         &fault_server(),
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("approved 5 tools"), "{out}");
+    assert!(out.contains("approved 6 tools"), "{out}");
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(setup.file()).unwrap()).unwrap();
     assert_eq!(written["mcpServers"]["one"]["command"], "python3");
@@ -549,7 +550,7 @@ fn upstream_commands_add_import_list_and_remove() {
     let (code, listed, _) = setup.run(&["upstream", "list"]);
     assert_eq!(code, 0);
     assert!(
-        listed.contains("one") && listed.contains("two") && listed.contains("5 tools cached"),
+        listed.contains("one") && listed.contains("two") && listed.contains("6 tools cached"),
         "{listed}"
     );
     assert!(!listed.contains("some-secret-value"), "{listed}");
@@ -571,4 +572,46 @@ fn no_builtin_modes_with_nothing_else_is_a_clear_error() {
         setup.run(&["serve", "--no-builtin-modes", "--upstream-wait-secs", "5"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("no modes to serve"), "{stderr}");
+}
+
+#[test]
+fn sampling_and_elicitation_requests_from_an_upstream_are_refused_clearly() {
+    let setup = Setup::new(json!({"flaky": flaky(&[])}));
+    let mut client = setup.serve(&[]);
+    for kind in ["sampling", "elicitation"] {
+        let result = execute(&mut client, "flaky__ask", json!({"kind": kind}));
+        let text = text_of(&result);
+        assert!(text.starts_with("refused: "), "{kind}: {result}");
+        if kind == "elicitation" {
+            assert!(text.contains("does not support elicitation"), "{text}");
+        }
+    }
+    // Nothing reached our client: the gateway answered for it.
+    assert!(
+        client.stray.iter().all(|m| m
+            .get("method")
+            .is_none_or(|m| m.as_str().is_some_and(|m| m.starts_with("notifications/")))),
+        "{:?}",
+        client.stray
+    );
+    client.finish();
+}
+
+#[test]
+fn an_eager_upstream_starts_with_zenmode() {
+    let pid_file =
+        std::env::temp_dir().join(format!("zenmode-gateway-eager-{}.pid", std::process::id()));
+    let _ = std::fs::remove_file(&pid_file);
+    let setup = Setup::new(json!({"flaky": {"command": "python3",
+        "args": [fault_server(), "--pid-file", pid_file.to_str().unwrap()], "startup": "eager"}}));
+    let (code, _, stderr) = setup.run(&["modes", "list"]);
+    assert_eq!(code, 0, "{stderr}");
+    let _ = std::fs::remove_file(&pid_file);
+    let client = setup.serve(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || pid_in(&pid_file)
+            .is_some_and(is_running)),
+        "an eager upstream runs before any call"
+    );
+    client.finish();
 }

@@ -228,3 +228,57 @@ fn a_real_long_operation_reports_progress_and_can_be_cancelled() {
     assert!(text_of(&sum).contains('5'), "{sum}");
     client.finish();
 }
+
+/// A free loopback port (bound, then released for the server to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_streamable_http_upstream_with_headers_works() {
+    let Some(()) = installed() else { return };
+    let port = free_port();
+    let mut everything = Command::new(npm_bin("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = (0..100).any(|_| {
+        thread::sleep(Duration::from_millis(100));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "server-everything listens on {port}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("upstreams.json");
+    std::fs::write(
+        &file,
+        json!({"mcpServers": {"remote": {"type": "http",
+        "url": format!("http://127.0.0.1:{port}/mcp"),
+        "headers": {"X-Api-Key": "header-secret-123456"}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut command = zenmode(&["serve"]);
+    command
+        .env("ZEN_UPSTREAMS", &file)
+        .env("ZEN_CACHE_DIR", dir.path().join("cache"))
+        .env("ZEN_STATE_DIR", dir.path().join("state"));
+    let mut client = Client::spawn_command(command);
+    client.initialize();
+    let echoed = execute(&mut client, "remote__echo", json!({"message": "over http"}));
+    assert!(text_of(&echoed).contains("over http"), "{echoed}");
+    let version = execute(&mut client, "version", json!({}));
+    assert!(
+        !version.to_string().contains("header-secret-123456"),
+        "{version}"
+    );
+    client.finish();
+    everything.kill().ok();
+    everything.wait().ok();
+}

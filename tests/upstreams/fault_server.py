@@ -11,7 +11,9 @@ Options:
 
 Tools: echo {text}, hang {} (never answers), crash {} (exits at once),
 slow {seconds} (answers after a delay, sending progress when asked),
-count {} (how many calls this process has answered).
+count {} (how many calls this process has answered),
+ask {kind} (sends the client a sampling or elicitation request and reports
+what came back).
 """
 
 import json
@@ -30,6 +32,8 @@ DEFAULT_TOOLS = [
     {"name": "slow", "description": "Answer after a delay, with progress.",
      "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
     {"name": "count", "description": "How many calls this process answered.", "inputSchema": {"type": "object"}},
+    {"name": "ask", "description": "Ask the client something (sampling or elicitation) and report its answer.",
+     "inputSchema": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["sampling", "elicitation"]}}}},
 ]
 
 args = sys.argv[1:]
@@ -52,6 +56,7 @@ if option("--tools-file"):
 
 lock = threading.Lock()
 answered = 0
+asking = {}  # id of our request to the client -> the tools/call waiting on it
 
 def send(message):
     with lock:
@@ -86,6 +91,13 @@ for line in sys.stdin:
         continue
     method = message.get("method")
     request_id = message.get("id")
+    if method is None and request_id in asking:
+        waiting = asking.pop(request_id)
+        if "error" in message:
+            reply(waiting, text_result("refused: " + message["error"].get("message", "")), tool=True)
+        else:
+            reply(waiting, text_result("answered: " + json.dumps(message.get("result"))), tool=True)
+        continue
     params = message.get("params") or {}
     if request_id is None:
         if method == "notifications/cancelled":
@@ -114,6 +126,16 @@ for line in sys.stdin:
         elif name == "slow":
             threading.Thread(target=slow, args=(request_id, float(arguments.get("seconds", 1)), token),
                              daemon=True).start()
+        elif name == "ask":
+            ask_id = f"ask-{request_id}"
+            asking[ask_id] = request_id
+            if arguments.get("kind") == "elicitation":
+                send({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create",
+                      "params": {"message": "Proceed?", "requestedSchema": {"type": "object", "properties": {}}}})
+            else:
+                send({"jsonrpc": "2.0", "id": ask_id, "method": "sampling/createMessage",
+                      "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                                 "maxTokens": 10}})
         elif name == "count":
             reply(request_id, text_result(str(answered)), tool=True)
         else:

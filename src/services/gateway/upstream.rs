@@ -475,10 +475,11 @@ impl Upstream {
                 if let Some(cwd) = cwd {
                     command_line.current_dir(cwd);
                 }
-                let mut wrapped = process_wrap::tokio::CommandWrap::from(command_line);
+                // Its own process group (pgid = pid), set by the spawn itself
+                // rather than a pre-exec hook, so the fast spawn path stays.
                 #[cfg(unix)]
-                wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (process, stderr) = rmcp::transport::TokioChildProcess::builder(wrapped)
+                command_line.process_group(0);
+                let (process, stderr) = rmcp::transport::TokioChildProcess::builder(command_line)
                     .stderr(Stdio::piped())
                     .spawn()
                     .map_err(|e| {

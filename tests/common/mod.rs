@@ -247,6 +247,58 @@ impl Drop for Client {
     }
 }
 
+/// A `zenmode serve --transport tcp` child on a loopback port, killed on
+/// drop. Its stderr is drained on a thread (after the address line).
+pub struct TcpServer {
+    pub child: Child,
+    pub address: String,
+}
+
+impl TcpServer {
+    /// `zenmode serve --transport tcp --listen 127.0.0.1:0 <extra>`.
+    pub fn start(extra: &[&str]) -> Self {
+        Self::listen("127.0.0.1:0", extra)
+    }
+
+    /// `zenmode serve --transport tcp --listen <listen> <extra>`.
+    pub fn listen(listen: &str, extra: &[&str]) -> Self {
+        let mut args = vec!["serve", "--transport", "tcp", "--listen", listen];
+        args.extend_from_slice(extra);
+        Self::spawn(zenmode(&args))
+    }
+
+    /// Spawns `command` (a TCP `serve`, with whatever environment the test
+    /// gave it) and waits for the address it announces on stderr.
+    pub fn spawn(mut command: Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn zenmode");
+        let stderr = child.stderr.take().unwrap();
+        let (sender, receiver) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(address) = line.strip_prefix("zenmode: listening on ") {
+                    let _ = sender.send(address.trim().to_owned());
+                }
+            }
+        });
+        let address = receiver
+            .recv_timeout(REPLY_TIMEOUT)
+            .expect("server announced its address");
+        TcpServer { child, address }
+    }
+}
+
+impl Drop for TcpServer {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
 /// `_meta` that a 2026-07-28 client puts on every request.
 pub fn stateless_meta() -> Value {
     json!({

@@ -72,6 +72,9 @@ pub struct Client {
     /// Messages without a matching id seen while waiting (errors with id null, notifications).
     pub stray: Vec<Value>,
     pub child: Option<Child>,
+    /// The connection, for a TCP client: shut down on drop, since the
+    /// reader thread's handle would otherwise keep it open.
+    socket: Option<TcpStream>,
 }
 
 fn spawn_line_reader(reader: impl Read + Send + 'static) -> Receiver<String> {
@@ -108,18 +111,21 @@ impl Client {
             next_id: 1,
             stray: Vec::new(),
             child: Some(child),
+            socket: None,
         }
     }
 
     pub fn connect(address: &str) -> Self {
         let stream = TcpStream::connect(address).expect("connect to zenmode");
         let reader = stream.try_clone().unwrap();
+        let socket = stream.try_clone().unwrap();
         Client {
             writer: Box::new(stream),
             lines: spawn_line_reader(reader),
             next_id: 1,
             stray: Vec::new(),
             child: None,
+            socket: Some(socket),
         }
     }
 
@@ -240,6 +246,9 @@ impl Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
+        if let Some(socket) = &self.socket {
+            socket.shutdown(std::net::Shutdown::Both).ok();
+        }
         if let Some(child) = &mut self.child {
             child.kill().ok();
             child.wait().ok();

@@ -477,7 +477,11 @@ impl Mutator {
                 {
                     let mut text = request.to_string();
                     if broken {
-                        text.truncate(text.len() / 2);
+                        let mut half = text.len() / 2;
+                        while !text.is_char_boundary(half) {
+                            half -= 1;
+                        }
+                        text.truncate(half);
                     }
                     *request = json!(text);
                 }

@@ -14,7 +14,10 @@ use crate::{
     engine::Engine,
     executor, listener,
     server::ZenServer,
-    services::{CallContext, Services},
+    services::{
+        CallContext, Services,
+        gateway::{self, Gateway, GatewayDirs},
+    },
     shutdown,
     surface::{
         self, StrategyKind, SurfaceOptions, ToolLoading,
@@ -64,16 +67,68 @@ pub struct CatalogArgs {
     /// Import a tools/list-shaped JSON file as extra modes without executors (repeatable)
     #[arg(long = "catalog", value_name = "FILE", global = true)]
     pub catalogs: Vec<PathBuf>,
+    /// Front the MCP servers in FILE ({"mcpServers": {...}}, as Claude and Cursor write it); default: the file `zenmode upstream add` writes, if it exists
+    #[arg(long, value_name = "FILE", global = true, env = "ZEN_UPSTREAMS")]
+    pub upstreams: Option<PathBuf>,
+    /// Leave zenmode's own modes out (serve only --upstreams, --catalog or --modes-dir modes)
+    #[arg(long, global = true)]
+    pub no_builtin_modes: bool,
+    /// How long start-up waits for upstreams whose catalog is not cached yet
+    #[arg(long, value_name = "SECS", global = true, default_value_t = 20.0)]
+    pub upstream_wait_secs: f64,
 }
 
 impl CatalogArgs {
+    /// The catalog without upstreams (they need a runtime: see [`Self::open`]).
     pub fn load(&self) -> anyhow::Result<Catalog> {
         let sources = CatalogSources {
-            no_builtin: false,
+            no_builtin: self.no_builtin_modes,
             modes_dirs: self.modes_dirs.clone(),
             foreign_catalogs: self.catalogs.clone(),
         };
         Catalog::load(&sources).context("cannot load the mode catalog")
+    }
+
+    /// The upstreams file in use: `--upstreams`, else the default file if it exists.
+    pub fn upstreams_file(&self) -> Option<PathBuf> {
+        self.upstreams
+            .clone()
+            .or_else(|| Some(crate::gateway_cli::default_upstreams_file()).filter(|p| p.exists()))
+    }
+
+    /// The catalog with every upstream's modes, and the gateway that runs them.
+    pub fn open(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+    ) -> anyhow::Result<(Catalog, Arc<Gateway>)> {
+        let catalog = self.load()?;
+        let Some(file) = self.upstreams_file() else {
+            return Ok((catalog, Arc::default()));
+        };
+        let servers = gateway::config::load(&file)?;
+        for warning in &servers.warnings {
+            tracing::warn!("{}: {warning}", file.display());
+        }
+        if !(self.upstream_wait_secs.is_finite() && self.upstream_wait_secs > 0.0) {
+            bail!("--upstream-wait-secs must be a positive number of seconds");
+        }
+        let wait = std::time::Duration::from_secs_f64(self.upstream_wait_secs.min(600.0));
+        let opened = runtime.block_on(Gateway::open(&servers, &GatewayDirs::from_env(), wait));
+        for report in &opened.reports {
+            if let gateway::CatalogSource::Unavailable(problem) = &report.source {
+                tracing::warn!(
+                    server = report.name,
+                    "no modes from this upstream: {problem}"
+                );
+            }
+        }
+        let catalog = catalog.with_modes(opened.modes);
+        if catalog.is_empty() {
+            bail!(
+                "no modes to serve: --no-builtin-modes leaves nothing, and no upstream offered a tool"
+            );
+        }
+        Ok((catalog, Arc::new(opened.gateway)))
     }
 }
 
@@ -108,6 +163,11 @@ pub enum Command {
     },
     /// Score mode selection on a labeled set (JSON lines: query, expected, acceptable)
     Eval(EvalArgs),
+    /// Manage the MCP servers zenmode fronts (the --upstreams file)
+    Upstream {
+        #[command(subcommand)]
+        command: crate::gateway_cli::UpstreamCommand,
+    },
     /// Run one mode, as zen_execute does
     Exec {
         /// Mode name
@@ -127,9 +187,6 @@ pub struct EvalArgs {
     /// Labels file: one {"query", "expected", "acceptable"?} JSON object per line
     #[arg(long, value_name = "FILE")]
     pub labels: PathBuf,
-    /// Rank among the --catalog / --modes-dir modes alone, without the built-in modes
-    #[arg(long)]
-    pub no_builtin_modes: bool,
     /// Ranking to score: the full ranker or the plain BM25 baseline
     #[arg(long, value_enum, default_value = "full")]
     pub ranker: crate::select::Ranker,
@@ -299,14 +356,21 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(&cli.catalog, &cli.access, args),
         Command::Tokens { json, count_stdin } => print_tokens(&cli.catalog, json, count_stdin),
         Command::Modes { command } => modes(&cli.catalog, command),
+        Command::Upstream { command } => crate::gateway_cli::run(
+            cli.catalog.upstreams.clone(),
+            cli.catalog.upstream_wait_secs,
+            command,
+        ),
         Command::Select { task, top, json } => {
-            let engine = offline_engine(&cli.catalog)?;
+            let runtime = runtime(false)?;
+            let engine = offline_engine(&cli.catalog, &runtime)?;
             let args = select_mode::SelectArgs {
                 task_description: Some(task),
                 mode: None,
                 top_k: Some(top),
             };
             let outcome = select_mode::run(&engine, &args);
+            runtime.block_on(engine.services().gateway.shutdown());
             if json {
                 println!("{}", outcome.body);
             } else {
@@ -323,11 +387,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let request: Value = serde_json::from_str(&request).context(
                 "--request must be a JSON object, e.g. --request '{\"prompt\":\"...\"}'",
             )?;
-            let engine = serving_engine(&cli.catalog, &cli.access)?;
+            let runtime = runtime(false)?;
+            let engine = serving_engine(&cli.catalog, &cli.access, &runtime)?;
             // `exec` answers as the default strategy would (version reports it).
             surface::build(StrategyKind::Zen, &engine, &SurfaceOptions::default())
                 .map_err(anyhow::Error::msg)?;
-            let outcome = runtime(false)?
+            let outcome = runtime
                 .block_on(engine.execute(
                     &mode,
                     request,
@@ -335,6 +400,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     &CallContext::default(),
                 ))
                 .unwrap_or_else(|unknown| zen::unknown_mode(engine.catalog(), unknown));
+            runtime.block_on(engine.services().gateway.shutdown());
             println!("{}", serde_json::to_string_pretty(&outcome.body)?);
             Ok(exit_for(outcome.is_error))
         }
@@ -355,11 +421,34 @@ fn print_tokens(catalog: &CatalogArgs, json: bool, count_stdin: bool) -> anyhow:
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let report = tokens::measure(catalog.load()?, &tokenizers)?;
+    let runtime = runtime(false)?;
+    let (catalog, gateway) = catalog.open(&runtime)?;
+    runtime.block_on(gateway.shutdown());
+    let servers = tokens::per_server(&catalog, &tokenizers);
+    let report = tokens::measure(catalog, &tokenizers)?;
     if json {
-        println!("{}", tokens::to_json(&report));
+        let mut value = tokens::to_json(&report);
+        if !servers.is_empty() {
+            value["upstreams"] = servers
+                .iter()
+                .map(|(server, tools, o200k)| serde_json::json!({"server": server, "tools": tools, "o200k": o200k}))
+                .collect();
+        }
+        println!("{value}");
     } else {
         print!("{}", tokens::to_table(&report));
+        if !servers.is_empty() {
+            println!("\nyour upstream servers, each listed directly (o200k):");
+            let mut total = 0;
+            for (server, tools, o200k) in &servers {
+                total += o200k;
+                println!("  {server:<20} {tools:>4} tools {o200k:>8}");
+            }
+            println!(
+                "  {:<20} {:>4}       {total:>8}  (zenmode's optimized list above stays the same)",
+                "all upstreams", ""
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -380,18 +469,33 @@ fn exit_for(is_error: bool) -> ExitCode {
     }
 }
 
-fn offline_engine(catalog: &CatalogArgs) -> anyhow::Result<Engine> {
-    Engine::new(catalog.load()?).map_err(anyhow::Error::msg)
+fn offline_engine(
+    catalog: &CatalogArgs,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<Engine> {
+    let (catalog, gateway) = catalog.open(runtime)?;
+    let services = Services {
+        gateway,
+        ..Services::offline()
+    };
+    Engine::with_services(catalog, services).map_err(anyhow::Error::msg)
 }
 
 /// An engine with the real services: providers, allowed roots and memory
 /// from the flags and environment.
-fn serving_engine(catalog: &CatalogArgs, access: &AccessArgs) -> anyhow::Result<Engine> {
-    let services = Services::from_env(&access.allow_roots).context("cannot set up file access")?;
+fn serving_engine(
+    catalog: &CatalogArgs,
+    access: &AccessArgs,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<Engine> {
+    let mut services =
+        Services::from_env(&access.allow_roots).context("cannot set up file access")?;
     for problem in services.providers.problems() {
         tracing::warn!("provider configuration: {problem}");
     }
-    Engine::with_services(catalog.load()?, services).map_err(anyhow::Error::msg)
+    let (catalog, gateway) = catalog.open(runtime)?;
+    services.gateway = gateway;
+    Engine::with_services(catalog, services).map_err(anyhow::Error::msg)
 }
 
 /// A stdio session (and a one-shot `exec`) needs one thread, and a
@@ -413,11 +517,13 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     if args.max_message_bytes < 1024 {
         bail!("--max-message-bytes must be at least 1024");
     }
-    let engine = Arc::new(serving_engine(catalog, access)?);
-    let strategy = surface::build(args.strategy()?, &engine, &args.surface_options())
+    let strategy_kind = args.strategy()?;
+    let runtime = runtime(args.transport == TransportKind::Tcp)?;
+    let engine = Arc::new(serving_engine(catalog, access, &runtime)?);
+    let gateway = engine.services().gateway.clone();
+    let strategy = surface::build(strategy_kind, &engine, &args.surface_options())
         .map_err(anyhow::Error::msg)?;
     let server = ZenServer::new(engine, strategy).context("cannot build the tool list")?;
-    let runtime = runtime(args.transport == TransportKind::Tcp)?;
     let result = runtime.block_on(async {
         let shutdown = shutdown::on_signal();
         match args.transport {
@@ -442,6 +548,8 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
             }
         }
     });
+    // Upstream servers (and their process groups) end with zenmode.
+    runtime.block_on(gateway.shutdown());
     // Reading stdin happens on a blocking thread that only returns when a
     // line arrives; waiting for it would keep a signalled server alive for
     // as long as the client keeps stdin open. Sessions have ended by now.
@@ -454,7 +562,9 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
 
 fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<ExitCode> {
-    let catalog = catalog.load()?;
+    let runtime = runtime(false)?;
+    let (catalog, gateway) = catalog.open(&runtime)?;
+    runtime.block_on(gateway.shutdown());
     match command {
         ModesCommand::List => {
             for mode in catalog.modes() {
@@ -549,7 +659,7 @@ fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<ExitCod
 fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let labels = crate::eval::read_labels(&args.labels)?;
     let sources = CatalogSources {
-        no_builtin: args.no_builtin_modes,
+        no_builtin: catalog.no_builtin_modes,
         modes_dirs: catalog.modes_dirs.clone(),
         foreign_catalogs: catalog.catalogs.clone(),
     };

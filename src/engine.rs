@@ -27,6 +27,9 @@ use crate::{
 pub struct Outcome {
     pub is_error: bool,
     pub body: Value,
+    /// `body` is another server's whole tool result (gateway modes): the
+    /// surface passes it on unchanged instead of wrapping it.
+    pub passthrough: bool,
 }
 
 impl Outcome {
@@ -34,6 +37,7 @@ impl Outcome {
         Outcome {
             is_error: false,
             body,
+            passthrough: false,
         }
     }
 
@@ -41,6 +45,16 @@ impl Outcome {
         Outcome {
             is_error: true,
             body,
+            passthrough: false,
+        }
+    }
+
+    /// An upstream's tool result, to pass on as it is.
+    pub fn passthrough(result: Value) -> Self {
+        Outcome {
+            is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
+            body: result,
+            passthrough: true,
         }
     }
 
@@ -163,6 +177,7 @@ impl Engine {
             call,
         };
         Ok(match executor.execute(request, &context).await {
+            Ok(body) if executor.passes_through() => Outcome::passthrough(body),
             Ok(body) => Outcome::ok(body),
             Err(error) => {
                 let mut body = error.to_body();

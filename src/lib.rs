@@ -40,6 +40,7 @@ pub mod engine;
 pub mod eval;
 pub mod executor;
 pub mod files;
+pub mod gateway_cli;
 pub mod listener;
 pub mod logging;
 pub mod providers;

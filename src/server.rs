@@ -18,7 +18,7 @@ use rmcp::{
     model::{
         CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest,
         CustomResult, ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
-        ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
+        ProgressNotificationParam, ProgressToken, ProtocolVersion, ResultType, ServerCapabilities,
         ServerConfig, SubscriptionFilter, Tool,
     },
     service::{Peer, RequestContext},
@@ -144,16 +144,37 @@ struct PeerProgress {
 #[async_trait]
 impl ProgressSink for PeerProgress {
     async fn report(&self, progress: f64, message: String) {
+        self.report_detail(progress, None, Some(message)).await;
+    }
+
+    async fn report_detail(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         let mut param = ProgressNotificationParam::new(self.token.clone(), progress);
-        param.message = Some(message);
+        param.total = total;
+        param.message = message;
         if let Err(error) = self.peer.notify_progress(param).await {
             tracing::debug!(%error, "could not send progress");
         }
     }
 }
 
-/// A tool outcome as MCP content: the JSON as text, and as `structuredContent`.
+/// A tool outcome as MCP content: the JSON as text, and as `structuredContent`;
+/// an upstream's own result (gateway modes) goes out exactly as it came.
 pub fn to_call_result(outcome: Outcome) -> CallToolResult {
+    if outcome.passthrough {
+        match serde_json::from_value::<CallToolResult>(outcome.body) {
+            // A 2025-era upstream sends no resultType; ours always has one.
+            Ok(mut result) => {
+                result.result_type.get_or_insert(ResultType::COMPLETE);
+                return result;
+            }
+            Err(error) => {
+                return CallToolResult::structured_error(serde_json::json!({
+                    "error": "upstream_error",
+                    "message": format!("the upstream result could not be passed on: {error}"),
+                }));
+            }
+        }
+    }
     if outcome.is_error {
         CallToolResult::structured_error(outcome.body)
     } else {

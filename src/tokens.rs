@@ -253,6 +253,27 @@ fn median(sorted: &[usize]) -> usize {
 }
 
 /// The report as `tokens --json` prints it.
+/// Each upstream server's own tool list (as `--full` lists it), in o200k
+/// tokens: what that server alone costs a client that loads it directly.
+pub fn per_server(catalog: &Catalog, tokenizers: &Tokenizers) -> Vec<(String, usize, usize)> {
+    let mut servers: std::collections::BTreeMap<String, Vec<Value>> = Default::default();
+    for mode in catalog.modes() {
+        if let crate::catalog::Origin::Upstream(server) = &mode.origin {
+            servers
+                .entry(server.clone())
+                .or_default()
+                .push(surface::mode_tool(mode));
+        }
+    }
+    servers
+        .into_iter()
+        .map(|(server, tools)| {
+            let text = serde_json::to_string(&surface::model_facing(&tools)).unwrap_or_default();
+            (server, tools.len(), tokenizers.o200k(&text))
+        })
+        .collect()
+}
+
 pub fn to_json(report: &TokenReport) -> Value {
     serde_json::to_value(report).unwrap_or_else(|_| Value::Object(Map::new()))
 }

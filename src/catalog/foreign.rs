@@ -77,6 +77,8 @@ fn into_manifest(tool: ForeignTool, source: &str) -> Manifest {
         category: Category::Imported,
         server: Some(tool.server.unwrap_or_else(|| source.to_owned())),
         topic: tool.category,
+        upstream_tool: None,
+        output_schema: None,
         keywords: Vec::new(),
         examples: Vec::new(),
         annotations: tool.annotations.unwrap_or_default(),

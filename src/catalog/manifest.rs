@@ -37,6 +37,13 @@ pub struct Manifest {
     /// The server's own grouping of the tool (free text), where it has one.
     #[serde(default)]
     pub topic: Option<String>,
+    /// The tool's own name on its upstream server (gateway modes only; the
+    /// mode itself is named `<prefix>__<tool>`).
+    #[serde(default)]
+    pub upstream_tool: Option<String>,
+    /// The upstream tool's `outputSchema`, passed on unchanged when listed.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
     #[serde(default)]
     pub keywords: Vec<String>,
     #[serde(default)]

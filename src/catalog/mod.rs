@@ -4,7 +4,9 @@
 //! 1. manifests embedded in the binary from `modes/` at build time;
 //! 2. `--modes-dir DIR` manifests read at start-up;
 //! 3. foreign `tools/list` catalogs (`--catalog FILE`), imported as modes that
-//!    can be selected and described but have no executor.
+//!    can be selected and described but have no executor;
+//! 4. gateway upstreams' tools ([`upstream`]), added by the caller with
+//!    [`Catalog::with_modes`]; they run through the `upstream` executor.
 //!
 //! Loading parses JSON only. A mode's validator is compiled on first use and
 //! cached in the mode (see [`Mode::validator`]), so start-up compiles nothing.
@@ -13,6 +15,7 @@ mod category;
 mod foreign;
 mod manifest;
 mod shared;
+pub mod upstream;
 
 use std::{
     collections::HashMap,
@@ -35,6 +38,8 @@ pub enum Origin {
     Builtin,
     ModesDir(PathBuf),
     ForeignCatalog(PathBuf),
+    /// A tool of the gateway upstream with this name.
+    Upstream(String),
 }
 
 impl fmt::Display for Origin {
@@ -43,6 +48,7 @@ impl fmt::Display for Origin {
             Origin::Builtin => f.write_str("builtin"),
             Origin::ModesDir(path) => write!(f, "{}", path.display()),
             Origin::ForeignCatalog(path) => write!(f, "catalog {}", path.display()),
+            Origin::Upstream(server) => write!(f, "upstream {server}"),
         }
     }
 }
@@ -96,6 +102,14 @@ impl Mode {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// A fresh copy (nothing compiled) of a mode that is shared elsewhere.
+    fn duplicate(&self) -> Self {
+        match self.embedded_text {
+            Some(text) => Mode::embedded(&self.name, text),
+            None => Mode::new(self.manifest().clone(), self.origin.clone()),
+        }
     }
 
     /// The manifest, parsed on first use for embedded modes.
@@ -195,6 +209,15 @@ impl Catalog {
             modes.extend(foreign::load(path)?);
         }
         Ok(Self::from_modes(modes))
+    }
+
+    /// This catalog plus `extra` modes (a later mode with the same name wins).
+    pub fn with_modes(self, extra: impl IntoIterator<Item = Mode>) -> Self {
+        let own = self
+            .modes
+            .into_iter()
+            .map(|mode| Arc::try_unwrap(mode).unwrap_or_else(|shared| shared.duplicate()));
+        Self::from_modes(own.chain(extra))
     }
 
     /// Builds a catalog; a later mode with the same name replaces an earlier one.

@@ -18,6 +18,7 @@ mod consensus;
 mod listmodels;
 mod planner;
 pub mod support;
+mod upstream;
 mod version;
 pub mod workflow;
 
@@ -37,6 +38,12 @@ use crate::{
 pub trait Executor: Send + Sync {
     /// `request` has already passed the mode's schema.
     async fn execute(&self, request: Value, context: &ExecContext<'_>) -> Result<Value, ExecError>;
+
+    /// Whether a successful answer is another server's whole tool result,
+    /// to be passed on unchanged rather than wrapped as JSON.
+    fn passes_through(&self) -> bool {
+        false
+    }
 }
 
 /// What an executor may consult besides its request.
@@ -168,6 +175,11 @@ pub static REGISTRY: &[Registration] = &[
         key: "planner",
         construct: |_| Ok(Arc::new(planner::Planner)),
         request: |_| vec![planner::REQUEST],
+    },
+    Registration {
+        key: crate::catalog::upstream::EXECUTOR_KEY,
+        construct: |mode| Ok(Arc::new(upstream::UpstreamCall::for_mode(mode)?)),
+        request: |_| Vec::new(),
     },
     Registration {
         key: "version",

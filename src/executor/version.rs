@@ -12,7 +12,7 @@ impl Executor for Version {
     async fn execute(&self, _: Value, context: &ExecContext<'_>) -> Result<Value, ExecError> {
         let process = &context.services.process;
         let presentation = process.presentation();
-        Ok(json!({
+        let mut reply = json!({
             "name": env!("CARGO_PKG_NAME"),
             "version": env!("CARGO_PKG_VERSION"),
             "tool_list": presentation.map_or("none", |p| p.strategy.as_str()),
@@ -22,6 +22,11 @@ impl Executor for Version {
             "schemas_compiled": context.catalog.compiled_modes(),
             "executors_started": process.executors_started(),
             "uptime_seconds": process.uptime().as_secs(),
-        }))
+        });
+        if !context.services.gateway.is_empty() {
+            // Names, targets and state only: entries' env and headers stay hidden.
+            reply["upstreams"] = context.services.gateway.summary();
+        }
+        Ok(reply)
     }
 }

@@ -6,6 +6,7 @@
 //! from flags and environment and handed down.
 
 pub mod clink;
+pub mod gateway;
 mod process;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
@@ -33,6 +34,8 @@ pub struct Services {
     pub clink: ClinkConfig,
     /// Facts about the running process that `version` reports.
     pub process: ProcessInfo,
+    /// The user's other MCP servers (empty without `--upstreams`).
+    pub gateway: Arc<gateway::Gateway>,
 }
 
 impl Services {
@@ -51,6 +54,7 @@ impl Services {
             memory: Arc::new(InMemoryStore::new(MemoryConfig::from_env(&env))),
             clink: ClinkConfig::from_env(&env),
             process: ProcessInfo::default(),
+            gateway: Arc::default(),
         })
     }
 
@@ -68,6 +72,7 @@ impl Services {
             memory: Arc::new(InMemoryStore::new(MemoryConfig::default())),
             clink: ClinkConfig::from_env(&no_env),
             process: ProcessInfo::default(),
+            gateway: Arc::default(),
         }
     }
 }
@@ -80,6 +85,12 @@ fn working_dir() -> PathBuf {
 #[async_trait]
 pub trait ProgressSink: Send + Sync {
     async fn report(&self, progress: f64, message: String);
+
+    /// Progress as another server sent it (the gateway passes it on as is).
+    async fn report_detail(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let _ = total;
+        self.report(progress, message.unwrap_or_default()).await;
+    }
 }
 
 /// Per-call context: the client's cancellation and, when it asked for

@@ -53,7 +53,10 @@ pub fn zenmode(args: &[&str]) -> Command {
         .env_remove("ZEN_PINNED_MODES")
         .env_remove("ZEN_MODES_DIR")
         .env_remove("ZEN_ALLOWED_ROOTS")
-        .env_remove("ZEN_CLINK_CONFIG");
+        .env_remove("ZEN_CLINK_CONFIG")
+        .env_remove("ZEN_UPSTREAMS")
+        // No default upstreams file from the machine running the tests.
+        .env("ZEN_CONFIG_DIR", "/nonexistent/zenmode-test-config");
     for variable in PROVIDER_VARIABLES {
         command.env_remove(variable);
     }
@@ -97,10 +100,15 @@ impl Client {
     }
 
     pub fn spawn_command(mut command: Command) -> Self {
+        command.stderr(Stdio::inherit());
+        Self::spawn_keeping_stderr(command)
+    }
+
+    /// Like [`Client::spawn_command`], with stderr wherever `command` sends it.
+    pub fn spawn_keeping_stderr(mut command: Command) -> Self {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn zenmode");
         let stdin: ChildStdin = child.stdin.take().unwrap();

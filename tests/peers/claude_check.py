@@ -78,6 +78,11 @@ def main() -> int:
     def show(p: subprocess.CompletedProcess[str]) -> str:
         return f"exit {p.returncode}; stdout={p.stdout.strip()!r}; stderr={p.stderr.strip()[-400:]!r}"
 
+    upstreams = home / "upstreams.json"
+    upstreams.write_text(json.dumps({"mcpServers": {"flaky": {
+        "command": sys.executable, "args": [str(REPO / "tests" / "upstreams" / "fault_server.py")]}}}))
+    env["ZEN_CACHE_DIR"] = str(home / "zen-cache")
+    env["ZEN_STATE_DIR"] = str(home / "zen-state")
     try:
         version = claude("--version")
         print(f"claude-code: {version.stdout.strip()} against {ZENMODE_BIN}", flush=True)
@@ -92,6 +97,7 @@ def main() -> int:
                 ("zenmode", [ZENMODE_BIN, "serve"]),
                 ("zenmode-full", [ZENMODE_BIN, "serve", "--full"]),
                 *((f"zenmode-{strategy}", [ZENMODE_BIN, "serve", "--strategy", strategy]) for strategy in STRATEGIES),
+                ("zenmode-gateway", [ZENMODE_BIN, "serve", "--upstreams", str(upstreams)]),
                 ("control-broken", [shutil.which("false") or "/bin/false"]),
             ):
                 p = claude("mcp", "add", "--scope", "local", name, "--", *cmd)
@@ -120,6 +126,8 @@ def main() -> int:
         check("claude mcp list: zenmode --full ✔ Connected", list_connected("zenmode-full"))
         for strategy in STRATEGIES:
             check(f"claude mcp list: zenmode --strategy {strategy} ✔ Connected", list_connected(f"zenmode-{strategy}"))
+
+        check("claude mcp list: zenmode --upstreams (gateway) ✔ Connected", list_connected("zenmode-gateway"))
 
         def control_fails() -> None:
             line = lines.get("control-broken")

@@ -356,6 +356,40 @@ def _expect(pred: Callable[[], bool], msg: str) -> Callable[[], Awaitable[None]]
     return run
 
 
+async def gateway_suite(era: str) -> None:
+    """zenmode fronting another MCP server (the fault server, standard library only)."""
+    import tempfile
+
+    tag = f"[gateway {era}] "
+    with tempfile.TemporaryDirectory(prefix="zenmode-gateway-peer-") as work:
+        upstreams = Path(work) / "upstreams.json"
+        upstreams.write_text(json.dumps({"mcpServers": {"flaky": {
+            "command": sys.executable, "args": [str(REPO / "tests" / "upstreams" / "fault_server.py")]}}}))
+        server = StdioServerParameters(command=ZENMODE_BIN, args=["serve", "--upstreams", str(upstreams)], env={
+            "RUST_LOG": "error", "ZEN_CACHE_DIR": f"{work}/cache", "ZEN_STATE_DIR": f"{work}/state",
+            "PATH": os.environ.get("PATH", "")})
+        async with Client(server, mode=era, read_timeout_seconds=CALL_TIMEOUT) as client:
+            async def two_tools() -> None:
+                names = sorted(t.name for t in (await client.list_tools()).tools)
+                assert names == ["zen_execute", "zen_select_mode"], names
+
+            await check(tag + "tools/list stays the two meta tools with an upstream behind", two_tools)
+
+            async def describe() -> None:
+                sc = structured(await client.call_tool("zen_select_mode", {"mode": "flaky__echo"}))
+                assert sc["server"] == "flaky" and sc["read_only"] is True, sc
+
+            await check(tag + "zen_select_mode describes an upstream tool with its server", describe)
+
+            async def execute() -> None:
+                r = await client.call_tool("zen_execute", {"mode": "flaky__echo", "request": {"text": "via sdk"}})
+                assert not r.is_error, r
+                assert r.structured_content == {"echo": "via sdk"}, r.structured_content
+                assert [c.text for c in r.content] == ["via sdk"], r.content
+
+            await check(tag + "zen_execute forwards to the upstream and passes its result through", execute)
+
+
 async def main() -> int:
     if not os.access(ZENMODE_BIN, os.X_OK):
         print(f"python-sdk: zenmode binary not found at {ZENMODE_BIN}", file=sys.stderr)
@@ -372,6 +406,8 @@ async def main() -> int:
         ("tcp", tcp_suites),
         ("lazy", lambda: dynamic_suite("lazy", ("manage_tools", {"action": "enable", "names": ["challenge"]}), "challenge")),
         ("groups", lambda: dynamic_suite("groups", ("activate_utility", {}), "challenge")),
+        ("gateway[legacy]", lambda: gateway_suite("legacy")),
+        ("gateway[auto]", lambda: gateway_suite("auto")),
     ]
     for name, suite in suites:
         try:

@@ -117,12 +117,16 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
         .take(top_k - 1 + usize::from(fallback.is_some()))
         .map(|ranked| {
             let alternative = &catalog.modes()[ranked.mode_index];
-            json!({
+            let mut entry = json!({
                 "mode": alternative.name(),
                 "confidence": round2(ranked.confidence),
                 "summary": alternative.manifest().summary,
                 "required": alternative.manifest().required(),
-            })
+            });
+            if let Value::Object(fields) = &mut entry {
+                insert_origin(fields, alternative);
+            }
+            entry
         })
         .collect();
     if !alternatives.is_empty() {
@@ -171,6 +175,7 @@ fn insert_essentials(reply: &mut Map<String, Value>, mode: &Mode, fields: FieldS
     let manifest = mode.manifest();
     let summary = describe::field_summary(manifest, fields);
     reply.insert("summary".into(), json!(manifest.summary));
+    insert_origin(reply, mode);
     reply.insert("required".into(), Value::Object(summary.required));
     if !summary.optional.is_empty() {
         reply.insert("optional".into(), Value::Object(summary.optional));
@@ -182,6 +187,24 @@ fn insert_essentials(reply: &mut Map<String, Value>, mode: &Mode, fields: FieldS
             "arguments": {"mode": mode.name(), "request": describe::example_request(manifest)},
         }),
     );
+}
+
+/// For another server's tool: which server runs it, and whether it only
+/// reads or may destroy (its annotations), so the model knows what a call does.
+fn insert_origin(reply: &mut Map<String, Value>, mode: &Mode) {
+    let manifest = mode.manifest();
+    let Some(server) = manifest.server.as_deref() else {
+        return;
+    };
+    reply.insert("server".into(), json!(server));
+    for (hint, key) in [
+        ("readOnlyHint", "read_only"),
+        ("destructiveHint", "destructive"),
+    ] {
+        if let Some(flag) = manifest.annotations.get(hint).and_then(Value::as_bool) {
+            reply.insert(key.into(), json!(flag));
+        }
+    }
 }
 
 /// The start of `task` that the ranking reads, cut at a character boundary.

@@ -1,0 +1,118 @@
+//! Modes from a gateway upstream's `tools/list`: one mode per tool, named
+//! `<prefix>__<tool>` (proxies should prefix, so names from two servers
+//! never clash), run by the `upstream` executor.
+//!
+//! This is only the conversion; fetching, caching and approving catalogs
+//! belong to the gateway service.
+
+use serde_json::{Map, Value};
+
+use super::{Category, MAX_SUMMARY_CHARS, Manifest, Mode, Origin, foreign::first_sentence};
+
+/// Between the prefix and the upstream tool's own name.
+pub const SEPARATOR: &str = "__";
+
+/// The longest tool name MCP allows.
+pub const MAX_TOOL_NAME_CHARS: usize = 128;
+
+/// The executor key of every gateway mode.
+pub const EXECUTOR_KEY: &str = "upstream";
+
+/// The mode name of `tool` on the server with `prefix`.
+pub fn mode_name(prefix: &str, tool: &str) -> String {
+    format!("{prefix}{SEPARATOR}{tool}")
+}
+
+/// Whether `name` only uses the characters MCP allows in tool names.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().count() <= MAX_TOOL_NAME_CHARS
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// One upstream tool as a mode; `Err` says why the tool cannot be offered.
+pub fn upstream_mode(server: &str, prefix: &str, tool: &Value) -> Result<Mode, String> {
+    let name = tool
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|name| !name.trim().is_empty())
+        .ok_or("a tool has no name")?;
+    let mode_name = mode_name(prefix, name);
+    if !is_valid_tool_name(&mode_name) {
+        return Err(format!(
+            "tool {name:?} gives the name {mode_name:?}, which MCP does not allow (letters, digits, _ - . and at most {MAX_TOOL_NAME_CHARS} characters)"
+        ));
+    }
+    let text = |key: &str| tool.get(key).and_then(Value::as_str).map(str::to_owned);
+    let object = |key: &str| tool.get(key).and_then(Value::as_object).cloned();
+    let description = text("description").unwrap_or_default();
+    let mut schema = object("inputSchema").unwrap_or_default();
+    schema
+        .entry("type")
+        .or_insert_with(|| Value::String("object".to_owned()));
+    let manifest = Manifest {
+        title: text("title")
+            .or_else(|| {
+                tool.pointer("/annotations/title")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| name.to_owned()),
+        summary: first_sentence(&description, MAX_SUMMARY_CHARS),
+        name: mode_name,
+        description,
+        category: Category::Imported,
+        server: Some(server.to_owned()),
+        topic: None,
+        upstream_tool: Some(name.to_owned()),
+        output_schema: tool.get("outputSchema").filter(|v| v.is_object()).cloned(),
+        keywords: Vec::new(),
+        examples: Vec::new(),
+        annotations: object("annotations").unwrap_or_else(Map::new),
+        executor: Some(EXECUTOR_KEY.to_owned()),
+        summary_fields: Vec::new(),
+        workflow: None,
+        example_request: None,
+        schema: Value::Object(schema),
+    };
+    Ok(Mode::new(manifest, Origin::Upstream(server.to_owned())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_tool_becomes_a_prefixed_mode_with_its_schema_and_annotations() {
+        let tool = json!({
+            "name": "read_file", "description": "Read a file. Returns text.",
+            "inputSchema": {"properties": {"path": {"type": "string"}}, "required": ["path"]},
+            "annotations": {"readOnlyHint": true},
+            "outputSchema": {"type": "object"}
+        });
+        let mode = upstream_mode("files", "fs", &tool).unwrap();
+        let manifest = mode.manifest();
+        assert_eq!(mode.name(), "fs__read_file");
+        assert_eq!(manifest.upstream_tool.as_deref(), Some("read_file"));
+        assert_eq!(manifest.server.as_deref(), Some("files"));
+        assert_eq!(manifest.summary, "Read a file");
+        assert_eq!(manifest.schema["type"], "object");
+        assert_eq!(manifest.required(), ["path"]);
+        assert_eq!(manifest.annotations["readOnlyHint"], true);
+        assert_eq!(manifest.executor.as_deref(), Some(EXECUTOR_KEY));
+        assert_eq!(mode.origin, Origin::Upstream("files".into()));
+    }
+
+    #[test]
+    fn names_mcp_does_not_allow_are_refused() {
+        assert!(upstream_mode("s", "s", &json!({"description": "x"})).is_err());
+        let spaced = upstream_mode("s", "s", &json!({"name": "two words"})).unwrap_err();
+        assert!(spaced.contains("two words"), "{spaced}");
+        let long = "x".repeat(MAX_TOOL_NAME_CHARS);
+        assert!(upstream_mode("s", "s", &json!({ "name": long })).is_err());
+        assert!(is_valid_tool_name("github__get-issue.v2"));
+    }
+}

@@ -1,0 +1,610 @@
+//! The upstreams file: the `mcpServers` shape that Claude Desktop, Claude
+//! Code and Cursor already write, plus zenmode's own per-server options in
+//! the same entry.
+//!
+//! ```json
+//! {"mcpServers": {
+//!   "fs":  {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+//!   "api": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ..."},
+//!           "prefix": "api", "timeout": 30, "idle_shutdown": 600, "startup": "lazy",
+//!           "allow_tools": ["search_*"], "deny_tools": ["delete_repo"], "enabled": true}
+//! }}
+//! ```
+//!
+//! Every value in `env` and `headers` is treated as a secret: it is hashed
+//! into the cache key but never printed (see [`Redactor`]).
+
+use std::{
+    collections::BTreeMap,
+    fmt,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::catalog::upstream::{SEPARATOR, is_valid_tool_name};
+
+/// How long a call may take when the entry gives no `timeout`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long an unused upstream keeps running when the entry gives no `idle_shutdown`.
+pub const DEFAULT_IDLE_SHUTDOWN: Duration = Duration::from_secs(600);
+
+/// Keys zenmode reads in an entry; others (other clients' options) are ignored with a warning.
+const KNOWN_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "type",
+    "transport",
+    "url",
+    "headers",
+    "enabled",
+    "disabled",
+    "prefix",
+    "timeout",
+    "idle_shutdown",
+    "startup",
+    "allow_tools",
+    "deny_tools",
+    "inherit_env",
+];
+
+/// When an upstream is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Startup {
+    /// On its first call (or at start-up only when its catalog is not cached).
+    Lazy,
+    /// At start-up, in the background.
+    Eager,
+}
+
+/// How zenmode reaches an upstream.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Transport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+        /// Pass zenmode's whole environment instead of the basic variables.
+        inherit_env: bool,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl fmt::Debug for Transport {
+    /// Never prints `env` or `headers` values.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Transport::Stdio {
+                command, args, env, ..
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .finish(),
+            Transport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+/// One server entry, checked.
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// The entry's key in `mcpServers`.
+    pub name: String,
+    pub transport: Transport,
+    pub enabled: bool,
+    /// Mode names are `<prefix>__<tool>`.
+    pub prefix: String,
+    pub timeout: Duration,
+    /// `None`: keep running for the life of zenmode.
+    pub idle_shutdown: Option<Duration>,
+    pub startup: Startup,
+    pub allow_tools: Vec<String>,
+    pub deny_tools: Vec<String>,
+}
+
+impl UpstreamConfig {
+    /// Hash of everything that decides which process (or URL) answers and
+    /// what it may list; keys the catalog cache, so a changed entry is re-read.
+    pub fn fingerprint(&self) -> String {
+        let mut hasher = Sha256::new();
+        let mut feed = |part: &str| {
+            hasher.update(part.len().to_le_bytes());
+            hasher.update(part.as_bytes());
+        };
+        match &self.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+                inherit_env,
+            } => {
+                feed("stdio");
+                feed(command);
+                args.iter().for_each(|arg| feed(arg));
+                for (key, value) in env {
+                    feed(key);
+                    feed(value);
+                }
+                feed(
+                    &cwd.as_ref()
+                        .map(|c| c.display().to_string())
+                        .unwrap_or_default(),
+                );
+                feed(if *inherit_env { "inherit" } else { "basic" });
+            }
+            Transport::Http { url, headers } => {
+                feed("http");
+                feed(url);
+                for (key, value) in headers {
+                    feed(key);
+                    feed(value);
+                }
+            }
+        }
+        hex(&hasher.finalize())
+    }
+
+    /// Whether the allow and deny lists let `tool` through.
+    pub fn allows(&self, tool: &str) -> bool {
+        let listed = |patterns: &[String]| patterns.iter().any(|p| glob_match(p, tool));
+        (self.allow_tools.is_empty() || listed(&self.allow_tools)) && !listed(&self.deny_tools)
+    }
+
+    /// What a user may see of the entry: the command or URL, never a secret.
+    pub fn describe(&self) -> String {
+        match &self.transport {
+            Transport::Stdio { command, args, .. } => {
+                let mut text = command.clone();
+                for arg in args {
+                    text.push(' ');
+                    text.push_str(arg);
+                }
+                self.redactor().redact(&text)
+            }
+            Transport::Http { url, .. } => format!("http {}", self.redactor().redact(url)),
+        }
+    }
+
+    /// Hides this entry's secrets in any text.
+    pub fn redactor(&self) -> Redactor {
+        let secrets = match &self.transport {
+            Transport::Stdio { env, .. } => env.values().cloned().collect(),
+            Transport::Http { headers, .. } => headers
+                .values()
+                .flat_map(|value| {
+                    // "Bearer abc": hide the credential as well as the whole value.
+                    let mut parts = vec![value.clone()];
+                    parts.extend(value.split_whitespace().skip(1).map(str::to_owned));
+                    parts
+                })
+                .collect(),
+        };
+        Redactor::new(secrets)
+    }
+}
+
+/// Replaces secret values in text with `[redacted]`.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    /// Longest first, so a value that contains another is hidden whole.
+    secrets: Vec<String>,
+}
+
+/// Shorter values are left alone: hiding `1` or `yes` would mangle every message.
+const MIN_SECRET_CHARS: usize = 6;
+
+impl Redactor {
+    pub fn new(secrets: Vec<String>) -> Self {
+        let mut secrets: Vec<String> = secrets
+            .into_iter()
+            .filter(|s| s.chars().count() >= MIN_SECRET_CHARS)
+            .collect();
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        Redactor { secrets }
+    }
+
+    pub fn redact(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for secret in &self.secrets {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), "[redacted]");
+            }
+        }
+        text
+    }
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+fn glob_match(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for middle in &parts[1..parts.len() - 1] {
+        match rest.find(middle) {
+            Some(at) => rest = &rest[at + middle.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A problem in the upstreams file; always names the file and, where it
+/// applies, the entry.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {problem}")]
+pub struct ConfigError {
+    pub file: String,
+    pub problem: String,
+}
+
+/// The parsed file: the entries in file order, and warnings worth logging.
+#[derive(Debug, Default)]
+pub struct UpstreamsFile {
+    pub servers: Vec<UpstreamConfig>,
+    pub warnings: Vec<String>,
+}
+
+/// Reads and checks an upstreams file.
+pub fn load(path: &Path) -> Result<UpstreamsFile, ConfigError> {
+    let error = |problem: String| ConfigError {
+        file: path.display().to_string(),
+        problem,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read: {e}")))?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| error(format!("not JSON: {e}")))?;
+    parse(&value).map_err(error)
+}
+
+/// Checks the JSON of an upstreams file (`{"mcpServers": {...}}`).
+pub fn parse(value: &Value) -> Result<UpstreamsFile, String> {
+    let servers = value
+        .get("mcpServers")
+        .ok_or(
+            "has no \"mcpServers\" object (the shape Claude Desktop, Claude Code and Cursor use)",
+        )?
+        .as_object()
+        .ok_or("\"mcpServers\" must be an object of named server entries")?;
+    let mut file = UpstreamsFile::default();
+    let mut prefixes: BTreeMap<String, String> = BTreeMap::new();
+    for (name, entry) in servers {
+        let (config, warnings) =
+            parse_entry(name, entry).map_err(|problem| format!("server {name:?}: {problem}"))?;
+        file.warnings.extend(
+            warnings
+                .into_iter()
+                .map(|w| format!("server {name:?}: {w}")),
+        );
+        if config.enabled
+            && let Some(other) = prefixes.insert(config.prefix.clone(), name.clone())
+        {
+            return Err(format!(
+                "servers {other:?} and {name:?} both use the prefix {:?}; give one a different \"prefix\"",
+                config.prefix
+            ));
+        }
+        file.servers.push(config);
+    }
+    Ok(file)
+}
+
+fn parse_entry(name: &str, entry: &Value) -> Result<(UpstreamConfig, Vec<String>), String> {
+    let entry = entry.as_object().ok_or("the entry must be an object")?;
+    let mut warnings = Vec::new();
+    for key in entry.keys() {
+        if !KNOWN_KEYS.contains(&key.as_str()) {
+            warnings.push(format!("ignoring key {key:?}, which zenmode does not use"));
+        }
+    }
+    let transport = parse_transport(entry)?;
+    let prefix = match entry.get("prefix") {
+        None => name.to_owned(),
+        Some(value) => string(value, "prefix")?,
+    };
+    if !is_valid_tool_name(&prefix) || prefix.contains(SEPARATOR) {
+        return Err(format!(
+            "prefix {prefix:?} must be letters, digits, '_', '-' or '.', without \"{SEPARATOR}\" (it starts every mode name); set \"prefix\""
+        ));
+    }
+    let enabled = match (entry.get("enabled"), entry.get("disabled")) {
+        (Some(value), _) => boolean(value, "enabled")?,
+        (None, Some(value)) => !boolean(value, "disabled")?,
+        (None, None) => true,
+    };
+    let timeout = match entry.get("timeout") {
+        None => DEFAULT_TIMEOUT,
+        Some(value) => seconds(value, "timeout")?
+            .filter(|t| !t.is_zero())
+            .ok_or("\"timeout\" must be a positive number of seconds")?,
+    };
+    let idle_shutdown = match entry.get("idle_shutdown") {
+        None => Some(DEFAULT_IDLE_SHUTDOWN),
+        Some(value) => seconds(value, "idle_shutdown")?.filter(|t| !t.is_zero()),
+    };
+    let startup = match entry
+        .get("startup")
+        .map(|v| string(v, "startup"))
+        .transpose()?
+    {
+        None => Startup::Lazy,
+        Some(text) => match text.as_str() {
+            "lazy" => Startup::Lazy,
+            "eager" => Startup::Eager,
+            other => {
+                return Err(format!(
+                    "\"startup\" is {other:?}; use \"lazy\" or \"eager\""
+                ));
+            }
+        },
+    };
+    let config = UpstreamConfig {
+        name: name.to_owned(),
+        transport,
+        enabled,
+        prefix,
+        timeout,
+        idle_shutdown,
+        startup,
+        allow_tools: string_list(entry.get("allow_tools"), "allow_tools")?,
+        deny_tools: string_list(entry.get("deny_tools"), "deny_tools")?,
+    };
+    Ok((config, warnings))
+}
+
+fn parse_transport(entry: &Map<String, Value>) -> Result<Transport, String> {
+    let kind = entry
+        .get("type")
+        .or_else(|| entry.get("transport"))
+        .map(|v| string(v, "type"))
+        .transpose()?;
+    let has_url = entry.contains_key("url");
+    let has_command = entry.contains_key("command");
+    match kind.as_deref() {
+        Some("sse") => Err(
+            "the legacy SSE transport is not supported; use a Streamable HTTP URL (\"type\": \"http\")"
+                .into(),
+        ),
+        Some("http" | "streamable-http" | "streamableHttp" | "streamable_http") => http(entry),
+        Some("stdio") => stdio(entry),
+        Some(other) => Err(format!(
+            "unknown \"type\" {other:?}; use \"stdio\" (with \"command\") or \"http\" (with \"url\")"
+        )),
+        None if has_command && has_url => {
+            Err("has both \"command\" and \"url\"; keep one, or set \"type\"".into())
+        }
+        None if has_command => stdio(entry),
+        None if has_url => http(entry),
+        None => Err("needs \"command\" (a local server) or \"url\" (a Streamable HTTP server)".into()),
+    }
+}
+
+fn stdio(entry: &Map<String, Value>) -> Result<Transport, String> {
+    let command = entry
+        .get("command")
+        .ok_or("a stdio server needs \"command\"")
+        .and_then(|v| string(v, "command").map_err(|_| "\"command\" must be a string"))?;
+    if command.trim().is_empty() {
+        return Err("\"command\" is empty".into());
+    }
+    Ok(Transport::Stdio {
+        command,
+        args: string_list(entry.get("args"), "args")?,
+        env: string_map(entry.get("env"), "env")?,
+        cwd: entry
+            .get("cwd")
+            .map(|v| string(v, "cwd").map(PathBuf::from))
+            .transpose()?,
+        inherit_env: entry
+            .get("inherit_env")
+            .map(|v| boolean(v, "inherit_env"))
+            .transpose()?
+            .unwrap_or(false),
+    })
+}
+
+fn http(entry: &Map<String, Value>) -> Result<Transport, String> {
+    let url = entry
+        .get("url")
+        .ok_or("an http server needs \"url\"")
+        .and_then(|v| string(v, "url").map_err(|_| "\"url\" must be a string"))?;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!(
+            "\"url\" {url:?} must start with http:// or https://"
+        ));
+    }
+    let headers = string_map(entry.get("headers"), "headers")?;
+    for (key, value) in &headers {
+        if http::HeaderName::from_bytes(key.as_bytes()).is_err()
+            || http::HeaderValue::from_str(value).is_err()
+        {
+            return Err(format!("header {key:?} is not a valid HTTP header"));
+        }
+    }
+    Ok(Transport::Http { url, headers })
+}
+
+fn string(value: &Value, key: &str) -> Result<String, String> {
+    value
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("\"{key}\" must be a string"))
+}
+
+fn boolean(value: &Value, key: &str) -> Result<bool, String> {
+    value
+        .as_bool()
+        .ok_or_else(|| format!("\"{key}\" must be true or false"))
+}
+
+/// A number of seconds; `None` for 0.
+fn seconds(value: &Value, key: &str) -> Result<Option<Duration>, String> {
+    let secs = value
+        .as_f64()
+        .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 7.0 * 24.0 * 3600.0)
+        .ok_or_else(|| format!("\"{key}\" must be a number of seconds between 0 and a week"))?;
+    Ok((secs > 0.0).then(|| Duration::from_secs_f64(secs)))
+}
+
+fn string_list(value: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    value
+        .as_array()
+        .and_then(|items| {
+            items
+                .iter()
+                .map(|item| item.as_str().map(str::to_owned))
+                .collect()
+        })
+        .ok_or_else(|| format!("\"{key}\" must be a list of strings"))
+}
+
+fn string_map(value: Option<&Value>, key: &str) -> Result<BTreeMap<String, String>, String> {
+    let Some(value) = value else {
+        return Ok(BTreeMap::new());
+    };
+    let object = value
+        .as_object()
+        .ok_or_else(|| format!("\"{key}\" must be an object of strings"))?;
+    object
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(text) => Ok((k.clone(), text.clone())),
+            Value::Number(n) => Ok((k.clone(), n.to_string())),
+            Value::Bool(b) => Ok((k.clone(), b.to_string())),
+            _ => Err(format!("\"{key}\".{k} must be a string")),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn one(entry: Value) -> Result<UpstreamConfig, String> {
+        parse(&json!({"mcpServers": {"srv": entry}})).map(|mut f| f.servers.remove(0))
+    }
+
+    #[test]
+    fn stdio_and_http_entries_with_defaults() {
+        let stdio =
+            one(json!({"command": "npx", "args": ["-y", "x"], "env": {"K": "secretvalue"}}))
+                .unwrap();
+        assert_eq!(stdio.prefix, "srv");
+        assert_eq!(stdio.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(stdio.startup, Startup::Lazy);
+        assert!(stdio.enabled);
+        let http = one(json!({"type": "http", "url": "https://h/mcp",
+            "headers": {"Authorization": "Bearer tok123456"}, "prefix": "h", "timeout": 5,
+            "idle_shutdown": 0, "startup": "eager"}))
+        .unwrap();
+        assert_eq!(http.prefix, "h");
+        assert_eq!(http.timeout, Duration::from_secs(5));
+        assert_eq!(http.idle_shutdown, None);
+        assert_eq!(http.startup, Startup::Eager);
+        assert!(matches!(http.transport, Transport::Http { .. }));
+    }
+
+    #[test]
+    fn misconfigured_entries_name_the_entry_and_the_problem() {
+        let cases = [
+            (json!({}), "needs \"command\""),
+            (json!({"command": 3}), "must be a string"),
+            (json!({"command": "x", "url": "http://h"}), "both"),
+            (json!({"type": "sse", "url": "http://h"}), "SSE"),
+            (json!({"url": "ftp://h"}), "http://"),
+            (json!({"command": "x", "timeout": -1}), "seconds"),
+            (json!({"command": "x", "startup": "soon"}), "lazy"),
+            (json!({"command": "x", "prefix": "a b"}), "prefix"),
+            (json!({"command": "x", "prefix": "a__b"}), "prefix"),
+            (json!({"command": "x", "args": "y"}), "list of strings"),
+        ];
+        for (entry, expected) in cases {
+            let error = parse(&json!({"mcpServers": {"broken": entry}})).unwrap_err();
+            assert!(
+                error.contains("\"broken\"") && error.contains(expected),
+                "{error}"
+            );
+        }
+        assert!(
+            parse(&json!({"servers": {}}))
+                .unwrap_err()
+                .contains("mcpServers")
+        );
+    }
+
+    #[test]
+    fn two_servers_with_one_prefix_are_refused() {
+        let error = parse(&json!({"mcpServers": {
+            "a": {"command": "x", "prefix": "p"}, "b": {"command": "y", "prefix": "p"}}}))
+        .unwrap_err();
+        assert!(error.contains("prefix \"p\""), "{error}");
+    }
+
+    #[test]
+    fn unknown_keys_warn_and_disabled_is_read() {
+        let file = parse(
+            &json!({"mcpServers": {"a": {"command": "x", "autoApprove": [], "disabled": true}}}),
+        )
+        .unwrap();
+        assert!(!file.servers[0].enabled);
+        assert!(
+            file.warnings[0].contains("autoApprove"),
+            "{:?}",
+            file.warnings
+        );
+    }
+
+    #[test]
+    fn fingerprint_changes_with_the_entry_and_secrets_never_print() {
+        let a = one(json!({"command": "x", "env": {"TOKEN": "supersecret1"}})).unwrap();
+        let b = one(json!({"command": "x", "env": {"TOKEN": "supersecret2"}})).unwrap();
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.fingerprint(), a.clone().fingerprint());
+        assert!(!format!("{a:?}").contains("supersecret1"));
+        let http = one(json!({"url": "https://h/mcp?key=supersecret9", "headers": {"Authorization": "Bearer tok123456"}})).unwrap();
+        assert!(!format!("{http:?}").contains("tok123456"));
+        let redactor = http.redactor();
+        assert_eq!(redactor.redact("sent tok123456!"), "sent [redacted]!");
+    }
+
+    #[test]
+    fn allow_and_deny_lists_take_globs() {
+        let config = one(json!({"command": "x", "allow_tools": ["read_*", "list"], "deny_tools": ["read_secret*"]}))
+            .unwrap();
+        assert!(config.allows("read_file"));
+        assert!(config.allows("list"));
+        assert!(!config.allows("write_file"));
+        assert!(!config.allows("read_secrets"));
+        assert!(glob_match("*", "anything"));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(!glob_match("a*b*c", "axxc"));
+    }
+}

@@ -1,0 +1,269 @@
+//! The gateway: the user's other MCP servers ("upstreams"), whose tools
+//! become modes behind the same two tools.
+//!
+//! - [`config`]: the `mcpServers` file and zenmode's per-server options;
+//! - [`store`]: cached catalogs and the pins of approved tool definitions;
+//! - [`upstream`]: one server's process (or HTTP session), started lazily.
+//!
+//! Opening the gateway reads cached catalogs and spawns nothing; a server
+//! without a cached catalog is started once, in parallel with the others
+//! and within a bounded wait, to learn its tools. Every tool's definition is
+//! compared with the approved pins: a changed or new one is quarantined
+//! (offered nowhere, refused if called) until `zenmode upstream approve`.
+//! A server never seen before is approved on first use (its pins written).
+
+pub mod config;
+pub mod store;
+pub mod upstream;
+
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
+
+use serde_json::{Map, Value, json};
+
+pub use config::{ConfigError, UpstreamConfig, UpstreamsFile};
+pub use store::{GatewayDirs, Pins, Verdict};
+use upstream::Upstream;
+
+use crate::{
+    catalog::{Mode, upstream::upstream_mode},
+    services::CallContext,
+};
+
+/// A failed upstream call; becomes an `isError` result naming the server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatewayError {
+    pub kind: &'static str,
+    pub server: String,
+    pub message: String,
+}
+
+/// Every configured upstream of this process (none without `--upstreams`).
+#[derive(Default)]
+pub struct Gateway {
+    upstreams: BTreeMap<String, Arc<Upstream>>,
+}
+
+/// How one server's catalog was obtained at start-up.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CatalogSource {
+    Cache,
+    Fetched,
+    Disabled,
+    /// Not cached and could not be fetched: the server offers no modes.
+    Unavailable(String),
+}
+
+/// One server as opened: what it offers and what is held back.
+#[derive(Debug, Clone)]
+pub struct ServerReport {
+    pub name: String,
+    pub prefix: String,
+    /// Command or URL, secrets hidden.
+    pub target: String,
+    pub source: CatalogSource,
+    pub offered: usize,
+    /// Tools left out by the entry's allow / deny lists.
+    pub filtered: usize,
+    /// Tool name and why it is held back.
+    pub quarantined: Vec<(String, &'static str)>,
+    /// Whether this start approved the server on first use.
+    pub first_use: bool,
+}
+
+/// An opened gateway with the modes it contributes.
+pub struct Opened {
+    pub gateway: Gateway,
+    pub modes: Vec<Mode>,
+    pub reports: Vec<ServerReport>,
+}
+
+impl Gateway {
+    /// Opens every enabled server of `file`: cached catalogs as they are,
+    /// missing ones fetched in parallel for at most `wait`.
+    pub async fn open(file: &UpstreamsFile, dirs: &GatewayDirs, wait: Duration) -> Opened {
+        let mut gateway = Gateway::default();
+        let mut catalogs: Vec<(Arc<Upstream>, Result<(Vec<Value>, CatalogSource), String>)> =
+            Vec::new();
+        let mut fetches = tokio::task::JoinSet::new();
+        let mut reports = Vec::new();
+        for config in &file.servers {
+            if !config.enabled {
+                reports.push(report(config, CatalogSource::Disabled));
+                continue;
+            }
+            let upstream = Arc::new(Upstream::new(
+                config.clone(),
+                dirs.clone(),
+                store::load_pins(dirs, &config.name),
+            ));
+            gateway
+                .upstreams
+                .insert(config.name.clone(), upstream.clone());
+            match store::load_catalog(dirs, config) {
+                Some(tools) => catalogs.push((upstream, Ok((tools, CatalogSource::Cache)))),
+                None => {
+                    fetches.spawn(async move {
+                        let fetched = match tokio::time::timeout(wait, upstream.tools()).await {
+                            Ok(Ok(tools)) => Ok((tools, CatalogSource::Fetched)),
+                            Ok(Err(error)) => Err(error.message),
+                            Err(_) => Err(format!(
+                                "its catalog is not cached and it did not list its tools within {}s",
+                                wait.as_secs_f64()
+                            )),
+                        };
+                        (upstream, fetched)
+                    });
+                }
+            }
+        }
+        while let Some(joined) = fetches.join_next().await {
+            if let Ok(pair) = joined {
+                catalogs.push(pair);
+            }
+        }
+        let mut modes = Vec::new();
+        for (upstream, catalog) in catalogs {
+            let config = &upstream.config;
+            let (tools, source) = match catalog {
+                Ok(found) => found,
+                Err(problem) => {
+                    tracing::warn!(server = config.name, "upstream offers no modes: {problem}");
+                    reports.push(report(config, CatalogSource::Unavailable(problem)));
+                    continue;
+                }
+            };
+            let (pins, first_use) = match store::load_pins(dirs, &config.name) {
+                Some(pins) => (pins, false),
+                None => {
+                    let pins = Pins::of(&tools);
+                    if let Err(error) = store::save_pins(dirs, &config.name, &pins) {
+                        tracing::warn!(server = config.name, %error, "could not save approvals");
+                    }
+                    tracing::info!(
+                        server = config.name,
+                        tools = tools.len(),
+                        "new upstream: its tool definitions are approved as first seen"
+                    );
+                    (pins, true)
+                }
+            };
+            let mut server_report = report(config, source);
+            server_report.first_use = first_use;
+            for tool in &tools {
+                let name = store::tool_name(tool).unwrap_or_default();
+                if !config.allows(name) {
+                    server_report.filtered += 1;
+                    continue;
+                }
+                match pins.verdict(tool) {
+                    Verdict::Approved => match upstream_mode(&config.name, &config.prefix, tool) {
+                        Ok(mode) => {
+                            modes.push(mode);
+                            server_report.offered += 1;
+                        }
+                        Err(problem) => {
+                            tracing::warn!(server = config.name, "tool left out: {problem}");
+                            server_report.filtered += 1;
+                        }
+                    },
+                    verdict => {
+                        tracing::warn!(
+                            server = config.name,
+                            tool = name,
+                            "tool quarantined: {}",
+                            verdict.reason()
+                        );
+                        server_report
+                            .quarantined
+                            .push((name.to_owned(), verdict.reason()));
+                    }
+                }
+            }
+            upstream.set_pins(pins);
+            reports.push(server_report);
+        }
+        reports.sort_by(|a, b| a.name.cmp(&b.name));
+        for upstream in gateway.upstreams.values() {
+            if upstream.config.startup == config::Startup::Eager && !upstream.is_running() {
+                let upstream = upstream.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = upstream.tools().await {
+                        tracing::warn!(
+                            server = error.server,
+                            "eager start failed: {}",
+                            error.message
+                        );
+                    }
+                });
+            }
+        }
+        Opened {
+            gateway,
+            modes,
+            reports,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.upstreams.is_empty()
+    }
+
+    /// Forwards a call to `tool` of `server`; the result is the upstream's, unchanged.
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Map<String, Value>,
+        call: &CallContext,
+    ) -> Result<Value, GatewayError> {
+        let Some(upstream) = self.upstreams.get(server) else {
+            return Err(GatewayError {
+                kind: "unknown_upstream",
+                server: server.to_owned(),
+                message: format!("no upstream server named {server:?} is configured"),
+            });
+        };
+        upstream.call(tool, arguments, call).await
+    }
+
+    /// Stops every running upstream (and its process group).
+    pub async fn shutdown(&self) {
+        let stops = self.upstreams.values().map(|upstream| upstream.stop());
+        futures_util::future::join_all(stops).await;
+    }
+
+    /// What `version` may show: names, targets and whether each runs; no secrets.
+    pub fn summary(&self) -> Value {
+        Value::Array(
+            self.upstreams
+                .values()
+                .map(|upstream| {
+                    json!({
+                        "server": upstream.name(),
+                        "prefix": upstream.config.prefix,
+                        "target": upstream.config.describe(),
+                        "running": upstream.uptime().is_some(),
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+fn report(config: &UpstreamConfig, source: CatalogSource) -> ServerReport {
+    ServerReport {
+        name: config.name.clone(),
+        prefix: config.prefix.clone(),
+        target: config.describe(),
+        source,
+        offered: 0,
+        filtered: 0,
+        quarantined: Vec::new(),
+        first_use: false,
+    }
+}
+
+/// rustls needs one process-wide crypto provider; the providers use ring too.
+fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

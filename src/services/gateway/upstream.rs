@@ -1,0 +1,723 @@
+//! One upstream server: started on first use, stopped when idle, restarted
+//! with backoff after a crash, and every call bounded by a timeout.
+//!
+//! A stdio upstream runs in its own process group, so stopping it also stops
+//! what it started (`npx` runs node under it). Its stderr goes to zenmode's
+//! log, prefixed with the server name and with the entry's secrets hidden; the
+//! last lines are kept to explain a crash.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    process::Stdio,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient, ServiceExt,
+    model::{
+        CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+        ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, ErrorCode, Implementation,
+        ProgressNotificationParam, ProgressToken, ServerResult,
+    },
+    service::{
+        NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService, ServiceError,
+    },
+};
+use serde_json::{Map, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::{
+    GatewayError,
+    config::{Redactor, Transport, UpstreamConfig},
+    store::{self, GatewayDirs, Pins, Verdict},
+};
+use crate::services::{CallContext, ProgressSink};
+
+/// Lines of an upstream's stderr kept for error messages.
+const STDERR_TAIL_LINES: usize = 12;
+const STDERR_LINE_CHARS: usize = 400;
+/// The longest wait before restarting a server that keeps failing.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long a start (spawn, initialize, list tools) may take at most.
+const MAX_START: Duration = Duration::from_secs(60);
+/// Environment variables a stdio upstream gets from zenmode's own
+/// environment (besides its entry's `env`), unless `inherit_env` is set:
+/// enough to find programs and a home, never zenmode's provider keys.
+const BASIC_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+    "NODE_PATH",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "npm_config_cache",
+    "npm_config_prefix",
+    "VIRTUAL_ENV",
+    "SYSTEMROOT",
+    "APPDATA",
+];
+
+/// Routes an upstream's progress notifications to the call that asked.
+type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, Arc<dyn ProgressSink>>>>;
+
+/// zenmode as a client of one upstream.
+struct ClientSide {
+    server: String,
+    routes: ProgressRoutes,
+}
+
+impl ClientHandler for ClientSide {
+    fn get_info(&self) -> ClientConfig {
+        // No sampling, elicitation or roots: zenmode has no user or model to
+        // ask (rmcp answers sampling requests with "method not found").
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("zenmode-gateway", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = self
+            .routes
+            .lock()
+            .ok()
+            .and_then(|routes| routes.get(&params.progress_token).cloned());
+        if let Some(sink) = sink {
+            sink.report_detail(params.progress, params.total, params.message)
+                .await;
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Err(refusal(&self.server, "elicitation (asking the user)"))
+    }
+}
+
+fn refusal(server: &str, what: &str) -> ErrorData {
+    tracing::warn!(server, "refused an upstream request for {what}");
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("zenmode's gateway does not support {what}; the call must work without it"),
+        None,
+    )
+}
+
+/// A started upstream.
+struct Connection {
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientSide>>>,
+    peer: Peer<RoleClient>,
+    /// The tool definitions the running server lists, by name.
+    live: HashMap<String, Value>,
+    /// Process group of a stdio server (its leader's pid).
+    group: Option<u32>,
+    started: Instant,
+    last_used: Mutex<Instant>,
+    in_flight: AtomicUsize,
+}
+
+impl Connection {
+    fn is_closed(&self) -> bool {
+        self.peer.is_transport_closed()
+    }
+
+    fn touch(&self) {
+        if let Ok(mut last) = self.last_used.lock() {
+            *last = Instant::now();
+        }
+    }
+
+    fn idle_for(&self) -> Duration {
+        self.last_used
+            .lock()
+            .map(|last| last.elapsed())
+            .unwrap_or_default()
+    }
+
+    /// Closes the session, then makes sure the process group is gone.
+    async fn stop(&self) {
+        if let Some(mut service) = self.service.lock().await.take() {
+            let _ = service.close_with_timeout(Duration::from_millis(500)).await;
+        }
+        signal_group(self.group, Signal::Terminate);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        signal_group(self.group, Signal::Kill);
+    }
+}
+
+impl Drop for Connection {
+    /// Whatever path drops a connection (shutdown, a crash, a panic), its
+    /// process group does not outlive it.
+    fn drop(&mut self) {
+        signal_group(self.group, Signal::Kill);
+    }
+}
+
+enum Signal {
+    Terminate,
+    Kill,
+}
+
+fn signal_group(group: Option<u32>, signal: Signal) {
+    #[cfg(unix)]
+    if let Some(pgid) = group.and_then(|g| libc::pid_t::try_from(g).ok()) {
+        let signal = match signal {
+            Signal::Terminate => libc::SIGTERM,
+            Signal::Kill => libc::SIGKILL,
+        };
+        // SAFETY: killpg has no memory effects; a group that is gone gives ESRCH.
+        unsafe {
+            libc::killpg(pgid, signal);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (group, signal);
+}
+
+enum Slot {
+    Stopped,
+    Running(Arc<Connection>),
+    /// The last start failed or the server crashed; `failures` in a row.
+    Failed {
+        at: Instant,
+        failures: u32,
+        message: String,
+    },
+}
+
+/// One configured upstream and its process, if running.
+pub struct Upstream {
+    pub config: UpstreamConfig,
+    redactor: Redactor,
+    dirs: GatewayDirs,
+    slot: tokio::sync::Mutex<Slot>,
+    pins: Mutex<Option<Pins>>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    routes: ProgressRoutes,
+    /// Failures in a row (reset by a successful call).
+    failures: Mutex<u32>,
+}
+
+/// What a start learned, for the caller that wanted the catalog.
+pub struct Started {
+    pub tools: Vec<Value>,
+}
+
+impl Upstream {
+    pub fn new(config: UpstreamConfig, dirs: GatewayDirs, pins: Option<Pins>) -> Self {
+        Upstream {
+            redactor: config.redactor(),
+            config,
+            dirs,
+            slot: tokio::sync::Mutex::new(Slot::Stopped),
+            pins: Mutex::new(pins),
+            stderr_tail: Arc::default(),
+            routes: Arc::default(),
+            failures: Mutex::new(0),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.slot
+            .try_lock()
+            .map(|slot| matches!(&*slot, Slot::Running(c) if !c.is_closed()))
+            .unwrap_or(true)
+    }
+
+    pub fn set_pins(&self, pins: Pins) {
+        if let Ok(mut slot) = self.pins.lock() {
+            *slot = Some(pins);
+        }
+    }
+
+    /// Starts the server if needed and returns what it lists now.
+    pub async fn tools(&self) -> Result<Vec<Value>, GatewayError> {
+        let connection = self.connection().await?;
+        Ok(connection.live.values().cloned().collect())
+    }
+
+    /// Forwards one `tools/call` and returns the upstream's result as JSON,
+    /// unchanged (content blocks, `structuredContent`, `isError`).
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        call: &CallContext,
+    ) -> Result<Value, GatewayError> {
+        let connection = self.connection().await?;
+        self.check_approved(&connection, tool)?;
+        connection.in_flight.fetch_add(1, Ordering::SeqCst);
+        connection.touch();
+        let outcome = self.forward(&connection, tool, arguments, call).await;
+        connection.in_flight.fetch_sub(1, Ordering::SeqCst);
+        connection.touch();
+        match &outcome {
+            Ok(_) => *self.failures.lock().unwrap_or_else(|p| p.into_inner()) = 0,
+            Err(error) if error.kind == "upstream_crashed" => {
+                self.note_crash(&connection, &error.message).await;
+            }
+            Err(_) => {}
+        }
+        outcome
+    }
+
+    /// Refuses a tool whose live definition is not the approved one.
+    fn check_approved(&self, connection: &Connection, tool: &str) -> Result<(), GatewayError> {
+        let Some(definition) = connection.live.get(tool) else {
+            return Err(self.error(
+                "upstream_tool_missing",
+                format!("server {:?} no longer lists the tool {tool:?}; run `zenmode upstream refresh {}`", self.name(), self.name()),
+            ));
+        };
+        let pins = self.pins.lock().unwrap_or_else(|p| p.into_inner());
+        let verdict = pins
+            .as_ref()
+            .map_or(Verdict::New, |pins| pins.verdict(definition));
+        if verdict == Verdict::Approved {
+            return Ok(());
+        }
+        Err(self.error(
+            "quarantined",
+            format!(
+                "tool {tool:?} of server {:?} is quarantined ({}); nothing was sent. Review it with `zenmode upstream list` and approve it with `zenmode upstream approve {}`.",
+                self.name(),
+                verdict.reason(),
+                self.name()
+            ),
+        ))
+    }
+
+    async fn forward(
+        &self,
+        connection: &Connection,
+        tool: &str,
+        arguments: Map<String, Value>,
+        call: &CallContext,
+    ) -> Result<Value, GatewayError> {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let options = PeerRequestOptions::with_timeout(self.config.timeout);
+        let handle = connection
+            .peer
+            .send_cancellable_request(request, options)
+            .await
+            .map_err(|e| self.service_error(e))?;
+        let token = handle.progress_token.clone();
+        let id = handle.id.clone();
+        if let Some(sink) = &call.progress
+            && let Ok(mut routes) = self.routes.lock()
+        {
+            routes.insert(token.clone(), sink.clone());
+        }
+        let answer = tokio::select! {
+            answer = handle.await_response() => Some(answer),
+            _ = call.cancel.cancelled() => None,
+        };
+        if let Ok(mut routes) = self.routes.lock() {
+            routes.remove(&token);
+        }
+        let Some(answer) = answer else {
+            let cancel = CancelledNotificationParam::new(
+                Some(id),
+                Some("the client cancelled the call".to_owned()),
+            );
+            let _ = connection.peer.notify_cancelled(cancel).await;
+            return Err(self.error("cancelled", "the call was cancelled".to_owned()));
+        };
+        match answer.map_err(|e| self.service_error(e))? {
+            ServerResult::CallToolResult(result) => serde_json::to_value(result).map_err(|e| {
+                self.error("upstream_error", format!("unreadable result: {e}"))
+            }),
+            _ => Err(self.error(
+                "upstream_error",
+                format!(
+                    "server {:?} answered with something other than a tool result (input requests and tasks are not supported through the gateway)",
+                    self.name()
+                ),
+            )),
+        }
+    }
+
+    /// The running connection, starting the server when needed.
+    async fn connection(&self) -> Result<Arc<Connection>, GatewayError> {
+        let mut slot = self.slot.lock().await;
+        if let Slot::Running(connection) = &*slot {
+            if !connection.is_closed() {
+                return Ok(connection.clone());
+            }
+            let message = format!("server {:?} exited{}", self.name(), self.stderr_note());
+            let failures = self.bump_failures();
+            *slot = Slot::Failed {
+                at: Instant::now(),
+                failures,
+                message,
+            };
+        }
+        if let Slot::Failed {
+            at,
+            failures,
+            message,
+        } = &*slot
+        {
+            let wait = backoff(*failures);
+            let waited = at.elapsed();
+            if waited < wait {
+                return Err(self.error(
+                    "upstream_unavailable",
+                    format!(
+                        "{message}; zenmode retries it in {:.1}s",
+                        (wait - waited).as_secs_f64()
+                    ),
+                ));
+            }
+        }
+        match tokio::time::timeout(self.config.timeout.min(MAX_START), self.start()).await {
+            Ok(Ok(connection)) => {
+                let connection = Arc::new(connection);
+                *slot = Slot::Running(connection.clone());
+                drop(slot);
+                self.watch_idle(&connection);
+                Ok(connection)
+            }
+            outcome => {
+                let message = match outcome {
+                    Ok(Err(message)) => message,
+                    _ => format!(
+                        "server {:?} did not finish starting within {}s{}",
+                        self.name(),
+                        self.config.timeout.min(MAX_START).as_secs(),
+                        self.stderr_note()
+                    ),
+                };
+                let failures = self.bump_failures();
+                *slot = Slot::Failed {
+                    at: Instant::now(),
+                    failures,
+                    message: message.clone(),
+                };
+                Err(self.error("upstream_unavailable", message))
+            }
+        }
+    }
+
+    fn bump_failures(&self) -> u32 {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        *failures += 1;
+        *failures
+    }
+
+    async fn note_crash(&self, crashed: &Arc<Connection>, message: &str) {
+        let mut slot = self.slot.lock().await;
+        if matches!(&*slot, Slot::Running(current) if Arc::ptr_eq(current, crashed)) {
+            let failures = self.bump_failures();
+            *slot = Slot::Failed {
+                at: Instant::now(),
+                failures,
+                message: message.to_owned(),
+            };
+        }
+    }
+
+    /// Spawns (or connects), initializes, and reads the tool list.
+    async fn start(&self) -> Result<Connection, String> {
+        let handler = ClientSide {
+            server: self.name().to_owned(),
+            routes: self.routes.clone(),
+        };
+        let (service, group) = match &self.config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+                inherit_env,
+            } => {
+                let mut command_line = tokio::process::Command::new(command);
+                command_line.args(args).kill_on_drop(true);
+                if !inherit_env {
+                    command_line.env_clear();
+                    for name in BASIC_ENV {
+                        if let Some(value) = std::env::var_os(name) {
+                            command_line.env(name, value);
+                        }
+                    }
+                }
+                command_line.envs(env);
+                if let Some(cwd) = cwd {
+                    command_line.current_dir(cwd);
+                }
+                let mut wrapped = process_wrap::tokio::CommandWrap::from(command_line);
+                #[cfg(unix)]
+                wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+                let (process, stderr) = rmcp::transport::TokioChildProcess::builder(wrapped)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| {
+                        format!(
+                            "server {:?} could not be started ({}): {e}",
+                            self.name(),
+                            self.config.describe()
+                        )
+                    })?;
+                let group = process.id();
+                if let Some(stderr) = stderr {
+                    self.drain_stderr(stderr);
+                }
+                let service = handler.serve(process).await.map_err(|e| {
+                    signal_group(group, Signal::Kill);
+                    format!(
+                        "server {:?} did not complete the MCP handshake: {}{}",
+                        self.name(),
+                        self.redactor.redact(&e.to_string()),
+                        self.stderr_note()
+                    )
+                })?;
+                (service, group)
+            }
+            Transport::Http { url, headers } => {
+                super::install_tls_provider();
+                let mut header_map = HashMap::new();
+                for (key, value) in headers {
+                    if let (Ok(name), Ok(value)) = (
+                        http::HeaderName::from_bytes(key.as_bytes()),
+                        http::HeaderValue::from_str(value),
+                    ) {
+                        header_map.insert(name, value);
+                    }
+                }
+                let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.clone())
+                    .custom_headers(header_map);
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                let service = handler.serve(transport).await.map_err(|e| {
+                    format!(
+                        "server {:?} ({}) did not complete the MCP handshake: {}",
+                        self.name(),
+                        self.config.describe(),
+                        self.redactor.redact(&e.to_string())
+                    )
+                })?;
+                (service, None)
+            }
+        };
+        let tools = match service.peer().list_all_tools().await {
+            Ok(tools) => tools,
+            Err(e) => {
+                signal_group(group, Signal::Kill);
+                return Err(format!(
+                    "server {:?} started but its tools/list failed: {}{}",
+                    self.name(),
+                    self.redactor.redact(&e.to_string()),
+                    self.stderr_note()
+                ));
+            }
+        };
+        let tools: Vec<Value> = tools
+            .into_iter()
+            .filter_map(|tool| serde_json::to_value(tool).ok())
+            .collect();
+        self.refresh_cache(&tools);
+        let live = tools
+            .iter()
+            .filter_map(|tool| Some((store::tool_name(tool)?.to_owned(), tool.clone())))
+            .collect();
+        tracing::info!(
+            server = self.name(),
+            tools = tools.len(),
+            "upstream started"
+        );
+        Ok(Connection {
+            peer: service.peer().clone(),
+            service: tokio::sync::Mutex::new(Some(service)),
+            live,
+            group,
+            started: Instant::now(),
+            last_used: Mutex::new(Instant::now()),
+            in_flight: AtomicUsize::new(0),
+        })
+    }
+
+    /// Keeps the cached catalog equal to what the server lists now, so the
+    /// next process sees a changed server as changed.
+    fn refresh_cache(&self, tools: &[Value]) {
+        let cached = store::load_catalog(&self.dirs, &self.config);
+        if cached.as_deref() != Some(tools)
+            && let Err(error) = store::save_catalog(&self.dirs, &self.config, tools)
+        {
+            tracing::warn!(server = self.name(), %error, "could not cache the upstream catalog");
+        }
+    }
+
+    fn drain_stderr(&self, stderr: tokio::process::ChildStderr) {
+        let tail = self.stderr_tail.clone();
+        let redactor = self.redactor.clone();
+        let server = self.name().to_owned();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let line: String = redactor
+                    .redact(&line)
+                    .chars()
+                    .take(STDERR_LINE_CHARS)
+                    .collect();
+                tracing::info!(target: "zenmode::upstream", "[{server}] {line}");
+                let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+                if tail.len() == STDERR_TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+        });
+    }
+
+    /// The end of the server's stderr, for error messages.
+    fn stderr_note(&self) -> String {
+        let tail = self.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
+        if tail.is_empty() {
+            String::new()
+        } else {
+            let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+            format!("; its stderr ended with: {}", lines.join(" | "))
+        }
+    }
+
+    /// Stops the server once it has been unused for `idle_shutdown`.
+    fn watch_idle(&self, connection: &Arc<Connection>) {
+        let Some(idle_limit) = self.config.idle_shutdown else {
+            return;
+        };
+        let watched = Arc::downgrade(connection);
+        let server = self.name().to_owned();
+        let check_every =
+            (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(check_every).await;
+                let Some(connection) = watched.upgrade() else {
+                    return;
+                };
+                if connection.is_closed() {
+                    return;
+                }
+                if connection.in_flight.load(Ordering::SeqCst) == 0
+                    && connection.idle_for() >= idle_limit
+                {
+                    tracing::info!(server, "stopping idle upstream");
+                    connection.stop().await;
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Stops the server (zenmode's shutdown, or `upstream refresh`).
+    pub async fn stop(&self) {
+        let mut slot = self.slot.lock().await;
+        if let Slot::Running(connection) = std::mem::replace(&mut *slot, Slot::Stopped) {
+            connection.stop().await;
+        }
+    }
+
+    /// Seconds the current process has been up, if running.
+    pub fn uptime(&self) -> Option<Duration> {
+        match &*self.slot.try_lock().ok()? {
+            Slot::Running(connection) if !connection.is_closed() => {
+                Some(connection.started.elapsed())
+            }
+            _ => None,
+        }
+    }
+
+    fn service_error(&self, error: ServiceError) -> GatewayError {
+        match error {
+            ServiceError::Timeout { timeout } => self.error(
+                "upstream_timeout",
+                format!(
+                    "server {:?} did not answer within {}s; the call was cancelled upstream",
+                    self.name(),
+                    timeout.as_secs_f64()
+                ),
+            ),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => self.error(
+                "upstream_crashed",
+                format!(
+                    "server {:?} stopped during the call{}; the next call restarts it",
+                    self.name(),
+                    self.stderr_note()
+                ),
+            ),
+            ServiceError::McpError(data) => self.error(
+                "upstream_error",
+                format!(
+                    "server {:?} refused the call: {} (code {})",
+                    self.name(),
+                    data.message,
+                    data.code.0
+                ),
+            ),
+            other => self.error(
+                "upstream_error",
+                format!("server {:?}: {other}", self.name()),
+            ),
+        }
+    }
+
+    fn error(&self, kind: &'static str, message: String) -> GatewayError {
+        GatewayError {
+            kind,
+            server: self.name().to_owned(),
+            message: self.redactor.redact(&message),
+        }
+    }
+}
+
+/// The wait before the next start after `failures` failures in a row: none
+/// after the first (a crash is retried at once), then doubling to 30 s.
+fn backoff(failures: u32) -> Duration {
+    if failures <= 1 {
+        return Duration::ZERO;
+    }
+    let secs = 1u64 << (failures - 2).min(5);
+    Duration::from_secs(secs).min(MAX_BACKOFF)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_retries_at_once_then_doubles_up_to_a_cap() {
+        assert_eq!(backoff(1), Duration::ZERO);
+        assert_eq!(backoff(2), Duration::from_secs(1));
+        assert_eq!(backoff(3), Duration::from_secs(2));
+        assert_eq!(backoff(40), MAX_BACKOFF);
+    }
+}

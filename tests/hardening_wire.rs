@@ -13,7 +13,7 @@ use std::{
 };
 
 use common::{
-    Client,
+    Client, TcpServer,
     fake_provider::{BackgroundFake, Reply},
     zenmode,
 };
@@ -404,45 +404,6 @@ fn a_second_request_with_an_id_in_flight_is_refused() {
 
 // ---- TCP limits (item 9) ----
 
-/// A TCP server on an ephemeral port, killed on drop.
-struct TcpServer {
-    child: Child,
-    address: String,
-}
-
-impl TcpServer {
-    fn start(listen: &str, extra: &[&str]) -> Self {
-        let mut args = vec!["serve", "--transport", "tcp", "--listen", listen];
-        args.extend_from_slice(extra);
-        let mut child = zenmode(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (sender, receiver) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(address) = line.strip_prefix("zenmode: listening on ") {
-                    let _ = sender.send(address.trim().to_owned());
-                }
-            }
-        });
-        let address = receiver
-            .recv_timeout(Duration::from_secs(20))
-            .expect("server announced its address");
-        TcpServer { child, address }
-    }
-}
-
-impl Drop for TcpServer {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
 /// Everything the server sends on `stream` until it closes it (or 20 s).
 fn read_until_closed(mut stream: TcpStream) -> String {
     stream
@@ -457,7 +418,7 @@ fn read_until_closed(mut stream: TcpStream) -> String {
 
 #[test]
 fn connections_over_the_cap_get_an_error_line_and_are_closed() {
-    let server = TcpServer::start("127.0.0.1:0", &["--max-connections", "1"]);
+    let server = TcpServer::start(&["--max-connections", "1"]);
     let mut first = Client::connect(&server.address);
     first.initialize();
     let refused = read_until_closed(TcpStream::connect(&server.address).unwrap());
@@ -477,10 +438,7 @@ fn connections_over_the_cap_get_an_error_line_and_are_closed() {
 
 #[test]
 fn idle_connections_are_closed_and_free_their_slot() {
-    let server = TcpServer::start(
-        "127.0.0.1:0",
-        &["--max-connections", "1", "--idle-timeout-secs", "1"],
-    );
+    let server = TcpServer::start(&["--max-connections", "1", "--idle-timeout-secs", "1"]);
     let idle = TcpStream::connect(&server.address).unwrap();
     let mut writer = idle.try_clone().unwrap();
     writeln!(writer, "{}", ping(json!(1))).unwrap();
@@ -494,7 +452,7 @@ fn idle_connections_are_closed_and_free_their_slot() {
 
 #[test]
 fn an_ipv4_mapped_loopback_address_counts_as_loopback() {
-    let server = TcpServer::start("[::ffff:127.0.0.1]:0", &[]);
+    let server = TcpServer::listen("[::ffff:127.0.0.1]:0", &[]);
     let mut client = Client::connect(&server.address);
     client.initialize();
     assert_eq!(client.tool_names().len(), 2);
@@ -503,7 +461,7 @@ fn an_ipv4_mapped_loopback_address_counts_as_loopback() {
 #[test]
 fn a_connection_with_a_request_in_progress_is_not_idle() {
     let fake = BackgroundFake::start(vec![Reply::Stall]);
-    let mut child = zenmode(&[
+    let mut command = zenmode(&[
         "serve",
         "--transport",
         "tcp",
@@ -511,24 +469,12 @@ fn a_connection_with_a_request_in_progress_is_not_idle() {
         "127.0.0.1:0",
         "--idle-timeout-secs",
         "1",
-    ])
-    .env("OPENAI_API_KEY", "sk-hardening-secret")
-    .env("OPENAI_BASE_URL", format!("{}/v1", fake.fake.base))
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut announcement = String::new();
-    stderr.read_line(&mut announcement).unwrap();
-    let address = announcement
-        .trim()
-        .strip_prefix("zenmode: listening on ")
-        .expect("the address")
-        .to_owned();
-    thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    let mut client = Client::connect(&address);
+    ]);
+    command
+        .env("OPENAI_API_KEY", "sk-hardening-secret")
+        .env("OPENAI_BASE_URL", format!("{}/v1", fake.fake.base));
+    let server = TcpServer::spawn(command);
+    let mut client = Client::connect(&server.address);
     client.initialize();
     let cwd = std::env::current_dir().unwrap().display().to_string();
     client.send(
@@ -541,6 +487,4 @@ fn a_connection_with_a_request_in_progress_is_not_idle() {
     thread::sleep(Duration::from_millis(2_500));
     assert_eq!(fake.fake.requests().len(), 1);
     assert_eq!(client.tool_names().len(), 2, "the connection is still open");
-    child.kill().ok();
-    child.wait().ok();
 }

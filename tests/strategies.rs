@@ -4,10 +4,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use common::{Client, stateless_meta, structured, zenmode};
+use common::{Client, TcpServer, stateless_meta, structured, zenmode};
 use serde_json::{Value, json};
 
 fn names(client: &mut Client) -> Vec<String> {
@@ -492,33 +491,6 @@ fn discover_detail_call_batch_and_pipe() {
     }
 }
 
-/// Starts `zenmode serve --transport tcp` on a free port; returns the child and its address.
-fn serve_tcp(strategy: &str) -> (std::process::Child, String) {
-    let mut child = zenmode(&[
-        "serve",
-        "--strategy",
-        strategy,
-        "--transport",
-        "tcp",
-        "--listen",
-        "127.0.0.1:0",
-    ])
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let address = loop {
-        let line = lines.next().expect("an address line").unwrap();
-        if let Some(address) = line.strip_prefix("zenmode: listening on ") {
-            break address.to_owned();
-        }
-    };
-    (child, address)
-}
-
 #[test]
 fn every_strategy_answers_over_tcp() {
     for (strategy, tool, arguments, first_listed) in [
@@ -554,13 +526,11 @@ fn every_strategy_answers_over_tcp() {
             "discover",
         ),
     ] {
-        let (mut child, address) = serve_tcp(strategy);
-        let mut client = Client::connect(&address);
+        let server = TcpServer::start(&["--strategy", strategy]);
+        let mut client = Client::connect(&server.address);
         client.initialize();
         assert_eq!(client.tool_names()[0], first_listed, "{strategy}");
         structured(&client.tool(tool, arguments), false);
-        child.kill().ok();
-        child.wait().ok();
     }
 }
 
@@ -594,10 +564,10 @@ fn groups_keep_a_fixed_list_for_stateless_sessions() {
 
 #[test]
 fn every_strategy_serves_over_tcp_with_separate_session_state() {
-    let (mut child, address) = serve_tcp("lazy");
-    let mut first = Client::connect(&address);
+    let server = TcpServer::start(&["--strategy", "lazy"]);
+    let mut first = Client::connect(&server.address);
     first.initialize();
-    let mut second = Client::connect(&address);
+    let mut second = Client::connect(&server.address);
     second.initialize();
     structured(
         &first.tool(
@@ -613,8 +583,6 @@ fn every_strategy_serves_over_tcp_with_separate_session_state() {
         ["manage_tools"],
         "sessions do not share state"
     );
-    child.kill().ok();
-    child.wait().ok();
 }
 
 #[test]

@@ -4,55 +4,17 @@ mod common;
 
 use std::{
     io::{BufRead, BufReader},
-    process::{Child, Stdio},
-    sync::mpsc,
+    process::Stdio,
     thread,
     time::Duration,
 };
 
-use common::{Client, structured, zenmode};
+use common::{Client, TcpServer, structured, zenmode};
 use serde_json::{Value, json};
-
-/// A TCP server on an ephemeral loopback port, killed on drop.
-struct TcpServer {
-    child: Child,
-    address: String,
-}
-
-impl TcpServer {
-    fn start() -> Self {
-        let mut child = zenmode(&["serve", "--transport", "tcp", "--listen", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (sender, receiver) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(address) = line.strip_prefix("zenmode: listening on ") {
-                    let _ = sender.send(address.trim().to_owned());
-                }
-            }
-        });
-        let address = receiver
-            .recv_timeout(Duration::from_secs(20))
-            .expect("server announced its address");
-        TcpServer { child, address }
-    }
-}
-
-impl Drop for TcpServer {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
 
 #[test]
 fn concurrent_connections_are_independent_sessions() {
-    let server = TcpServer::start();
+    let server = TcpServer::start(&[]);
     let mut first = Client::connect(&server.address);
     let mut second = Client::connect(&server.address);
 
@@ -101,7 +63,7 @@ fn concurrent_connections_are_independent_sessions() {
 
 #[test]
 fn a_closed_connection_leaves_the_server_running() {
-    let server = TcpServer::start();
+    let server = TcpServer::start(&[]);
     {
         let mut gone = Client::connect(&server.address);
         gone.initialize();
@@ -114,7 +76,7 @@ fn a_closed_connection_leaves_the_server_running() {
 #[cfg(unix)]
 #[test]
 fn sigterm_shuts_the_listener_down_cleanly() {
-    let mut server = TcpServer::start();
+    let mut server = TcpServer::start(&[]);
     let mut client = Client::connect(&server.address);
     client.initialize();
     let status = std::process::Command::new("kill")

@@ -75,6 +75,9 @@ pub struct Client {
     /// Messages without a matching id seen while waiting (errors with id null, notifications).
     pub stray: Vec<Value>,
     pub child: Option<Child>,
+    /// The connection, for a TCP client: shut down on drop, since the
+    /// reader thread's handle would otherwise keep it open.
+    socket: Option<TcpStream>,
 }
 
 fn spawn_line_reader(reader: impl Read + Send + 'static) -> Receiver<String> {
@@ -116,18 +119,21 @@ impl Client {
             next_id: 1,
             stray: Vec::new(),
             child: Some(child),
+            socket: None,
         }
     }
 
     pub fn connect(address: &str) -> Self {
         let stream = TcpStream::connect(address).expect("connect to zenmode");
         let reader = stream.try_clone().unwrap();
+        let socket = stream.try_clone().unwrap();
         Client {
             writer: Box::new(stream),
             lines: spawn_line_reader(reader),
             next_id: 1,
             stray: Vec::new(),
             child: None,
+            socket: Some(socket),
         }
     }
 
@@ -248,10 +254,65 @@ impl Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
+        if let Some(socket) = &self.socket {
+            socket.shutdown(std::net::Shutdown::Both).ok();
+        }
         if let Some(child) = &mut self.child {
             child.kill().ok();
             child.wait().ok();
         }
+    }
+}
+
+/// A `zenmode serve --transport tcp` child on a loopback port, killed on
+/// drop. Its stderr is drained on a thread (after the address line).
+pub struct TcpServer {
+    pub child: Child,
+    pub address: String,
+}
+
+impl TcpServer {
+    /// `zenmode serve --transport tcp --listen 127.0.0.1:0 <extra>`.
+    pub fn start(extra: &[&str]) -> Self {
+        Self::listen("127.0.0.1:0", extra)
+    }
+
+    /// `zenmode serve --transport tcp --listen <listen> <extra>`.
+    pub fn listen(listen: &str, extra: &[&str]) -> Self {
+        let mut args = vec!["serve", "--transport", "tcp", "--listen", listen];
+        args.extend_from_slice(extra);
+        Self::spawn(zenmode(&args))
+    }
+
+    /// Spawns `command` (a TCP `serve`, with whatever environment the test
+    /// gave it) and waits for the address it announces on stderr.
+    pub fn spawn(mut command: Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn zenmode");
+        let stderr = child.stderr.take().unwrap();
+        let (sender, receiver) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(address) = line.strip_prefix("zenmode: listening on ") {
+                    let _ = sender.send(address.trim().to_owned());
+                }
+            }
+        });
+        let address = receiver
+            .recv_timeout(REPLY_TIMEOUT)
+            .expect("server announced its address");
+        TcpServer { child, address }
+    }
+}
+
+impl Drop for TcpServer {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
     }
 }
 

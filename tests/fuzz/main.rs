@@ -1,0 +1,563 @@
+//! Fuzz campaign over the real request path, on the stable toolchain.
+//!
+//! The built `zenmode serve` runs as a child over stdio with no provider
+//! keys, confined to a scratch directory, with clink pointed at a program
+//! that does not exist. The harness feeds it mutated lines (see
+//! `mutate.rs`) built from the seed corpus in `tests/fuzz/corpus/`, so every
+//! layer sees hostile input: line framing, JSON-RPC, the MCP lifecycle, tool
+//! arguments, every mode's validation, and the executors that run without a
+//! model (workflows with their threads and files, planner, challenge,
+//! apilookup, version, listmodels; chat, consensus and clink answer errors).
+//!
+//! Asserted:
+//! - no panic (none reported on stderr) and the process never exits;
+//! - no hang: after every [`BATCH`] inputs a ping must be answered within
+//!   [`PING_DEADLINE`];
+//! - every stdout line is a JSON-RPC 2.0 message: a response (a `result` or
+//!   an `error` with an integer code) whose id is null or one the harness
+//!   sent, or a notification;
+//! - bounded memory: the server's peak resident set (VmHWM) stays under
+//!   [`RSS_CEILING_MIB`].
+//!
+//! Size: `ZEN_FUZZ_INPUTS` (default [`DEFAULT_INPUTS`]; `.ci/run` runs
+//! 1,000,000 in release), seed `ZEN_FUZZ_SEED`. Run it with
+//! `cargo test --release --test fuzz -- --nocapture` to see the figures.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod mutate;
+
+use std::{
+    collections::{BTreeMap, HashSet},
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Child, ChildStdin, Stdio},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        mpsc,
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+/// Inputs for a plain `cargo test` (a debug build manages a few thousand a second).
+const DEFAULT_INPUTS: u64 = 20_000;
+const DEFAULT_SEED: u64 = 0x007a_656e_6d6f_6465;
+/// Inputs between two pings.
+const BATCH: u64 = 100;
+/// How long a ping may take to come back.
+const PING_DEADLINE: Duration = Duration::from_secs(1);
+/// The first pass over the seeds builds the selection index and compiles
+/// every schema; it gets longer.
+const WARM_UP_DEADLINE: Duration = Duration::from_secs(30);
+/// The server's peak resident set may not pass this. The conversation
+/// store alone may hold 256 MiB by design; the rest is the process
+/// (catalog, index, compiled schemas, buffers), well under 100 MiB.
+const RSS_CEILING_MIB: u64 = 400;
+/// The server's line limit for the campaign: small, so that oversized
+/// lines are cheap to send and the discarding path is exercised often.
+const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+
+fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(text) => text
+            .replace('_', "")
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} must be a number, not {text:?}")),
+        Err(_) => default,
+    }
+}
+
+/// The seed corpus, with `@ROOT@` replaced by the scratch directory.
+fn load_corpus(root: &Path) -> Vec<Vec<u8>> {
+    let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/corpus");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&directory)
+        .expect("the corpus directory")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    files.sort();
+    let root = root.display().to_string();
+    let mut seeds = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for line in text.lines().filter(|line| !line.trim().is_empty()) {
+            seeds.push(line.replace("@ROOT@", &root).into_bytes());
+        }
+    }
+    assert!(seeds.len() > 100, "the corpus has {} seeds", seeds.len());
+    seeds
+}
+
+/// A directory for the server to serve files from: sources, a directory,
+/// a tiny PNG, a binary file.
+fn scratch_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let path = root.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    };
+    write(
+        "app.py",
+        b"def total(items):\n    return sum(i.price for i in items)\n",
+    );
+    write(
+        "src/lib.rs",
+        b"pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+    );
+    write("src/util.rs", b"pub fn id<T>(t: T) -> T {\n    t\n}\n");
+    write("notes.md", "# Notes\n\nUnicode: 中文 😀\n".as_bytes());
+    write("data.bin", &[0, 159, 146, 150, 0, 255, 1, 2]);
+    // The smallest valid PNG: one transparent pixel.
+    write(
+        "pixel.png",
+        &[
+            0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48,
+            0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00,
+            0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78,
+            0x9c, 0x63, 0x00, 0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00,
+            0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+        ],
+    );
+    root
+}
+
+/// The built-in mode names, from the manifests.
+fn mode_names() -> Vec<String> {
+    let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("modes");
+    let mut names: Vec<String> = std::fs::read_dir(directory)
+        .unwrap()
+        .filter_map(|entry| {
+            let path = entry.unwrap().path();
+            (path.extension()? == "json").then(|| path.file_stem()?.to_str().map(str::to_owned))?
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// What the stdout reader saw.
+#[derive(Default)]
+struct Tally {
+    lines: u64,
+    responses: u64,
+    notifications: u64,
+    tool_results: u64,
+    tool_errors: u64,
+    error_codes: BTreeMap<i64, u64>,
+    /// The first few violations, for the failure message.
+    violations: Vec<String>,
+    violation_count: u64,
+}
+
+impl Tally {
+    fn violation(&mut self, what: String) {
+        self.violation_count += 1;
+        if self.violations.len() < 10 {
+            self.violations.push(what);
+        }
+    }
+}
+
+/// State shared between the feeding thread and the reader threads.
+#[derive(Default)]
+struct Shared {
+    /// Ids the harness sent (as JSON text), that responses may carry.
+    sent_ids: Mutex<HashSet<String>>,
+    tally: Mutex<Tally>,
+    /// Continuation ids handed out lately (the mutator reuses them).
+    threads: Mutex<Vec<String>>,
+    panicked: AtomicBool,
+    stderr_tail: Mutex<Vec<String>>,
+    stderr_lines: AtomicU64,
+}
+
+const THREAD_POOL: usize = 64;
+
+/// The ids a line may get answers for, registered before it is sent. The
+/// server frames on `\n` and trims each line (as `str::trim` does); this
+/// mirrors that.
+fn register_ids(shared: &Shared, line: &[u8]) {
+    let mut sent = shared.sent_ids.lock().unwrap();
+    for segment in line.split(|byte| *byte == b'\n') {
+        let Ok(text) = std::str::from_utf8(segment) else {
+            continue;
+        };
+        if let Ok(Value::Object(message)) = serde_json::from_str::<Value>(text.trim())
+            && let Some(id) = message.get("id")
+        {
+            sent.insert(id.to_string());
+        }
+    }
+}
+
+/// Checks one stdout line; returns the ping number it answers, if it does.
+fn check_line(shared: &Shared, line: &[u8]) -> Option<u64> {
+    let mut tally = shared.tally.lock().unwrap();
+    tally.lines += 1;
+    let shown = || String::from_utf8_lossy(&line[..line.len().min(300)]).into_owned();
+    let message: Value = match serde_json::from_slice(line) {
+        Ok(Value::Object(message)) => Value::Object(message),
+        Ok(_) | Err(_) => {
+            tally.violation(format!("not a JSON object: {}", shown()));
+            return None;
+        }
+    };
+    if message["jsonrpc"] != "2.0" {
+        tally.violation(format!("not JSON-RPC 2.0: {}", shown()));
+        return None;
+    }
+    if message.get("method").is_some() {
+        if message.get("id").is_some() {
+            tally.violation(format!("a request from the server: {}", shown()));
+        } else if !message["method"].is_string() {
+            tally.violation(format!("a notification without a method name: {}", shown()));
+        } else {
+            tally.notifications += 1;
+        }
+        return None;
+    }
+    let Some(id) = message.get("id") else {
+        tally.violation(format!("a response without an id: {}", shown()));
+        return None;
+    };
+    tally.responses += 1;
+    match (message.get("result"), message.get("error")) {
+        (Some(result), None) => {
+            if let Some(flag) = result.get("isError") {
+                tally.tool_results += 1;
+                if flag == true {
+                    tally.tool_errors += 1;
+                }
+            }
+            if let Some(thread) = result["structuredContent"]["continuation_id"].as_str() {
+                let mut threads = shared.threads.lock().unwrap();
+                if threads.len() >= THREAD_POOL {
+                    threads.remove(0);
+                }
+                threads.push(thread.to_owned());
+            }
+        }
+        (None, Some(error)) => match (error["code"].as_i64(), error["message"].as_str()) {
+            (Some(code), Some(_)) => *tally.error_codes.entry(code).or_default() += 1,
+            _ => tally.violation(format!("a malformed error object: {}", shown())),
+        },
+        _ => tally.violation(format!("neither one result nor one error: {}", shown())),
+    }
+    if let Some(ping) = id.as_str().and_then(|id| id.strip_prefix("fuzz-ping-")) {
+        return ping.parse().ok();
+    }
+    if !id.is_null() && !shared.sent_ids.lock().unwrap().contains(&id.to_string()) {
+        tally.violation(format!("an id that was never sent: {}", shown()));
+    }
+    None
+}
+
+/// The server under test, with threads draining its stdout and stderr.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    pings: mpsc::Receiver<u64>,
+    _root: tempfile::TempDir,
+    _config: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(shared: &Arc<Shared>, root: tempfile::TempDir) -> Self {
+        // clink may run only a program that does not exist: spawning fails at once.
+        let config = tempfile::tempdir().unwrap();
+        let clink = config.path().join("clink.json");
+        let missing = config.path().join("no-such-cli");
+        let cli = json!({"command": missing, "args": []});
+        std::fs::write(
+            &clink,
+            json!({"clis": {"claude": cli, "codex": cli, "gemini": cli}, "default_cli": "gemini", "timeout": 2})
+                .to_string(),
+        )
+        .unwrap();
+        let mut child = common::zenmode(&[
+            "serve",
+            "--max-message-bytes",
+            &MAX_MESSAGE_BYTES.to_string(),
+        ])
+        .current_dir(root.path())
+        .env("ZEN_CLINK_CONFIG", &clink)
+        .env("RUST_LOG", "warn")
+        .env_remove("CONVERSATION_TIMEOUT_HOURS")
+        .env_remove("MAX_CONVERSATION_TURNS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn zenmode");
+        let stdin = child.stdin.take().unwrap();
+
+        let stdout = child.stdout.take().unwrap();
+        let (ping_sender, pings) = mpsc::channel();
+        let reader_shared = shared.clone();
+        thread::spawn(move || {
+            let mut stdout = BufReader::with_capacity(1 << 20, stdout);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match stdout.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                if let Some(ping) = check_line(&reader_shared, &line) {
+                    let _ = ping_sender.send(ping);
+                }
+            }
+        });
+
+        let stderr = child.stderr.take().unwrap();
+        let stderr_shared = shared.clone();
+        thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { continue };
+                stderr_shared.stderr_lines.fetch_add(1, Ordering::Relaxed);
+                if line.contains("panicked") {
+                    stderr_shared.panicked.store(true, Ordering::Relaxed);
+                }
+                let mut tail = stderr_shared.stderr_tail.lock().unwrap();
+                if tail.len() >= 20 {
+                    tail.remove(0);
+                }
+                tail.push(line);
+            }
+        });
+        Server {
+            child,
+            stdin,
+            pings,
+            _root: root,
+            _config: config,
+        }
+    }
+
+    fn status_field(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(field))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Resident set now, and its peak so far, in KiB (0 off Linux).
+    fn rss_kib(&self) -> (u64, u64) {
+        (self.status_field("VmRSS:"), self.status_field("VmHWM:"))
+    }
+}
+
+fn send(stdin: &mut ChildStdin, shared: &Shared, line: &[u8]) {
+    register_ids(shared, line);
+    let mut framed = Vec::with_capacity(line.len() + 1);
+    framed.extend_from_slice(line);
+    framed.push(b'\n');
+    stdin
+        .write_all(&framed)
+        .expect("the server reads its input (it has not exited)");
+}
+
+/// Sends ping `number` and waits for its answer.
+fn ping(server: &mut Server, shared: &Shared, number: u64, deadline: Duration) -> Duration {
+    let line = json!({"jsonrpc": "2.0", "id": format!("fuzz-ping-{number}"), "method": "ping"});
+    send(&mut server.stdin, shared, line.to_string().as_bytes());
+    server.stdin.flush().unwrap();
+    let sent = Instant::now();
+    loop {
+        let left = deadline.saturating_sub(sent.elapsed());
+        match server.pings.recv_timeout(left) {
+            Ok(answered) if answered == number => return sent.elapsed(),
+            Ok(_) => continue,
+            Err(_) => {
+                let tail = shared.stderr_tail.lock().unwrap().join("\n");
+                panic!(
+                    "hang: ping {number} was not answered within {deadline:?}; stderr tail:\n{tail}"
+                );
+            }
+        }
+    }
+}
+
+/// Kills the server if the campaign makes no progress for a while, so a
+/// write blocked on a hung server ends in a failure instead of hanging CI.
+fn watchdog(pid: u32, progress: Arc<AtomicU64>, done: Arc<AtomicBool>) {
+    thread::spawn(move || {
+        let mut last = progress.load(Ordering::Relaxed);
+        let mut still = 0;
+        while !done.load(Ordering::Relaxed) {
+            thread::sleep(Duration::from_secs(1));
+            let now = progress.load(Ordering::Relaxed);
+            still = if now == last { still + 1 } else { 0 };
+            last = now;
+            if still >= 60 {
+                eprintln!("fuzz: no progress for 60 s; killing the server");
+                // SAFETY: kill(2) on our own child's pid.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                return;
+            }
+        }
+    });
+}
+
+#[test]
+fn fuzz_campaign_over_stdio() {
+    let inputs = env_number("ZEN_FUZZ_INPUTS", DEFAULT_INPUTS);
+    let seed = env_number("ZEN_FUZZ_SEED", DEFAULT_SEED);
+    let root = scratch_root();
+    let seeds = load_corpus(root.path());
+    let shared = Arc::new(Shared::default());
+    let mut server = Server::start(&shared, root);
+    let progress = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    watchdog(server.child.id(), progress.clone(), done.clone());
+
+    // A session begins with the handshake, then every seed once, unmutated.
+    send(
+        &mut server.stdin,
+        &shared,
+        json!({"jsonrpc": "2.0", "id": "fuzz-init", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "zenmode-fuzz", "version": "1"}}})
+        .to_string()
+        .as_bytes(),
+    );
+    send(
+        &mut server.stdin,
+        &shared,
+        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    for line in &seeds {
+        send(&mut server.stdin, &shared, line);
+    }
+    ping(&mut server, &shared, 0, WARM_UP_DEADLINE);
+    let seed_tally = {
+        let tally = shared.tally.lock().unwrap();
+        (tally.tool_results, tally.tool_errors)
+    };
+
+    let seed_count = seeds.len();
+    let mut mutator = mutate::Mutator::new(seed, seeds, mode_names());
+    let started = Instant::now();
+    let mut bytes = 0u64;
+    let mut slowest_ping = Duration::ZERO;
+    let mut peak_sampled = 0;
+    let mut sent = 0u64;
+    let mut threads = Vec::new();
+    while sent < inputs {
+        threads.clone_from(&shared.threads.lock().unwrap());
+        let batch = BATCH.min(inputs - sent);
+        for _ in 0..batch {
+            let line = mutator.next(&threads);
+            bytes += line.len() as u64 + 1;
+            send(&mut server.stdin, &shared, &line);
+        }
+        sent += batch;
+        let number = sent / BATCH + 1;
+        slowest_ping = slowest_ping.max(ping(&mut server, &shared, number, PING_DEADLINE));
+        progress.store(sent, Ordering::Relaxed);
+        if number.is_multiple_of(10) {
+            peak_sampled = peak_sampled.max(server.rss_kib().0);
+        }
+        assert!(
+            !shared.panicked.load(Ordering::Relaxed),
+            "the server panicked; stderr tail:\n{}",
+            shared.stderr_tail.lock().unwrap().join("\n")
+        );
+        if sent.is_multiple_of(100_000) {
+            eprintln!(
+                "fuzz: {sent} inputs, {:.0} s, RSS {} MiB",
+                started.elapsed().as_secs_f64(),
+                server.rss_kib().0 / 1024
+            );
+        }
+    }
+    let elapsed = started.elapsed();
+    let (rss, peak) = server.rss_kib();
+    let peak = peak.max(peak_sampled).max(rss);
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the server exited during the campaign"
+    );
+
+    // End of input: the server must drain and exit cleanly.
+    done.store(true, Ordering::Relaxed);
+    let Server {
+        mut child, stdin, ..
+    } = server;
+    drop(stdin);
+    let exit_started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if exit_started.elapsed() > Duration::from_secs(20) {
+            child.kill().ok();
+            panic!("the server did not exit within 20 s of its input closing");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    // Let the reader threads see the last lines.
+    thread::sleep(Duration::from_millis(200));
+
+    let tally = shared.tally.lock().unwrap();
+    eprintln!(
+        "fuzz: {inputs} inputs (seed {seed:#x}, {} seeds, {} MiB sent) in {:.1} s: {:.0} inputs/s ({} build)",
+        seed_count,
+        bytes / (1024 * 1024),
+        elapsed.as_secs_f64(),
+        inputs as f64 / elapsed.as_secs_f64().max(1e-9),
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+    );
+    eprintln!(
+        "fuzz: {} output lines: {} responses ({} tool results, {} of them isError), {} notifications; error codes {:?}",
+        tally.lines,
+        tally.responses,
+        tally.tool_results,
+        tally.tool_errors,
+        tally.notifications,
+        tally.error_codes
+    );
+    eprintln!(
+        "fuzz: slowest ping {:.1} ms; server peak RSS {} MiB (ceiling {RSS_CEILING_MIB} MiB), {} stderr lines",
+        slowest_ping.as_secs_f64() * 1000.0,
+        peak / 1024,
+        shared.stderr_lines.load(Ordering::Relaxed),
+    );
+    assert!(
+        tally.violations.is_empty(),
+        "{} output lines broke JSON-RPC, for example:\n{}",
+        tally.violation_count,
+        tally.violations.join("\n")
+    );
+    assert!(
+        !shared.panicked.load(Ordering::Relaxed),
+        "the server panicked"
+    );
+    assert!(status.success(), "the server exited with {status:?}");
+    assert!(
+        peak / 1024 < RSS_CEILING_MIB,
+        "peak RSS {} MiB is over the {RSS_CEILING_MIB} MiB ceiling",
+        peak / 1024
+    );
+    // The unmutated seeds ran real tools, and not all of them failed.
+    let (results, errors) = seed_tally;
+    assert!(
+        results > 50 && errors < results,
+        "the seeds produced {results} tool results, {errors} errors"
+    );
+}

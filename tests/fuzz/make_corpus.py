@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Writes the fuzz campaign's seed corpus (tests/fuzz/corpus/*.jsonl).
+
+Run from the repository root after changing a mode manifest:
+    python3 tests/fuzz/make_corpus.py
+Every line is one input the harness (tests/fuzz/main.rs) starts from before
+mutating. `@ROOT@` stands for the scratch directory the server under test is
+confined to; the harness fills it in.
+"""
+import glob
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "corpus")
+MODES = sorted(glob.glob(os.path.join(HERE, "..", "..", "modes", "*.json")))
+
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "1"},
+}
+
+_next = [0]
+
+
+def request(method, params=None, meta=False):
+    _next[0] += 1
+    message = {"jsonrpc": "2.0", "id": _next[0], "method": method}
+    if params is not None or meta:
+        params = dict(params or {})
+        if meta:
+            params["_meta"] = STATELESS_META
+        message["params"] = params
+    return message
+
+
+def notification(method, params=None):
+    message = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def call(name, arguments, meta=False):
+    return request("tools/call", {"name": name, "arguments": arguments}, meta)
+
+
+def write(name, lines):
+    with open(os.path.join(OUT, name), "w", encoding="utf-8") as out:
+        for line in lines:
+            if not isinstance(line, str):
+                line = json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+            assert "\n" not in line
+            out.write(line + "\n")
+
+
+def protocol():
+    client = {"name": "fuzz", "version": "1"}
+    lines = []
+    for version in ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "1999-01-01"]:
+        lines.append(request("initialize", {"protocolVersion": version, "capabilities": {}, "clientInfo": client}))
+    lines.append(request("initialize", {"protocolVersion": "2025-11-25",
+                                        "capabilities": {"roots": {"listChanged": True}, "sampling": {}},
+                                        "clientInfo": client}))
+    lines += [
+        notification("notifications/initialized"),
+        request("ping"),
+        {"jsonrpc": "2.0", "id": "ping-as-string", "method": "ping"},
+        request("ping", {}),
+        request("tools/list"),
+        request("tools/list", {}),
+        request("tools/list", {"cursor": "abc"}),
+        request("tools/list", meta=True),
+        request("server/discover", meta=True),
+        request("server/discover", {}),
+        request("logging/setLevel", {"level": "warning"}),
+        request("resources/list", {}),
+        request("resources/templates/list", {}),
+        request("resources/read", {"uri": "file:///etc/hostname"}),
+        request("prompts/list", {}),
+        request("prompts/get", {"name": "x"}),
+        request("completion/complete", {"ref": {"type": "ref/prompt", "name": "x"},
+                                        "argument": {"name": "a", "value": "b"}}),
+        request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, meta=True),
+        request("no/such/method", {}),
+        notification("notifications/cancelled", {"requestId": 3, "reason": "fuzz"}),
+        notification("notifications/cancelled", {"requestId": "ping-as-string"}),
+        notification("notifications/progress", {"progressToken": "t", "progress": 1, "total": 2}),
+        notification("notifications/roots/list_changed"),
+        notification("notifications/unknown"),
+        {"jsonrpc": "2.0", "id": 77, "result": {}},
+        {"jsonrpc": "2.0", "id": 78, "error": {"code": -1, "message": "client error"}},
+        {"jsonrpc": "2.0", "id": 79, "method": "notifications/initialized"},
+    ]
+    write("protocol.jsonl", lines)
+
+
+def select():
+    lines = []
+    for path in MODES:
+        manifest = json.load(open(path, encoding="utf-8"))
+        for example in manifest.get("examples", [])[:2]:
+            lines.append(call("zen_select_mode", {"task_description": example}))
+        lines.append(call("zen_select_mode", {"mode": manifest["name"]}))
+    lines += [
+        call("zen_select_mode", {"task_description": "find the memory leak in the worker pool", "top_k": 10}),
+        call("zen_select_mode", {"task_description": "qwzx plorb", "top_k": 1}),
+        call("zen_select_mode", {"task_description": ""}),
+        call("zen_select_mode", {"mode": "debg"}),
+        call("zen_select_mode", {}),
+        call("zen_select_mode", {"task_description": "review this diff before I commit"}, meta=True),
+    ]
+    write("select.jsonl", lines)
+
+
+def final_step(example):
+    final = dict(example)
+    if "total_steps" in final:
+        final["step_number"] = final["total_steps"]
+    if "next_step_required" in final:
+        final["next_step_required"] = False
+    return final
+
+
+def execute():
+    lines = []
+    for path in MODES:
+        manifest = json.load(open(path, encoding="utf-8"))
+        name = manifest["name"]
+        example = manifest["example_request"]
+        lines.append(call("zen_execute", {"mode": name, "request": example}))
+        lines.append(call(name, example))
+        if "next_step_required" in example:
+            lines.append(call("zen_execute", {"mode": name, "request": final_step(example)}))
+            local = dict(final_step(example))
+            props = manifest["schema"].get("properties", {})
+            if "relevant_files" in props:
+                local["relevant_files"] = ["@ROOT@/app.py", "@ROOT@/src"]
+            if "files_checked" in props:
+                local["files_checked"] = ["@ROOT@/app.py"]
+            if "images" in props:
+                local["images"] = ["@ROOT@/pixel.png"]
+            if "path" in props:
+                local["path"] = "@ROOT@"
+            if "use_assistant_model" in props:
+                local["use_assistant_model"] = False
+            lines.append(call("zen_execute", {"mode": name, "request": local}))
+        lines.append(call("zen_execute", {"mode": name, "request": example}, meta=True))
+    root = "@ROOT@"
+    lines += [
+        call("zen_execute", {"mode": "chat", "request": {"prompt": "hi", "working_directory_absolute_path": root,
+                                                        "absolute_file_paths": [root + "/app.py"],
+                                                        "images": [root + "/pixel.png",
+                                                                   "data:image/png;base64,iVBORw0KGgo="]}}),
+        call("zen_execute", {"mode": "clink", "request": {"prompt": "hi", "cli_name": "claude", "role": "planner",
+                                                         "absolute_file_paths": [root + "/app.py"]}}),
+        call("zen_execute", {"mode": "planner", "request": {"step": "revise", "step_number": 2, "total_steps": 3,
+                                                           "next_step_required": True, "is_step_revision": True,
+                                                           "revises_step_number": 1}}),
+        call("zen_execute", {"mode": "planner", "request": {"step": "branch", "step_number": 2, "total_steps": 3,
+                                                           "next_step_required": True, "is_branch_point": True,
+                                                           "branch_from_step": 1, "branch_id": "b"}}),
+        call("zen_execute", {"mode": "challenge", "request": "{\"prompt\": \"as a string\"}"}),
+        call("zen_execute", {"mode": "challenge", "request": {"prompt": "x"}, "continuation_id": "no-such-thread"}),
+        call("zen_execute", {"mode": "version", "request": {}}),
+        call("zen_execute", {"mode": "nosuchmode", "request": {}}),
+        call("zen_execute", {"mode": "debug"}),
+        call("nosuchtool", {}),
+    ]
+    write("execute.jsonl", lines)
+
+
+def garbage():
+    lines = [
+        "{",
+        "}",
+        "[]",
+        "[1,2,3]",
+        "null",
+        "true",
+        "42",
+        "\"just a string\"",
+        "{}",
+        "{\"jsonrpc\":\"2.0\"}",
+        "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"id\":2}",
+        "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":{\"a\":1},\"method\":\"tools/list\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775808,\"method\":\"ping\"}",
+        "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}]",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":null}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":[]}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":7}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"zen_execute\",\"arguments\":\"x\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":\"\\u0000\",\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":\"\\ud800\",\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}",
+        "\ufeff{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+        "   {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}   \r",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\u00a0",
+        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+        "{\"a\":1e999999}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"zen_select_mode\",\"arguments\":{\"task_description\":\"\\uD83D\\uDE00 \u202e\u0301 \u4e2d\u6587 \\u0000\"}}}",
+    ]
+    write("garbage.jsonl", lines)
+
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    protocol()
+    select()
+    execute()
+    garbage()

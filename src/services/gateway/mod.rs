@@ -37,6 +37,9 @@ pub struct GatewayError {
     pub message: String,
 }
 
+/// A server's tools and where they came from, or why there are none.
+type FoundCatalog = Result<(Vec<Value>, CatalogSource), String>;
+
 /// Every configured upstream of this process (none without `--upstreams`).
 #[derive(Default)]
 pub struct Gateway {
@@ -82,8 +85,7 @@ impl Gateway {
     /// missing ones fetched in parallel for at most `wait`.
     pub async fn open(file: &UpstreamsFile, dirs: &GatewayDirs, wait: Duration) -> Opened {
         let mut gateway = Gateway::default();
-        let mut catalogs: Vec<(Arc<Upstream>, Result<(Vec<Value>, CatalogSource), String>)> =
-            Vec::new();
+        let mut catalogs: Vec<(Arc<Upstream>, FoundCatalog)> = Vec::new();
         let mut fetches = tokio::task::JoinSet::new();
         let mut reports = Vec::new();
         for config in &file.servers {

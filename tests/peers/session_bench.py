@@ -66,7 +66,9 @@ TASKS: list[tuple[str, str, list[dict[str, Any]]]] = [
     ("refactor", "Suggest how to refactor the UserService class.",
      [workflow("List UserService's responsibilities", "Auth, profile and billing in one class", True, 1, 1)]),
     ("tracer", "Trace how PaymentGateway.charge is called.",
-     [workflow("Find PaymentGateway.charge and its callers", "Two callers: checkout and retries", True, 1, 1)]),
+     [{"step": "Find PaymentGateway.charge and its callers", "step_number": 1, "total_steps": 1,
+       "next_step_required": False, "findings": "Two callers: checkout and retries",
+       "target_description": "PaymentGateway.charge", "trace_mode": "precision"}]),
 ]
 
 

@@ -413,8 +413,8 @@ fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitCode>
     let configs = config::load(file)?.servers;
     let mut rows = Vec::new();
     for config in &configs {
-        let cached = store::load_catalog(dirs, config);
-        let pins = store::load_pins(dirs, &config.name);
+        let cached = store::load_catalog(dirs, config).map(|c| c.tools);
+        let pins = store::load_pins_with_definitions(dirs, &config.name);
         let mut quarantined = Vec::new();
         let mut filtered = 0;
         if let (Some(tools), Some(pins)) = (&cached, &pins) {

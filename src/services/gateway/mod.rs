@@ -21,7 +21,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use serde_json::{Map, Value, json};
 
 pub use config::{ConfigError, UpstreamConfig, UpstreamsFile};
-pub use store::{GatewayDirs, Pins, Verdict};
+pub use store::{CachedTools, GatewayDirs, Pins, Verdict};
 use upstream::Upstream;
 
 use crate::{
@@ -38,7 +38,7 @@ pub struct GatewayError {
 }
 
 /// A server's tools and where they came from, or why there are none.
-type FoundCatalog = Result<(Vec<Value>, CatalogSource), String>;
+type FoundCatalog = Result<(CachedTools, CatalogSource), String>;
 
 /// Every configured upstream of this process (none without `--upstreams`).
 #[derive(Default)]
@@ -85,7 +85,7 @@ impl Gateway {
     /// missing ones fetched in parallel for at most `wait`.
     pub async fn open(file: &UpstreamsFile, dirs: &GatewayDirs, wait: Duration) -> Opened {
         let mut gateway = Gateway::default();
-        let mut catalogs: Vec<(Arc<Upstream>, FoundCatalog)> = Vec::new();
+        let mut catalogs: Vec<(Arc<Upstream>, Option<Pins>, FoundCatalog)> = Vec::new();
         let mut fetches = tokio::task::JoinSet::new();
         let mut reports = Vec::new();
         for config in &file.servers {
@@ -93,27 +93,24 @@ impl Gateway {
                 reports.push(report(config, CatalogSource::Disabled));
                 continue;
             }
-            let upstream = Arc::new(Upstream::new(
-                config.clone(),
-                dirs.clone(),
-                store::load_pins(dirs, &config.name),
-            ));
+            let pins = store::load_pins(dirs, &config.name);
+            let upstream = Arc::new(Upstream::new(config.clone(), dirs.clone(), pins.clone()));
             gateway
                 .upstreams
                 .insert(config.name.clone(), upstream.clone());
             match store::load_catalog(dirs, config) {
-                Some(tools) => catalogs.push((upstream, Ok((tools, CatalogSource::Cache)))),
+                Some(cached) => catalogs.push((upstream, pins, Ok((cached, CatalogSource::Cache)))),
                 None => {
                     fetches.spawn(async move {
                         let fetched = match tokio::time::timeout(wait, upstream.tools()).await {
-                            Ok(Ok(tools)) => Ok((tools, CatalogSource::Fetched)),
+                            Ok(Ok(tools)) => Ok((CachedTools::hashed(tools), CatalogSource::Fetched)),
                             Ok(Err(error)) => Err(error.message),
                             Err(_) => Err(format!(
                                 "its catalog is not cached and it did not list its tools within {}s",
                                 wait.as_secs_f64()
                             )),
                         };
-                        (upstream, fetched)
+                        (upstream, pins, fetched)
                     });
                 }
             }
@@ -124,9 +121,9 @@ impl Gateway {
             }
         }
         let mut modes = Vec::new();
-        for (upstream, catalog) in catalogs {
+        for (upstream, pins, catalog) in catalogs {
             let config = &upstream.config;
-            let (tools, source) = match catalog {
+            let (cached, source) = match catalog {
                 Ok(found) => found,
                 Err(problem) => {
                     tracing::warn!(server = config.name, "upstream offers no modes: {problem}");
@@ -134,10 +131,11 @@ impl Gateway {
                     continue;
                 }
             };
-            let (pins, first_use) = match store::load_pins(dirs, &config.name) {
+            let tools = &cached.tools;
+            let (pins, first_use) = match pins {
                 Some(pins) => (pins, false),
                 None => {
-                    let pins = Pins::of(&tools);
+                    let pins = Pins::of(tools);
                     if let Err(error) = store::save_pins(dirs, &config.name, &pins) {
                         tracing::warn!(server = config.name, %error, "could not save approvals");
                     }
@@ -151,13 +149,13 @@ impl Gateway {
             };
             let mut server_report = report(config, source);
             server_report.first_use = first_use;
-            for tool in &tools {
+            for tool in tools {
                 let name = store::tool_name(tool).unwrap_or_default();
                 if !config.allows(name) {
                     server_report.filtered += 1;
                     continue;
                 }
-                match pins.verdict(tool) {
+                match pins.verdict_of(name, &cached.hash_of(tool)) {
                     Verdict::Approved => match upstream_mode(&config.name, &config.prefix, tool) {
                         Ok(mode) => {
                             modes.push(mode);

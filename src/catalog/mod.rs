@@ -56,6 +56,9 @@ impl fmt::Display for Origin {
 /// A compiled request validator, or the reason the schema would not compile.
 pub type CompiledSchema = Result<jsonschema::Validator, String>;
 
+/// Builds a mode's manifest on first use (gateway modes).
+type BuildManifest = Box<dyn Fn() -> Manifest + Send + Sync>;
+
 /// One mode: its manifest plus the state derived from it lazily.
 pub struct Mode {
     name: String,
@@ -63,6 +66,8 @@ pub struct Mode {
     /// Embedded manifest text, parsed on first use (`build.rs` checked its
     /// JSON and name; the test suite and `modes check` parse every one).
     embedded_text: Option<&'static str>,
+    /// Or a builder run on first use, so start-up only learns the name.
+    build: Option<BuildManifest>,
     manifest: OnceLock<Manifest>,
     validator: OnceLock<CompiledSchema>,
 }
@@ -83,7 +88,24 @@ impl Mode {
             name: manifest.name.clone(),
             origin,
             embedded_text: None,
+            build: None,
             manifest: OnceLock::from(manifest),
+            validator: OnceLock::new(),
+        }
+    }
+
+    /// A mode whose manifest `build` makes on first use.
+    pub fn deferred(
+        name: String,
+        origin: Origin,
+        build: impl Fn() -> Manifest + Send + Sync + 'static,
+    ) -> Self {
+        Mode {
+            name,
+            origin,
+            embedded_text: None,
+            build: Some(Box::new(build)),
+            manifest: OnceLock::new(),
             validator: OnceLock::new(),
         }
     }
@@ -95,6 +117,7 @@ impl Mode {
             name: name.to_owned(),
             origin: Origin::Builtin,
             embedded_text: Some(text),
+            build: None,
             manifest: OnceLock::new(),
             validator: OnceLock::new(),
         }
@@ -115,6 +138,9 @@ impl Mode {
     /// The manifest, parsed on first use for embedded modes.
     pub fn manifest(&self) -> &Manifest {
         self.manifest.get_or_init(|| {
+            if let Some(build) = &self.build {
+                return build();
+            }
             let text = self.embedded_text.unwrap_or_default();
             Manifest::parse(text, Some(&self.name)).unwrap_or_else(|problem| {
                 // Unreachable for a tested build: build.rs, the unit tests and

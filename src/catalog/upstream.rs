@@ -45,6 +45,17 @@ pub fn upstream_mode(server: &str, prefix: &str, tool: &Value) -> Result<Mode, S
             "tool {name:?} gives the name {mode_name:?}, which MCP does not allow (letters, digits, _ - . and at most {MAX_TOOL_NAME_CHARS} characters)"
         ));
     }
+    // Only the name is needed at start-up; the manifest is built on first use.
+    let server = server.to_owned();
+    let tool = tool.clone();
+    let origin = Origin::Upstream(server.clone());
+    Ok(Mode::deferred(mode_name.clone(), origin, move || {
+        manifest(&server, &mode_name, &tool)
+    }))
+}
+
+fn manifest(server: &str, mode_name: &str, tool: &Value) -> Manifest {
+    let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
     let text = |key: &str| tool.get(key).and_then(Value::as_str).map(str::to_owned);
     let object = |key: &str| tool.get(key).and_then(Value::as_object).cloned();
     let description = text("description").unwrap_or_default();
@@ -52,7 +63,7 @@ pub fn upstream_mode(server: &str, prefix: &str, tool: &Value) -> Result<Mode, S
     schema
         .entry("type")
         .or_insert_with(|| Value::String("object".to_owned()));
-    let manifest = Manifest {
+    Manifest {
         title: text("title")
             .or_else(|| {
                 tool.pointer("/annotations/title")
@@ -61,7 +72,7 @@ pub fn upstream_mode(server: &str, prefix: &str, tool: &Value) -> Result<Mode, S
             })
             .unwrap_or_else(|| name.to_owned()),
         summary: first_sentence(&description, MAX_SUMMARY_CHARS),
-        name: mode_name,
+        name: mode_name.to_owned(),
         description,
         category: Category::Imported,
         server: Some(server.to_owned()),
@@ -76,8 +87,7 @@ pub fn upstream_mode(server: &str, prefix: &str, tool: &Value) -> Result<Mode, S
         workflow: None,
         example_request: None,
         schema: Value::Object(schema),
-    };
-    Ok(Mode::new(manifest, Origin::Upstream(server.to_owned())))
+    }
 }
 
 #[cfg(test)]
@@ -94,6 +104,7 @@ mod tests {
             "outputSchema": {"type": "object"}
         });
         let mode = upstream_mode("files", "fs", &tool).unwrap();
+        assert!(!mode.is_parsed(), "nothing is built before first use");
         let manifest = mode.manifest();
         assert_eq!(mode.name(), "fs__read_file");
         assert_eq!(manifest.upstream_tool.as_deref(), Some("read_file"));

@@ -5,7 +5,7 @@
 //! This is only the conversion; fetching, caching and approving catalogs
 //! belong to the gateway service.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, value::RawValue};
 
 use super::{Category, MAX_SUMMARY_CHARS, Manifest, Mode, Origin, foreign::first_sentence};
 
@@ -37,19 +37,33 @@ pub fn upstream_mode(server: &str, prefix: &str, tool: &Value) -> Result<Mode, S
     let name = tool
         .get("name")
         .and_then(Value::as_str)
-        .filter(|name| !name.trim().is_empty())
         .ok_or("a tool has no name")?;
+    let text = RawValue::from_string(tool.to_string()).map_err(|e| e.to_string())?;
+    upstream_mode_from_text(server, prefix, name, text)
+}
+
+/// The same, from the tool's JSON text: only the name is checked now, and
+/// the text is parsed when the mode is first used (start-up from a cache
+/// reads names only).
+pub fn upstream_mode_from_text(
+    server: &str,
+    prefix: &str,
+    name: &str,
+    definition: Box<RawValue>,
+) -> Result<Mode, String> {
+    if name.trim().is_empty() {
+        return Err("a tool has no name".to_owned());
+    }
     let mode_name = mode_name(prefix, name);
     if !is_valid_tool_name(&mode_name) {
         return Err(format!(
             "tool {name:?} gives the name {mode_name:?}, which MCP does not allow (letters, digits, _ - . and at most {MAX_TOOL_NAME_CHARS} characters)"
         ));
     }
-    // Only the name is needed at start-up; the manifest is built on first use.
     let server = server.to_owned();
-    let tool = tool.clone();
     let origin = Origin::Upstream(server.clone());
     Ok(Mode::deferred(mode_name.clone(), origin, move || {
+        let tool: Value = serde_json::from_str(definition.get()).unwrap_or(Value::Null);
         manifest(&server, &mode_name, &tool)
     }))
 }

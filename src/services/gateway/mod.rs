@@ -21,11 +21,11 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use serde_json::{Map, Value, json};
 
 pub use config::{ConfigError, UpstreamConfig, UpstreamsFile};
-pub use store::{CachedTools, GatewayDirs, Pins, Verdict};
+pub use store::{CachedTools, GatewayDirs, ListedTool, Pins, Verdict};
 use upstream::Upstream;
 
 use crate::{
-    catalog::{Mode, upstream::upstream_mode},
+    catalog::{Mode, upstream::upstream_mode_from_text},
     services::CallContext,
 };
 
@@ -38,7 +38,7 @@ pub struct GatewayError {
 }
 
 /// A server's tools and where they came from, or why there are none.
-type FoundCatalog = Result<(CachedTools, CatalogSource), String>;
+type FoundCatalog = Result<(Vec<ListedTool>, CatalogSource), String>;
 
 /// Every configured upstream of this process (none without `--upstreams`).
 #[derive(Default)]
@@ -98,12 +98,12 @@ impl Gateway {
             gateway
                 .upstreams
                 .insert(config.name.clone(), upstream.clone());
-            match store::load_catalog(dirs, config) {
+            match store::load_listed(dirs, config) {
                 Some(cached) => catalogs.push((upstream, pins, Ok((cached, CatalogSource::Cache)))),
                 None => {
                     fetches.spawn(async move {
                         let fetched = match tokio::time::timeout(wait, upstream.tools()).await {
-                            Ok(Ok(tools)) => Ok((CachedTools::hashed(tools), CatalogSource::Fetched)),
+                            Ok(Ok(tools)) => Ok((store::listed(&tools), CatalogSource::Fetched)),
                             Ok(Err(error)) => Err(error.message),
                             Err(_) => Err(format!(
                                 "its catalog is not cached and it did not list its tools within {}s",
@@ -131,11 +131,12 @@ impl Gateway {
                     continue;
                 }
             };
-            let tools = &cached.tools;
+            let tools = cached;
             let (pins, first_use) = match pins {
                 Some(pins) => (pins, false),
                 None => {
-                    let pins = Pins::of(tools);
+                    let values: Vec<Value> = tools.iter().map(ListedTool::value).collect();
+                    let pins = Pins::of(&values);
                     if let Err(error) = store::save_pins(dirs, &config.name, &pins) {
                         tracing::warn!(server = config.name, %error, "could not save approvals");
                     }
@@ -150,13 +151,23 @@ impl Gateway {
             let mut server_report = report(config, source);
             server_report.first_use = first_use;
             for tool in tools {
-                let name = store::tool_name(tool).unwrap_or_default();
+                let ListedTool {
+                    name,
+                    hash,
+                    definition,
+                } = tool;
+                let name = name.as_str();
                 if !config.allows(name) {
                     server_report.filtered += 1;
                     continue;
                 }
-                match pins.verdict_of(name, &cached.hash_of(tool)) {
-                    Verdict::Approved => match upstream_mode(&config.name, &config.prefix, tool) {
+                match pins.verdict_of(name, &hash) {
+                    Verdict::Approved => match upstream_mode_from_text(
+                        &config.name,
+                        &config.prefix,
+                        name,
+                        definition,
+                    ) {
                         Ok(mode) => {
                             modes.push(mode);
                             server_report.offered += 1;

@@ -14,7 +14,7 @@ use std::{
 };
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, value::RawValue};
 use sha2::{Digest, Sha256};
 
 use super::config::{UpstreamConfig, hex};
@@ -94,11 +94,16 @@ fn file_stem(server: &str) -> String {
 struct CachedCatalog {
     fingerprint: String,
     fetched_at: u64,
-    tools: Vec<Value>,
-    /// Each tool's definition hash, computed when fetched, so start-up
-    /// compares pins without hashing every schema again.
-    #[serde(default)]
-    hashes: BTreeMap<String, String>,
+    /// Each tool with its name and definition hash beside it, so start-up
+    /// reads names and compares pins without parsing or hashing schemas.
+    entries: Vec<CachedEntry>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CachedEntry {
+    name: String,
+    hash: String,
+    tool: Box<RawValue>,
 }
 
 /// A server's cached tools and their definition hashes.
@@ -138,18 +143,62 @@ pub fn load_catalog(dirs: &GatewayDirs, config: &UpstreamConfig) -> Option<Cache
     if cached.fingerprint != config.fingerprint() {
         return None;
     }
-    let complete = cached
-        .tools
+    let mut tools = Vec::with_capacity(cached.entries.len());
+    let mut hashes = BTreeMap::new();
+    for entry in cached.entries {
+        tools.push(serde_json::from_str(entry.tool.get()).ok()?);
+        hashes.insert(entry.name, entry.hash);
+    }
+    Some(CachedTools { tools, hashes })
+}
+
+/// One tool as start-up needs it: its name, its definition hash, and its
+/// JSON text, parsed only if the mode is used.
+pub struct ListedTool {
+    pub name: String,
+    pub hash: String,
+    pub definition: Box<RawValue>,
+}
+
+impl ListedTool {
+    pub fn value(&self) -> Value {
+        serde_json::from_str(self.definition.get()).unwrap_or(Value::Null)
+    }
+}
+
+/// Tools fetched just now, as [`ListedTool`]s.
+pub fn listed(tools: &[Value]) -> Vec<ListedTool> {
+    tools
         .iter()
-        .all(|tool| tool_name(tool).is_some_and(|name| cached.hashes.contains_key(name)));
-    Some(if complete {
-        CachedTools {
-            tools: cached.tools,
-            hashes: cached.hashes,
-        }
-    } else {
-        CachedTools::hashed(cached.tools)
-    })
+        .filter_map(|tool| {
+            Some(ListedTool {
+                name: tool_name(tool)?.to_owned(),
+                hash: tool_hash(tool),
+                definition: RawValue::from_string(tool.to_string()).ok()?,
+            })
+        })
+        .collect()
+}
+
+/// The cached catalog of `config`'s server as names, hashes and text: what
+/// start-up reads, without building any definition.
+pub fn load_listed(dirs: &GatewayDirs, config: &UpstreamConfig) -> Option<Vec<ListedTool>> {
+    let text = std::fs::read_to_string(dirs.catalog_path(&config.name)).ok()?;
+    let cached: CachedCatalog = serde_json::from_str(&text).ok()?;
+    if cached.fingerprint != config.fingerprint() {
+        return None;
+    }
+    Some(
+        cached
+            .entries
+            .into_iter()
+            .map(|entry| ListedTool {
+                name: entry.name,
+                hash: entry.hash,
+                definition: entry.tool,
+            })
+            .collect(),
+    )
 }
 
 /// When the cached catalog was fetched (seconds since the epoch), if cached.
@@ -167,8 +216,14 @@ pub fn save_catalog(
     let cached = CachedCatalog {
         fingerprint: config.fingerprint(),
         fetched_at: now_secs(),
-        tools: tools.to_vec(),
-        hashes: hashes_of(tools),
+        entries: listed(tools)
+            .into_iter()
+            .map(|tool| CachedEntry {
+                name: tool.name,
+                hash: tool.hash,
+                tool: tool.definition,
+            })
+            .collect(),
     };
     write_atomically(
         &dirs.catalog_path(&config.name),
@@ -382,6 +437,10 @@ mod tests {
         save_catalog(&dirs, &config, &tools).unwrap();
         let cached = load_catalog(&dirs, &config).unwrap();
         assert_eq!(cached.tools, tools);
+        let listed = load_listed(&dirs, &config).unwrap();
+        assert_eq!(listed[0].name, "t");
+        assert_eq!(listed[0].hash, tool_hash(&tools[0]));
+        assert_eq!(listed[0].value(), tools[0]);
         assert_eq!(cached.hash_of(&tools[0]), tool_hash(&tools[0]));
         // Another command behind the same name is another catalog.
         assert!(load_catalog(&dirs, &parse(json!({"command": "two", "prefix": "sx"}))).is_none());

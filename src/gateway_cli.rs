@@ -413,7 +413,7 @@ fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitCode>
     let configs = config::load(file)?.servers;
     let mut rows = Vec::new();
     for config in &configs {
-        let cached = store::load_catalog(dirs, config).map(|c| c.tools);
+        let cached = store::load_catalog(dirs, config);
         let pins = store::load_pins_with_definitions(dirs, &config.name);
         let mut quarantined = Vec::new();
         let mut filtered = 0;

@@ -13,7 +13,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{Client, zenmode};
+use common::{Client, text_of, zenmode};
 use serde_json::{Value, json};
 
 fn fault_server() -> String {
@@ -97,16 +97,6 @@ fn flaky(extra_args: &[&str]) -> Value {
 
 fn execute(client: &mut Client, mode: &str, request: Value) -> Value {
     client.tool("zen_execute", json!({"mode": mode, "request": request}))
-}
-
-fn text_of(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|block| block["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn pid_in(path: &Path) -> Option<u32> {

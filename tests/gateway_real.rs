@@ -13,7 +13,7 @@ use std::{
     time::Duration,
 };
 
-use common::{Client, zenmode};
+use common::{Client, text_of, zenmode};
 use serde_json::{Value, json};
 
 fn upstreams_dir() -> PathBuf {
@@ -103,16 +103,6 @@ fn execute(client: &mut Client, mode: &str, request: Value) -> Value {
     let result = client.tool("zen_execute", json!({"mode": mode, "request": request}));
     assert_ne!(result["isError"], true, "{mode}: {result}");
     result
-}
-
-fn text_of(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|block| block["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]

@@ -338,3 +338,14 @@ pub fn structured(result: &Value, expect_error: bool) -> Value {
     assert_eq!(serde_json::from_str::<Value>(text).unwrap(), structured);
     structured
 }
+
+/// The text blocks of a tool result, joined by newlines.
+pub fn text_of(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -21,7 +21,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use serde_json::{Map, Value, json};
 
 pub use config::{ConfigError, UpstreamConfig, UpstreamsFile};
-pub use store::{CachedTools, GatewayDirs, ListedTool, Pins, Verdict};
+pub use store::{GatewayDirs, ListedTool, Pins, Verdict};
 use upstream::Upstream;
 
 use crate::{

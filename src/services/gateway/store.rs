@@ -106,50 +106,18 @@ struct CachedEntry {
     tool: Box<RawValue>,
 }
 
-/// A server's cached tools and their definition hashes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CachedTools {
-    pub tools: Vec<Value>,
-    pub hashes: BTreeMap<String, String>,
-}
-
-impl CachedTools {
-    /// Hashes computed from the tools themselves.
-    pub fn hashed(tools: Vec<Value>) -> Self {
-        let hashes = hashes_of(&tools);
-        CachedTools { tools, hashes }
-    }
-
-    /// The hash of `tool` (one of these tools).
-    pub fn hash_of(&self, tool: &Value) -> String {
-        tool_name(tool)
-            .and_then(|name| self.hashes.get(name))
-            .cloned()
-            .unwrap_or_else(|| tool_hash(tool))
-    }
-}
-
-fn hashes_of(tools: &[Value]) -> BTreeMap<String, String> {
-    tools
-        .iter()
-        .filter_map(|tool| Some((tool_name(tool)?.to_owned(), tool_hash(tool))))
-        .collect()
-}
-
 /// The cached catalog of `config`'s server, if one was saved for this very entry.
-pub fn load_catalog(dirs: &GatewayDirs, config: &UpstreamConfig) -> Option<CachedTools> {
+pub fn load_catalog(dirs: &GatewayDirs, config: &UpstreamConfig) -> Option<Vec<Value>> {
     let text = std::fs::read_to_string(dirs.catalog_path(&config.name)).ok()?;
     let cached: CachedCatalog = serde_json::from_str(&text).ok()?;
     if cached.fingerprint != config.fingerprint() {
         return None;
     }
-    let mut tools = Vec::with_capacity(cached.entries.len());
-    let mut hashes = BTreeMap::new();
-    for entry in cached.entries {
-        tools.push(serde_json::from_str(entry.tool.get()).ok()?);
-        hashes.insert(entry.name, entry.hash);
-    }
-    Some(CachedTools { tools, hashes })
+    cached
+        .entries
+        .iter()
+        .map(|entry| serde_json::from_str(entry.tool.get()).ok())
+        .collect()
 }
 
 /// One tool as start-up needs it: its name, its definition hash, and its
@@ -435,13 +403,11 @@ mod tests {
         assert!(load_catalog(&dirs, &config).is_none());
         let tools = vec![json!({"name": "t"})];
         save_catalog(&dirs, &config, &tools).unwrap();
-        let cached = load_catalog(&dirs, &config).unwrap();
-        assert_eq!(cached.tools, tools);
+        assert_eq!(load_catalog(&dirs, &config).unwrap(), tools);
         let listed = load_listed(&dirs, &config).unwrap();
         assert_eq!(listed[0].name, "t");
         assert_eq!(listed[0].hash, tool_hash(&tools[0]));
         assert_eq!(listed[0].value(), tools[0]);
-        assert_eq!(cached.hash_of(&tools[0]), tool_hash(&tools[0]));
         // Another command behind the same name is another catalog.
         assert!(load_catalog(&dirs, &parse(json!({"command": "two", "prefix": "sx"}))).is_none());
         let pins = Pins::of(&tools);

@@ -570,7 +570,7 @@ impl Upstream {
     /// next process sees a changed server as changed.
     fn refresh_cache(&self, tools: &[Value]) {
         let cached = store::load_catalog(&self.dirs, &self.config);
-        if cached.as_ref().map(|c| c.tools.as_slice()) != Some(tools)
+        if cached.as_deref() != Some(tools)
             && let Err(error) = store::save_catalog(&self.dirs, &self.config, tools)
         {
             tracing::warn!(server = self.name(), %error, "could not cache the upstream catalog");

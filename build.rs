@@ -3,8 +3,10 @@
 //! Each manifest's `{"$shared": NAME}` properties are replaced by the
 //! definitions in `modes/shared/properties.json` (see `src/catalog/shared.rs`),
 //! and the expanded manifest is written to `OUT_DIR`. The generated
-//! `embedded_modes.rs` is a sorted `&[(file_name, contents)]` table, so adding
-//! a mode is a data change: drop a file in `modes/` and rebuild.
+//! `embedded_modes.rs` is a sorted `&[(file_name, contents, required)]` table,
+//! so adding a mode is a data change: drop a file in `modes/` and rebuild.
+//! `required` lists the schema's required fields, so the tool list can name
+//! them without parsing a manifest at start-up.
 //! The server parses embedded manifests lazily, so their JSON syntax, name and
 //! shared references are checked here: a broken manifest fails the build, not
 //! a user.
@@ -49,10 +51,11 @@ fn main() {
             .and_then(|n| n.to_str())
             .expect("utf-8 file name");
         let expanded = expand_manifest(path, name, &definitions);
+        let required = required_fields(&expanded);
         let target = out_dir.join(name);
         fs::write(&target, expanded).expect("write an expanded manifest");
         table.push_str(&format!(
-            "    ({name:?}, include_str!({path:?})),\n",
+            "    ({name:?}, include_str!({path:?}), &{required:?}),\n",
             path = target.display().to_string()
         ));
     }
@@ -80,4 +83,18 @@ fn expand_manifest(
     shared::inline_shared(&mut manifest, definitions)
         .unwrap_or_else(|e| panic!("modes/{file_name}: {e}"));
     serde_json::to_string(&manifest).expect("serialize a manifest")
+}
+
+/// The top-level `required` fields of an expanded manifest's schema.
+fn required_fields(expanded: &str) -> Vec<String> {
+    let manifest: serde_json::Value = serde_json::from_str(expanded).expect("expanded manifest");
+    manifest["schema"]["required"]
+        .as_array()
+        .map(|fields| {
+            fields
+                .iter()
+                .filter_map(|field| field.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }

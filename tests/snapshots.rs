@@ -75,9 +75,11 @@ fn strategies_side_by_side_on_real_catalogs() {
             .collect();
         let zen = &report.strategies[0];
         let full = &report.strategies[1];
-        // The two-tool list does not grow with the catalog.
+        // The two-tool list does not grow with the catalog: the mode index
+        // in zen_execute's description stops at its byte budget.
         assert_eq!(zen.tools, 2, "{file}");
-        assert!(full.tokens_o200k > 50 * zen.tokens_o200k, "{file}");
+        assert!(zen.tokens_o200k < 800, "{file}: {}", zen.tokens_o200k);
+        assert!(full.tokens_o200k > 30 * zen.tokens_o200k, "{file}");
         table.insert(file.to_owned(), Value::Array(rows));
     }
     snapshot!("strategies_side_by_side", Value::Object(table));

@@ -29,8 +29,10 @@ use serde_json::Value;
 pub use category::Category;
 pub use manifest::{MAX_SUMMARY_CHARS, Manifest, is_valid_mode_name};
 
-/// Manifests embedded from `modes/*.json` by `build.rs`, sorted by file name.
-static EMBEDDED: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/embedded_modes.rs"));
+/// Manifests embedded from `modes/*.json` by `build.rs`, sorted by file name,
+/// each with its schema's required fields.
+type EmbeddedMode = (&'static str, &'static str, &'static [&'static str]);
+static EMBEDDED: &[EmbeddedMode] = include!(concat!(env!("OUT_DIR"), "/embedded_modes.rs"));
 
 /// Where a mode's definition came from; shown by `modes list` and in errors.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +68,8 @@ pub struct Mode {
     /// Embedded manifest text, parsed on first use (`build.rs` checked its
     /// JSON and name; the test suite and `modes check` parse every one).
     embedded_text: Option<&'static str>,
+    /// The embedded manifest's required fields, read by `build.rs`.
+    embedded_required: &'static [&'static str],
     /// Or a builder run on first use, so start-up only learns the name.
     build: Option<BuildManifest>,
     manifest: OnceLock<Manifest>,
@@ -88,6 +92,7 @@ impl Mode {
             name: manifest.name.clone(),
             origin,
             embedded_text: None,
+            embedded_required: &[],
             build: None,
             manifest: OnceLock::from(manifest),
             validator: OnceLock::new(),
@@ -104,6 +109,7 @@ impl Mode {
             name,
             origin,
             embedded_text: None,
+            embedded_required: &[],
             build: Some(Box::new(build)),
             manifest: OnceLock::new(),
             validator: OnceLock::new(),
@@ -112,11 +118,12 @@ impl Mode {
 
     /// A built-in mode whose manifest is parsed on first use: a server that
     /// lists only the meta tools never parses the mode bodies at start-up.
-    fn embedded(name: &str, text: &'static str) -> Self {
+    fn embedded(name: &str, text: &'static str, required: &'static [&'static str]) -> Self {
         Mode {
             name: name.to_owned(),
             origin: Origin::Builtin,
             embedded_text: Some(text),
+            embedded_required: required,
             build: None,
             manifest: OnceLock::new(),
             validator: OnceLock::new(),
@@ -127,12 +134,16 @@ impl Mode {
         &self.name
     }
 
-    /// A fresh copy (nothing compiled) of a mode that is shared elsewhere.
-    fn duplicate(&self) -> Self {
-        match self.embedded_text {
-            Some(text) => Mode::embedded(&self.name, text),
-            None => Mode::new(self.manifest().clone(), self.origin.clone()),
+    /// The schema's required fields; an embedded mode answers from the list
+    /// `build.rs` wrote, so listing them parses nothing.
+    pub fn required_fields(&self) -> Vec<&str> {
+        if self.embedded_text.is_some() {
+            return self.embedded_required.to_vec();
         }
+        self.manifest().schema["required"]
+            .as_array()
+            .map(|fields| fields.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
     }
 
     /// The manifest, parsed on first use for embedded modes.
@@ -224,8 +235,12 @@ impl Catalog {
     pub fn load(sources: &CatalogSources) -> Result<Self, LoadError> {
         let mut modes: Vec<Mode> = Vec::new();
         if !sources.no_builtin {
-            for (file_name, text) in EMBEDDED {
-                modes.push(Mode::embedded(file_name.trim_end_matches(".json"), text));
+            for (file_name, text, required) in EMBEDDED {
+                modes.push(Mode::embedded(
+                    file_name.trim_end_matches(".json"),
+                    text,
+                    required,
+                ));
             }
         }
         for dir in &sources.modes_dirs {
@@ -239,27 +254,40 @@ impl Catalog {
 
     /// This catalog plus `extra` modes (a later mode with the same name wins).
     pub fn with_modes(self, extra: impl IntoIterator<Item = Mode>) -> Self {
-        let own = self
-            .modes
-            .into_iter()
-            .map(|mode| Arc::try_unwrap(mode).unwrap_or_else(|shared| shared.duplicate()));
-        Self::from_modes(own.chain(extra))
+        Self::from_shared(
+            self.modes
+                .into_iter()
+                .chain(extra.into_iter().map(Arc::new)),
+        )
     }
 
     /// Builds a catalog; a later mode with the same name replaces an earlier one.
     pub fn from_modes(modes: impl IntoIterator<Item = Mode>) -> Self {
-        let mut by_name_latest: HashMap<String, Mode> = HashMap::new();
-        for mode in modes {
-            by_name_latest.insert(mode.name().to_owned(), mode);
-        }
-        let mut modes: Vec<Arc<Mode>> = by_name_latest.into_values().map(Arc::new).collect();
+        Self::from_shared(modes.into_iter().map(Arc::new))
+    }
+
+    /// Sorts by name, keeping the last of each name. Modes move as pointers:
+    /// a `Mode` is large, and the gateway adds hundreds at start-up.
+    fn from_shared(modes: impl IntoIterator<Item = Arc<Mode>>) -> Self {
+        let mut modes: Vec<Arc<Mode>> = modes.into_iter().collect();
+        // Stable: among equal names the later mode stays last.
         modes.sort_by(|a, b| a.name().cmp(b.name()));
-        let by_name = modes
+        let mut kept: Vec<Arc<Mode>> = Vec::with_capacity(modes.len());
+        for mode in modes {
+            match kept.last_mut() {
+                Some(last) if last.name() == mode.name() => *last = mode,
+                _ => kept.push(mode),
+            }
+        }
+        let by_name = kept
             .iter()
             .enumerate()
             .map(|(index, mode)| (mode.name().to_owned(), index))
             .collect();
-        Catalog { modes, by_name }
+        Catalog {
+            modes: kept,
+            by_name,
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<Mode>> {
@@ -357,10 +385,15 @@ mod tests {
 
     #[test]
     fn every_embedded_manifest_parses() {
-        for (file_name, text) in EMBEDDED {
+        for (file_name, text, required) in EMBEDDED {
             let stem = file_name.trim_end_matches(".json");
-            if let Err(problem) = Manifest::parse(text, Some(stem)) {
-                panic!("modes/{file_name}: {problem}");
+            match Manifest::parse(text, Some(stem)) {
+                Err(problem) => panic!("modes/{file_name}: {problem}"),
+                // build.rs's copy of the required fields matches the schema.
+                Ok(manifest) => {
+                    let parsed = Mode::new(manifest, Origin::Builtin);
+                    assert_eq!(parsed.required_fields(), required.to_vec(), "{file_name}");
+                }
             }
         }
     }

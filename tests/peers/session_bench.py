@@ -22,12 +22,13 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from claude_session import FakeModel, Step, last_tool_result
 
@@ -72,36 +73,95 @@ TASKS: list[tuple[str, str, list[dict[str, Any]]]] = [
 ]
 
 
+def find_continuation(reply: Any) -> str | None:
+    """The continuation_id anywhere in a reply (strategies may wrap results)."""
+    if isinstance(reply, dict):
+        if isinstance(reply.get("continuation_id"), str):
+            return reply["continuation_id"]
+        values = list(reply.values())
+    elif isinstance(reply, list):
+        values = reply
+    else:
+        return None
+    for value in values:
+        found = find_continuation(value)
+        if found:
+            return found
+    return None
+
+
 def with_continuation(request: dict[str, Any], reply: Any) -> dict[str, Any]:
-    if isinstance(reply, dict) and reply.get("continuation_id"):
-        return {**request, "continuation_id": reply["continuation_id"]}
-    return request
+    found = find_continuation(reply)
+    return {**request, "continuation_id": found} if found else request
+
+
+def category(mode: str) -> str:
+    return json.loads((REPO / "modes" / f"{mode}.json").read_text())["category"]
+
+
+UNION = REPO.parent / "shared" / "catalogs" / "union_all.json"
+
+# The server's arguments for each flow; "zen" and "zen (select first)" are
+# the same default server, played by a model that trusts zen_execute's list
+# of modes or one that always asks zen_select_mode first.
+FLOW_ARGS: dict[str, list[str]] = {
+    "zen": [],
+    "zen (select first)": [],
+    "full": ["--full"],
+    "lazy": ["--strategy", "lazy"],
+    "categories": ["--strategy", "categories"],
+    "groups": ["--strategy", "groups"],
+    "discover": ["--strategy", "discover"],
+    # A large catalog: the 1,155 tools of ../shared/catalogs/union_all.json
+    # beside the built-in modes (the tasks still run built-in modes).
+    "zen, +1,155 tools": ["--catalog", str(UNION)],
+    "full, +1,155 tools": ["--full", "--catalog", str(UNION)],
+}
+BASELINE = {flow: "full, +1,155 tools" if "1,155" in flow else "full" for flow in FLOW_ARGS}
 
 
 def plans(mode: str, task: str, steps: list[dict[str, Any]]) -> dict[str, list[Step]]:
-    def zen_execute(request: dict[str, Any], first: bool) -> Step:
-        if first:
-            return ("tool", ("mcp__zenmode__zen_execute", {"mode": mode, "request": request}))
-        return ("tool", ("mcp__zenmode__zen_execute",
-                         lambda reply, r=request: {"mode": mode, "request": with_continuation(r, reply)}))
+    """Each flow's scripted model turns; steps after the first carry the
+    continuation_id of the previous reply."""
+    def chained(tool: str, wrap: Callable[[dict[str, Any]], dict[str, Any]]) -> list[Step]:
+        return [("tool", (tool, wrap(r) if i == 0 else
+                          (lambda reply, r=r: wrap(with_continuation(r, reply)))))
+                for i, r in enumerate(steps)]
 
-    def own_tool(request: dict[str, Any], first: bool) -> Step:
-        if first:
-            return ("tool", (f"mcp__zenmode__{mode}", request))
-        return ("tool", (f"mcp__zenmode__{mode}", lambda reply, r=request: with_continuation(r, reply)))
-
+    zen_execute = chained("mcp__zenmode__zen_execute", lambda r: {"mode": mode, "request": r})
+    own_tool = chained(f"mcp__zenmode__{mode}", lambda r: r)
     answer: Step = ("text", "Done.")
+    # Claude Code defers tools that join the list later behind its tool search.
+    load: Step = ("tool", ("ToolSearch", {"query": f"select:mcp__zenmode__{mode}"}))
     return {
-        "zen": [("tool", ("mcp__zenmode__zen_select_mode", {"task_description": task}))]
-               + [zen_execute(r, False) for r in steps] + [answer],
-        "zen (mode known)": [zen_execute(r, i == 0) for i, r in enumerate(steps)] + [answer],
-        "full": [("tool", ("ToolSearch", {"query": f"select:mcp__zenmode__{mode}"}))]
-                + [own_tool(r, i == 0) for i, r in enumerate(steps)] + [answer],
+        "zen": zen_execute + [answer],
+        "zen (select first)": [("tool", ("mcp__zenmode__zen_select_mode", {"task_description": task}))]
+                              + zen_execute + [answer],
+        "full": [load] + own_tool + [answer],
+        "lazy": [("tool", ("mcp__zenmode__manage_tools", {"action": "enable", "names": mode})), load]
+                + own_tool + [answer],
+        "categories": [("tool", ("mcp__zenmode__get_tool_schema", {"toolName": mode})), load]
+                      + own_tool + [answer],
+        "groups": [("tool", (f"mcp__zenmode__activate_{category(mode)}", {})), load] + own_tool + [answer],
+        "discover": [("tool", ("mcp__zenmode__detail", {"names": [mode]}))]
+                    + chained("mcp__zenmode__call", lambda r: {"command": mode, "input": r}) + [answer],
+        "zen, +1,155 tools": zen_execute + [answer],
+        "full, +1,155 tools": [load] + own_tool + [answer],
     }
 
 
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# `version` reports seconds since start, inside JSON text that is itself JSON-quoted.
+UPTIME = re.compile(r'(\\?"uptime_seconds\\?":)\s*\d+')
+
+
 def count_tokens(value: Any) -> int:
-    done = subprocess.run([ZENMODE_BIN, "tokens", "--count-stdin"], input=json.dumps(value), capture_output=True,
+    """o200k tokens of `value` as JSON, with every UUID (continuation ids are
+    random) replaced by one fixed id and `version`'s uptime by 0, so the same
+    flow always counts the same."""
+    text = UUID.sub("00000000-0000-4000-8000-000000000000", json.dumps(value))
+    text = UPTIME.sub(r"\1 0", text)
+    done = subprocess.run([ZENMODE_BIN, "tokens", "--count-stdin"], input=text, capture_output=True,
                           text=True, timeout=60, check=True)
     return json.loads(done.stdout)["o200k"]
 
@@ -120,7 +180,9 @@ def claude_runs() -> dict[tuple[str, str], tuple[int, int, bool]]:
     try:
         for mode, task, steps in TASKS:
             for flow, plan in plans(mode, task, steps).items():
-                args = ["serve", "--full"] if flow == "full" else ["serve"]
+                if flow not in FLOW_ARGS:
+                    continue
+                args = ["serve", *FLOW_ARGS[flow]]
                 config = home / "mcp.json"
                 config.write_text(json.dumps({"mcpServers": {"zenmode": {"command": ZENMODE_BIN, "args": args}}}))
                 fake.plan, fake.requests = plan, []
@@ -142,81 +204,132 @@ def claude_runs() -> dict[tuple[str, str], tuple[int, int, bool]]:
 
 
 async def eager_runs() -> dict[tuple[str, str], tuple[int, int, bool]]:
-    """The same flows as an eager client: every listed tool on every request."""
+    """The same flows as an eager client: every listed tool on every request.
+    Each task gets its own session, so tools one task enabled never help the next."""
     from mcp import Client, StdioServerParameters
 
+    def described(listed: Any) -> list[dict[str, Any]]:
+        return [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in listed.tools]
+
     results = {}
-    for flow, args in (("zen", []), ("zen (mode known)", []), ("full", ["--full"])):
+    for flow, args in FLOW_ARGS.items():
         server = StdioServerParameters(command=ZENMODE_BIN, args=["serve", *args], env={"RUST_LOG": "error"})
-        async with Client(server, mode="legacy") as client:
-            tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
-                     for t in (await client.list_tools()).tools]
-            for mode, task, steps in TASKS:
-                plan = plans(mode, task, steps)[flow]
+        for mode, task, steps in TASKS:
+            async with Client(server, mode="legacy") as client:
+                tools = described(await client.list_tools())
                 messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
                 sent, requests, reply, finished = 0, 0, None, True
-                for kind, payload in plan:
+                for kind, payload in plans(mode, task, steps)[flow]:
+                    name, tool_input = payload if kind == "tool" else ("", None)
+                    if name == "ToolSearch":  # an eager client has every tool already
+                        continue
                     requests += 1
                     sent += count_tokens({"tools": tools, "messages": messages})
                     if kind == "text":
                         break
-                    name, tool_input = payload
-                    if name == "ToolSearch":  # an eager client has every tool already
-                        requests -= 1
-                        sent -= count_tokens({"tools": tools, "messages": messages})
-                        continue
                     tool_input = tool_input(reply) if callable(tool_input) else tool_input
-                    tool = name.removeprefix("mcp__zenmode__")
-                    result = await client.call_tool(tool, tool_input)
+                    result = await client.call_tool(name.removeprefix("mcp__zenmode__"), tool_input)
                     text = "".join(getattr(c, "text", "") for c in result.content)
                     try:
                         reply = json.loads(text)
                     except ValueError:
                         reply = text
                     finished = finished and not result.is_error
+                    # Strategies that grow the list (lazy, groups) are listed again.
+                    tools = described(await client.list_tools())
                     messages.append({"role": "assistant", "content": [
                         {"type": "tool_use", "id": f"t{requests}", "name": name, "input": tool_input}]})
                     messages.append({"role": "user", "content": [
                         {"type": "tool_result", "tool_use_id": f"t{requests}", "content": text}]})
-                results[(mode, flow)] = (requests, sent, finished)
-                print(f"  eager       {mode:<11} {flow:<17} {requests} requests {sent:>7,} o200k"
-                      f"{'' if finished else '  (did not finish)'}", flush=True)
+            results[(mode, flow)] = (requests, sent, finished)
+            print(f"  eager       {mode:<11} {flow:<18} {requests} requests {sent:>7,} o200k"
+                  f"{'' if finished else '  (did not finish)'}", flush=True)
     return results
 
 
+def totals(results: dict) -> dict[str, dict[str, Any]]:
+    """Per flow: requests, tokens and tasks finished, summed over the tasks, and the ratio to its baseline."""
+    sums: dict[str, dict[str, Any]] = {}
+    for flow in FLOW_ARGS:
+        rows = [results[(mode, flow)] for mode, _, _ in TASKS if (mode, flow) in results]
+        sums[flow] = {"requests": sum(r[0] for r in rows), "tokens": sum(r[1] for r in rows),
+                      "finished": sum(r[2] for r in rows), "tasks": len(rows)}
+    for flow, row in sums.items():
+        base = sums[BASELINE[flow]]["tokens"]
+        row["vs_full"] = round(row["tokens"] / base, 3) if base else 0.0
+    return sums
+
+
 def table(claude: dict, eager: dict) -> str:
-    flows = ["zen", "zen (mode known)", "full"]
     lines = ["| client | flow | tasks finished | model requests | o200k tokens sent | vs full |",
              "|---|---|---|---|---|---|"]
     for label, results in (("Claude Code", claude), ("eager client", eager)):
-        totals = {}
-        for flow in flows:
-            rows = [results[(mode, flow)] for mode, _, _ in TASKS if (mode, flow) in results]
-            totals[flow] = (sum(r[0] for r in rows), sum(r[1] for r in rows), sum(r[2] for r in rows), len(rows))
-        for flow in flows:
-            requests, tokens, finished, count = totals[flow]
-            ratio = tokens / totals["full"][1] if totals["full"][1] else 0
-            lines.append(f"| {label} | {flow} | {finished}/{count} | {requests} | {tokens:,} | {ratio:.2f}x |")
+        if not results:
+            continue
+        for flow, row in totals(results).items():
+            lines.append(f"| {label} | {flow} | {row['finished']}/{row['tasks']} | {row['requests']} "
+                         f"| {row['tokens']:,} | {row['vs_full']:.2f}x |")
     return "\n".join(lines)
+
+
+# Flows that cannot finish in Claude Code: their tools join the list during
+# the session, and Claude Code does not take a changed list within a turn.
+UNFINISHABLE_IN_CLAUDE = {"lazy", "categories", "groups"}
+
+
+def problems(claude: dict, eager: dict) -> list[str]:
+    """Unfinished tasks (other than the known ones) and missed targets."""
+    found = []
+    for label, results, skip in (("claude-code", claude, UNFINISHABLE_IN_CLAUDE), ("eager", eager, set())):
+        for (mode, flow), (_, _, finished) in results.items():
+            if not finished and flow not in skip:
+                found.append(f"{label} {mode} {flow}: did not finish")
+    for label, results, limit in (("claude-code", claude, 0.9), ("eager", eager, 0.1)):
+        if not results:
+            continue
+        sums = totals(results)
+        for flow in ("zen", "zen, +1,155 tools"):
+            if flow not in sums:
+                continue
+            row, base = sums[flow], sums[BASELINE[flow]]
+            if row["vs_full"] > limit:
+                found.append(f"{label} {flow}: {row['vs_full']}x the full list's tokens (target {limit}x)")
+            if row["requests"] > base["requests"]:
+                found.append(f"{label} {flow}: {row['requests']} requests, more than full's {base['requests']}")
+    return found
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", type=Path, help="also write the per-task figures here")
+    parser.add_argument("--json", type=Path, help="also write the per-task figures and totals here")
     parser.add_argument("--eager-only", action="store_true", help="skip the Claude Code runs")
+    parser.add_argument("--tasks", help="only these modes' tasks (comma-separated)")
+    parser.add_argument("--flows", help="only these flows (separated by semicolons, as flow names hold commas; their baselines are kept)")
     options = parser.parse_args()
-    print(f"session bench: {len(TASKS)} tasks, zenmode {ZENMODE_BIN}", flush=True)
+    if options.tasks:
+        keep = set(options.tasks.split(","))
+        TASKS[:] = [t for t in TASKS if t[0] in keep]
+    if options.flows:
+        keep = {flow.strip() for flow in options.flows.split(";")}
+        keep |= {BASELINE[flow] for flow in keep if flow in BASELINE}
+        for flow in [f for f in FLOW_ARGS if f not in keep]:
+            del FLOW_ARGS[flow]
+    print(f"session bench: {len(TASKS)} tasks, {len(FLOW_ARGS)} flows, zenmode {ZENMODE_BIN}", flush=True)
     claude = {} if options.eager_only else claude_runs()
     eager = asyncio.run(eager_runs())
     print()
-    print(table(claude, eager) if claude else table(eager, eager))
+    print(table(claude, eager))
     if options.json:
         options.json.write_text(json.dumps({
-            "claude_code": {f"{m}|{f}": list(v) for (m, f), v in claude.items()},
-            "eager": {f"{m}|{f}": list(v) for (m, f), v in eager.items()},
+            "claude_code": {"tasks": {f"{m}|{f}": list(v) for (m, f), v in claude.items()},
+                            "totals": totals(claude) if claude else {}},
+            "eager": {"tasks": {f"{m}|{f}": list(v) for (m, f), v in eager.items()}, "totals": totals(eager)},
         }, indent=1))
-    unfinished = [k for k, v in {**claude, **eager}.items() if not v[2]]
-    return 1 if unfinished else 0
+    found = problems(claude, eager)
+    for problem in found:
+        print(f"session bench: {problem}", file=sys.stderr)
+    return 1 if found else 0
 
 
 if __name__ == "__main__":

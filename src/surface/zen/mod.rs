@@ -8,6 +8,7 @@
 //! [`ZenTool`] is the single dispatch point of this strategy.
 
 pub mod execute;
+pub mod mode_index;
 pub mod select_mode;
 
 use std::{borrow::Cow, sync::LazyLock};
@@ -44,6 +45,12 @@ impl Zen {
     /// does not exist.
     pub fn new(catalog: &Catalog, pinned: &[String]) -> Result<Self, String> {
         let mut tools = META_TOOLS.clone();
+        for tool in &mut tools {
+            if tool["name"] == EXECUTE {
+                let base = tool["description"].as_str().unwrap_or_default();
+                tool["description"] = Value::from(mode_index::describe_execute(base, catalog));
+            }
+        }
         let mut seen = Vec::new();
         for name in pinned {
             let Some(mode) = catalog.get(name) else {

@@ -24,6 +24,7 @@ fn main() {
     println!("cargo:rerun-if-changed={}", modes_dir.display());
     println!("cargo:rerun-if-changed={}", shared_file.display());
     println!("cargo:rerun-if-changed=src/catalog/shared.rs");
+    link_without_pie();
 
     let definitions = fs::read_to_string(&shared_file)
         .map_err(|e| e.to_string())
@@ -97,4 +98,17 @@ fn required_fields(expanded: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Links the binaries as fixed-address executables on Linux. A clock-bound
+/// part of zenmode's start-up was the dynamic loader applying some 32,000
+/// relocations to a position-independent binary (and the page faults they
+/// cause); a non-PIE executable has them resolved at link time. The crates'
+/// code stays position-independent, so proc-macros and tests are unaffected.
+fn link_without_pie() {
+    let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let env = env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    if os == "linux" && env == "gnu" {
+        println!("cargo:rustc-link-arg-bins=-no-pie");
+    }
 }

@@ -29,7 +29,7 @@ pub const EXECUTE: &str = "zen_execute";
 /// Shown to clients that display server instructions.
 const INSTRUCTIONS: &str = "zenmode runs the zen modes (chat, thinkdeep, debug, codereview, precommit, secaudit, planner, consensus, testgen, refactor and more) behind two tools. \
 When you do not know which mode fits, or what fields it takes, call zen_select_mode with the task in plain words: it names the mode, its fields and a ready zen_execute call. \
-When you already know the mode and its fields, call zen_execute directly with {mode, request}. \
+When you already know the mode and its fields (zen_execute's description lists the required fields of zenmode's own modes), call zen_execute directly with {mode, request}. \
 Multi-step modes answer with a continuation_id: pass it back on the next step to continue the same thread.";
 
 /// The two meta tools, defined as data beside this file.

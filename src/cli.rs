@@ -12,7 +12,7 @@ use crate::{
     describe::{self, FieldSet},
     docs,
     engine::Engine,
-    executor, listener,
+    executor, http, listener,
     server::ZenServer,
     services::{
         CallContext, Services,
@@ -219,6 +219,8 @@ pub enum ModesCommand {
 pub enum TransportKind {
     Stdio,
     Tcp,
+    /// Streamable HTTP at /mcp (and /healthz)
+    Http,
 }
 
 #[derive(Debug, Args)]
@@ -252,24 +254,64 @@ pub struct ServeArgs {
     /// Transport to serve on
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: TransportKind,
-    /// Address for --transport tcp (port 0 picks a free port)
+    /// Address for --transport tcp or http (port 0 picks a free port)
     #[arg(long, default_value = "127.0.0.1:7400")]
     pub listen: SocketAddr,
-    /// Allow --listen on a non-loopback address (the server has no authentication)
+    /// Allow --listen on a non-loopback address (http also needs a token)
     #[arg(long)]
     pub allow_remote: bool,
-    /// Largest accepted message in bytes; longer lines get an error and are discarded
+    /// http: require `Authorization: Bearer <token>`, the token being this file's first line
+    #[arg(long, value_name = "FILE")]
+    pub auth_token_file: Option<PathBuf>,
+    /// http: a browser origin allowed to call (e.g. http://localhost:3000; repeatable); any other Origin gets 403
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+    /// http: a host name accepted in the Host header (repeatable; default: loopback names, or any with --allow-remote)
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
+    /// Largest accepted message (http: request body) in bytes; longer ones get an error and are discarded
     #[arg(long, default_value_t = DEFAULT_MAX_MESSAGE_BYTES, value_parser = clap::value_parser!(usize))]
     pub max_message_bytes: usize,
-    /// TCP: close a connection after this many seconds without input while none of its requests runs
+    /// tcp, http: close a connection after this many seconds without a request (http: also ends an unused session)
     #[arg(long, default_value_t = listener::TcpLimits::DEFAULT_IDLE_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     pub idle_timeout_secs: u64,
-    /// TCP: most connections served at once; one more gets a JSON-RPC error and is closed
+    /// tcp, http: most connections served at once; one more is refused and closed
     #[arg(long, default_value_t = listener::TcpLimits::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(usize))]
     pub max_connections: usize,
+    /// http: most requests in progress at once; one more gets 503
+    #[arg(long, default_value_t = http::HttpOptions::DEFAULT_MAX_REQUESTS_IN_FLIGHT, value_parser = clap::value_parser!(usize))]
+    pub max_requests_in_flight: usize,
 }
 
 impl ServeArgs {
+    /// The HTTP listener's options; the token comes from --auth-token-file,
+    /// else from `ZEN_AUTH_TOKEN`.
+    fn http_options(&self) -> anyhow::Result<http::HttpOptions> {
+        let auth_token = match &self.auth_token_file {
+            Some(path) => Some(http::read_token_file(path).map_err(anyhow::Error::msg)?),
+            None => std::env::var("ZEN_AUTH_TOKEN")
+                .ok()
+                .map(|token| token.trim().to_owned())
+                .filter(|token| !token.is_empty()),
+        };
+        let allowed_hosts = if !self.allow_hosts.is_empty() {
+            Some(self.allow_hosts.clone())
+        } else if self.allow_remote {
+            Some(Vec::new())
+        } else {
+            None
+        };
+        Ok(http::HttpOptions {
+            max_body_bytes: self.max_message_bytes,
+            max_connections: self.max_connections.max(1),
+            max_requests_in_flight: self.max_requests_in_flight,
+            idle_timeout: std::time::Duration::from_secs(self.idle_timeout_secs),
+            auth_token,
+            allowed_origins: self.allow_origins.clone(),
+            allowed_hosts,
+        })
+    }
+
     /// The strategy, from the first of: `--strategy` (or `ZEN_STRATEGY`);
     /// `--full` or `ZEN_TOKEN_OPTIMIZATION=disabled` (as zen users know it);
     /// `LAZY_MODE=true`; `--tool-loading` (or `TOOL_LOADING`), which picks
@@ -518,7 +560,7 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
         bail!("--max-message-bytes must be at least 1024");
     }
     let strategy_kind = args.strategy()?;
-    let runtime = runtime(args.transport == TransportKind::Tcp)?;
+    let runtime = runtime(args.transport != TransportKind::Stdio)?;
     let engine = Arc::new(serving_engine(catalog, access, &runtime)?);
     let gateway = engine.services().gateway.clone();
     let strategy = surface::build(strategy_kind, &engine, &args.surface_options())
@@ -544,6 +586,20 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
                     .with_context(|| format!("cannot listen on {}", args.listen))?;
                 listener::serve_tcp_with(server, tcp, args.max_message_bytes, limits, shutdown)
                     .await?;
+                Ok(ExitCode::SUCCESS)
+            }
+            TransportKind::Http => {
+                let options = args.http_options()?;
+                http::check_http_address(
+                    args.listen,
+                    args.allow_remote,
+                    options.auth_token.is_some(),
+                )
+                .map_err(anyhow::Error::msg)?;
+                let tcp = listener::bind(args.listen, listener::TcpLimits::DEFAULT_BACKLOG)
+                    .await
+                    .with_context(|| format!("cannot listen on {}", args.listen))?;
+                http::serve_http(server, tcp, options, shutdown).await?;
                 Ok(ExitCode::SUCCESS)
             }
         }

@@ -23,8 +23,9 @@
 //!    `discover`), one file each, and per-session state.
 //! 6. **server**: [`server`] (the rmcp handler over a strategy),
 //!    [`transport`] (line framing with error replies), [`listener`] (stdio
-//!    and TCP sessions), [`shutdown`] (signals) and [`logging`] (stderr
-//!    logs that never block or end the server).
+//!    and TCP sessions), [`http`] (Streamable HTTP), [`shutdown`]
+//!    (signals) and [`logging`] (stderr logs that never block or end the
+//!    server).
 //! 7. **tooling**: [`cli`], `tokens` (token metrics; the default `tokens`
 //!    feature), [`eval`], [`docs`] and [`check`].
 //!
@@ -41,6 +42,7 @@ pub mod eval;
 pub mod executor;
 pub mod files;
 pub mod gateway_cli;
+pub mod http;
 pub mod listener;
 pub mod logging;
 pub mod providers;

@@ -13,7 +13,10 @@ use std::{
     io::{BufRead, BufReader, Read, Write},
     net::TcpStream,
     process::{Child, ChildStdin, Command, Stdio},
-    sync::mpsc::{self, Receiver},
+    sync::{
+        Arc, Mutex,
+        mpsc::{self, Receiver},
+    },
     thread,
     time::Duration,
 };
@@ -269,6 +272,9 @@ impl Drop for Client {
 pub struct TcpServer {
     pub child: Child,
     pub address: String,
+    /// Everything the server wrote to stderr so far.
+    stderr: Arc<Mutex<String>>,
+    drain: Option<thread::JoinHandle<()>>,
 }
 
 impl TcpServer {
@@ -295,17 +301,37 @@ impl TcpServer {
             .expect("spawn zenmode");
         let stderr = child.stderr.take().unwrap();
         let (sender, receiver) = mpsc::channel();
-        thread::spawn(move || {
+        let collected = Arc::new(Mutex::new(String::new()));
+        let sink = collected.clone();
+        let drain = thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some(address) = line.strip_prefix("zenmode: listening on ") {
                     let _ = sender.send(address.trim().to_owned());
                 }
+                let mut text = sink.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
             }
         });
         let address = receiver
             .recv_timeout(REPLY_TIMEOUT)
             .expect("server announced its address");
-        TcpServer { child, address }
+        TcpServer {
+            child,
+            address,
+            stderr: collected,
+            drain: Some(drain),
+        }
+    }
+
+    /// Kills the server and returns all it wrote to stderr.
+    pub fn stop_and_read_stderr(mut self) -> String {
+        self.child.kill().ok();
+        self.child.wait().ok();
+        if let Some(drain) = self.drain.take() {
+            drain.join().ok();
+        }
+        self.stderr.lock().unwrap().clone()
     }
 }
 

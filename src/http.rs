@@ -108,6 +108,9 @@ pub async fn serve_http(
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
         .with_max_request_body_bytes(options.max_body_bytes)
+        // A reply that is one message goes back as plain JSON (cheaper for
+        // both ends); one preceded by progress notifications still streams.
+        .with_json_response(true)
         .with_allowed_origins(options.allowed_origins.clone())
         .enforce_origin_validation();
     match &options.allowed_hosts {
@@ -165,6 +168,12 @@ pub async fn serve_http(
             });
             continue;
         };
+        // Replies are written in pieces (headers, then SSE events): without
+        // this, Nagle's algorithm holds the last piece for the peer's
+        // delayed ACK, some 40 ms per request.
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
         let front = front.clone();
         let shutdown = shutdown.clone();
         let idle_timeout = options.idle_timeout;
@@ -231,11 +240,18 @@ async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body>
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
                 return response;
             };
+            let ends_session = request.method() == Method::DELETE;
             let mut mcp = front.mcp.clone();
-            match mcp.call(request).await {
+            let mut response = match mcp.call(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
+            };
+            // rmcp answers a session's DELETE with 202; clients (the Python
+            // SDK) take only 200 as "ended", and nothing is left pending.
+            if ends_session && response.status() == StatusCode::ACCEPTED {
+                *response.status_mut() = StatusCode::OK;
             }
+            response
         }
         _ => text_response(
             StatusCode::NOT_FOUND,

@@ -155,6 +155,24 @@ fn a_legacy_session_initializes_lists_and_calls() {
             )
             .await;
         assert_eq!(status, 404);
+
+        // DELETE ends the session; it is then unknown.
+        let deleted = http
+            .client
+            .delete(format!("{}/mcp", http.base))
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(deleted.status().as_u16(), 200);
+        let (status, _, _) = http
+            .post(
+                &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
+                &in_session,
+            )
+            .await;
+        assert_eq!(status, 404);
     });
 }
 

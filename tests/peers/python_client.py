@@ -5,7 +5,8 @@ and checks the optimized two-tool surface and the full 18-tool surface, once
 over the legacy `initialize` handshake and once with the SDK's default `auto`
 negotiation (which probes `server/discover` first), then the optimized checks
 again over `serve --transport tcp` (two concurrent sessions, through
-tcp_bridge.py, since the SDK has no raw-TCP transport).
+tcp_bridge.py, since the SDK has no raw-TCP transport) and over
+`serve --transport http` with the SDK's Streamable HTTP client.
 
 Prints one line per check and a final `python-sdk: N passed, M failed`; exits
 non-zero if any check failed.
@@ -70,7 +71,7 @@ def structured(result: Any) -> dict[str, Any]:
     return sc
 
 
-async def optimized_suite(era: str, server: StdioServerParameters | None = None, label: str = "") -> None:
+async def optimized_suite(era: str, server: StdioServerParameters | str | None = None, label: str = "") -> None:
     tag = f"[{era}{label}] "
     async with Client(server or params(), mode=era, read_timeout_seconds=CALL_TIMEOUT) as client:
         print(f"  negotiated protocol {client.protocol_version} (mode={era}{label})", flush=True)
@@ -286,15 +287,18 @@ async def dynamic_suite(strategy: str, change: tuple[str, dict[str, Any]], appea
 
 
 class TcpServer:
-    """`zenmode serve --transport tcp --listen 127.0.0.1:0`, reached through tcp_bridge.py."""
+    """`zenmode serve --transport tcp --listen 127.0.0.1:0` (reached through
+    tcp_bridge.py), or with transport="http" the same over Streamable HTTP."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: str = "tcp", extra: tuple[str, ...] = ()) -> None:
         self.proc: subprocess.Popen[str] | None = None
         self.addr = ""
+        self.transport = transport
+        self.extra = extra
 
     def __enter__(self) -> "TcpServer":
         self.proc = subprocess.Popen(
-            [ZENMODE_BIN, "serve", "--transport", "tcp", "--listen", "127.0.0.1:0"],
+            [ZENMODE_BIN, "serve", "--transport", self.transport, "--listen", "127.0.0.1:0", *self.extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "RUST_LOG": "error"},
         )
@@ -316,7 +320,7 @@ class TcpServer:
         if not found.is_set():
             self.__exit__()
             raise RuntimeError(
-                f"zenmode serve --transport tcp printed no 'listening on' line (exit status {self.proc.poll()})"
+                f"zenmode serve --transport {self.transport} printed no 'listening on' line (exit status {self.proc.poll()})"
             )
         return self
 
@@ -331,6 +335,9 @@ class TcpServer:
 
     def client_params(self) -> StdioServerParameters:
         return StdioServerParameters(command=sys.executable, args=[str(HERE / "tcp_bridge.py"), self.addr])
+
+    def url(self) -> str:
+        return f"http://{self.addr}/mcp"
 
 
 async def tcp_suites() -> None:
@@ -347,6 +354,29 @@ async def tcp_suites() -> None:
             assert server.proc is not None and server.proc.poll() is None, "tcp server exited after its sessions"
 
         await check("[tcp] server still listening after both sessions closed", still_running)
+
+
+async def http_suites() -> None:
+    """The optimized suite over Streamable HTTP: a legacy session and a
+    2026-07-28 (stateless) client at once, then a full-list server."""
+    with TcpServer("http") as server:
+        print(f"  http server listening on {server.url()}", flush=True)
+        await asyncio.gather(
+            optimized_suite("legacy", server.url(), " http"),
+            optimized_suite("auto", server.url(), " http"),
+        )
+
+        async def still_running() -> None:
+            assert server.proc is not None and server.proc.poll() is None, "http server exited after its sessions"
+
+        await check("[http] server still listening after both sessions closed", still_running)
+    with TcpServer("http", ("--full",)) as server:
+        async with Client(server.url(), mode="legacy", read_timeout_seconds=CALL_TIMEOUT) as client:
+            async def full_list() -> None:
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert len(names) == 18 and "debug" in names, sorted(names)
+
+            await check("[http] --full lists the 18 modes", full_list)
 
 
 def _expect(pred: Callable[[], bool], msg: str) -> Callable[[], Awaitable[None]]:
@@ -404,6 +434,7 @@ async def main() -> int:
         ("full[legacy]", lambda: full_suite("legacy")),
         ("full[auto]", lambda: full_suite("auto")),
         ("tcp", tcp_suites),
+        ("http", http_suites),
         ("lazy", lambda: dynamic_suite("lazy", ("manage_tools", {"action": "enable", "names": ["challenge"]}), "challenge")),
         ("groups", lambda: dynamic_suite("groups", ("activate_utility", {}), "challenge")),
         ("gateway[legacy]", lambda: gateway_suite("legacy")),

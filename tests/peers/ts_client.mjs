@@ -1,4 +1,5 @@
-// zenmode against the official MCP TypeScript SDKs, over StdioClientTransport:
+// zenmode against the official MCP TypeScript SDKs, over StdioClientTransport
+// (and the optimized checks again over StreamableHTTPClientTransport):
 //   - v1, @modelcontextprotocol/sdk (2025 `initialize` handshake only), and
 //   - v2, @modelcontextprotocol/client, three ways: versionNegotiation
 //     'legacy' (initialize), 'auto' (probes server/discover) and
@@ -14,6 +15,9 @@ import { fileURLToPath } from "node:url";
 
 import * as v1Client from "@modelcontextprotocol/sdk/client/index.js";
 import * as v1Stdio from "@modelcontextprotocol/sdk/client/stdio.js";
+import * as v1Http from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
 import * as v2Client from "@modelcontextprotocol/client";
 import * as v2Stdio from "@modelcontextprotocol/client/stdio";
 
@@ -70,6 +74,14 @@ function structured(result) {
 }
 
 async function connect(flavor, args) {
+  if (flavor.url) {
+    // Streamable HTTP to a running `serve --transport http` (its own args).
+    const Http = flavor.tag.startsWith("sdk-v1") ? v1Http : v2Client;
+    const transport = new Http.StreamableHTTPClientTransport(new URL(flavor.url));
+    const client = new flavor.Client({ name: "zenmode-peer-test", version: "0.0.0" }, flavor.options);
+    await client.connect(transport, { timeout: CALL_TIMEOUT_MS });
+    return { client };
+  }
   const transport = new flavor.stdio.StdioClientTransport({
     command: ZENMODE_BIN,
     args: ["serve", ...args],
@@ -263,6 +275,26 @@ function dynamic(strategy, change, appears) {
 const lazySuite = dynamic("lazy", { name: "manage_tools", arguments: { action: "enable", names: ["challenge"] } }, "challenge");
 const groupsSuite = dynamic("groups", { name: "activate_utility", arguments: {} }, "challenge");
 
+// `zenmode serve --transport http` on a free loopback port; resolves with
+// its /mcp URL once it prints the address it listens on.
+function startHttpServer() {
+  const child = spawn(ZENMODE_BIN, ["serve", "--transport", "http", "--listen", "127.0.0.1:0"], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, RUST_LOG: "error" },
+  });
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error("the http server printed no address")), CALL_TIMEOUT_MS);
+    createInterface({ input: child.stderr }).on("line", (line) => {
+      const found = line.match(/^zenmode: listening on (\S+)/);
+      if (found) {
+        clearTimeout(timer);
+        resolvePromise({ process: child, url: `http://${found[1]}/mcp` });
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`the http server exited (${code})`)));
+  });
+}
+
 async function main() {
   try {
     accessSync(ZENMODE_BIN, constants.X_OK);
@@ -286,6 +318,21 @@ async function main() {
         console.log(`  FAIL [${flavor.tag}] ${suite.name} session -- ${e?.stack ?? e}`);
       }
     }
+  }
+  // The optimized suite again over Streamable HTTP, every flavor.
+  const server = await startHttpServer();
+  try {
+    for (const flavor of FLAVORS) {
+      const overHttp = { ...flavor, tag: `${flavor.tag} http`, url: server.url };
+      try {
+        await optimized(overHttp);
+      } catch (e) {
+        failed++;
+        console.log(`  FAIL [${overHttp.tag}] optimized session -- ${e?.stack ?? e}`);
+      }
+    }
+  } finally {
+    server.process.kill();
   }
   console.log(`ts-sdk: ${passed} passed, ${failed} failed`);
   process.exit(failed === 0 && passed > 0 ? 0 : 1);

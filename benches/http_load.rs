@@ -1,0 +1,228 @@
+//! Load on `zenmode serve --transport http`: 64 clients on loopback, each
+//! sending `zen_select_mode` calls back to back over a kept-alive
+//! connection, for a few seconds. Prints requests per second and the
+//! latency median, p99 and maximum, for stateless 2026-07-28 requests and
+//! for legacy sessions (`Mcp-Session-Id`). Not a criterion bench: the
+//! figure of interest is throughput under concurrency.
+//!
+//! `cargo bench --bench http_load`; `ZEN_HTTP_CLIENTS` and
+//! `ZEN_HTTP_SECONDS` change the defaults (64 clients, 5 s).
+//! Targets (issue 14): at least 5,000 requests/s, p99 at most 10 ms.
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+const TASKS: [&str; 4] = [
+    "find why the login page crashes after the deploy",
+    "review my staged changes before I commit",
+    "plan the migration of the billing service",
+    "ask another model for a second opinion on this design",
+];
+
+struct Server {
+    child: Child,
+    address: String,
+}
+
+impl Server {
+    fn start() -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zenmode"))
+            .args(["serve", "--transport", "http", "--listen", "127.0.0.1:0"])
+            .args(["--max-connections", "4096"])
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn zenmode");
+        let stderr = child.stderr.take().unwrap();
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(address) = line.strip_prefix("zenmode: listening on ") {
+                    let _ = sender.send(address.trim().to_owned());
+                }
+            }
+        });
+        let address = receiver
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the server announced its address");
+        Server { child, address }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+fn select_call(id: u64, task: &str, stateless: bool) -> Value {
+    let mut params = json!({"name": "zen_select_mode", "arguments": {"task_description": task}});
+    if stateless {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "http-load", "version": "1"}
+        });
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// One client: its own connection pool of one, requests back to back until
+/// `until`; returns each request's latency.
+async fn client_loop(
+    url: String,
+    stateless: bool,
+    until: Instant,
+) -> Result<Vec<Duration>, String> {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()
+        .map_err(|error| error.to_string())?;
+    let mut session: Option<String> = None;
+    let version = if stateless {
+        "2026-07-28"
+    } else {
+        "2025-11-25"
+    };
+    if !stateless {
+        let response = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": version, "capabilities": {},
+                    "clientInfo": {"name": "http-load", "version": "1"}}})
+                .to_string(),
+            )
+            .send()
+            .await
+            .map_err(|error| error.to_string())?;
+        let id = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+            .ok_or("no session id")?
+            .to_owned();
+        response.text().await.map_err(|error| error.to_string())?;
+        client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &id)
+            .header("mcp-protocol-version", version)
+            .body(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .send()
+            .await
+            .map_err(|error| error.to_string())?;
+        session = Some(id);
+    }
+    let mut latencies = Vec::new();
+    let mut id = 1u64;
+    while Instant::now() < until {
+        let body = select_call(id, TASKS[id as usize % TASKS.len()], stateless).to_string();
+        let mut request = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", version)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "zen_select_mode");
+        if let Some(session) = &session {
+            request = request.header("mcp-session-id", session);
+        }
+        let start = Instant::now();
+        let response = request
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| error.to_string())?;
+        let status = response.status();
+        let text = response.text().await.map_err(|error| error.to_string())?;
+        latencies.push(start.elapsed());
+        if !status.is_success() || !text.contains("\"mode\"") {
+            return Err(format!("request {id}: {status} {text}"));
+        }
+        id += 1;
+    }
+    Ok(latencies)
+}
+
+fn percentile(sorted: &[Duration], share: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * share).round() as usize;
+    sorted[index]
+}
+
+fn run(server: &Server, clients: usize, seconds: u64, stateless: bool) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let url = format!("http://{}/mcp", server.address);
+    // Warm-up, so connection set-up and first-use parsing are not counted.
+    let warm_until = Instant::now() + Duration::from_millis(500);
+    runtime.block_on(async {
+        let _ = client_loop(url.clone(), stateless, warm_until).await;
+    });
+    let start = Instant::now();
+    let until = start + Duration::from_secs(seconds);
+    let results = runtime.block_on(async {
+        let tasks: Vec<_> = (0..clients)
+            .map(|_| tokio::spawn(client_loop(url.clone(), stateless, until)))
+            .collect();
+        let mut all = Vec::new();
+        for task in tasks {
+            all.push(task.await.expect("client task"));
+        }
+        all
+    });
+    let elapsed = start.elapsed();
+    let mut latencies = Vec::new();
+    for result in results {
+        match result {
+            Ok(found) => latencies.extend(found),
+            Err(error) => panic!("a client failed: {error}"),
+        }
+    }
+    latencies.sort();
+    let label = if stateless {
+        "stateless (2026-07-28)"
+    } else {
+        "legacy sessions"
+    };
+    println!(
+        "http_load {label:<24} clients {clients:>3}  requests {:>7}  {:>7.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms",
+        latencies.len(),
+        latencies.len() as f64 / elapsed.as_secs_f64(),
+        percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        latencies.last().unwrap().as_secs_f64() * 1e3,
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is not used here.
+    let clients: usize = std::env::var("ZEN_HTTP_CLIENTS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(64);
+    let seconds: u64 = std::env::var("ZEN_HTTP_SECONDS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(5);
+    // reqwest is built without a default TLS provider (see Cargo.toml).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let server = Server::start();
+    run(&server, clients, seconds, true);
+    run(&server, clients, seconds, false);
+}

@@ -38,6 +38,17 @@ pub const HEALTH_PATH: &str = "/healthz";
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// Pages served from this machine may always call: a DNS-rebinding page
+/// carries its own site's origin, never a loopback one.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
 /// How the HTTP listener is set up.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -52,8 +63,9 @@ pub struct HttpOptions {
     pub idle_timeout: Duration,
     /// When set, `/mcp` requires `Authorization: Bearer <token>`.
     pub auth_token: Option<String>,
-    /// Browser origins allowed besides none: a request carrying any other
-    /// `Origin` gets 403 (requests without `Origin` are not from browsers).
+    /// Browser origins allowed besides the loopback ones: a request with any
+    /// other `Origin` gets 403 (requests without `Origin` are not from
+    /// browsers).
     pub allowed_origins: Vec<String>,
     /// Host names accepted in `Host`; `None` keeps the loopback names, an
     /// empty list accepts any (for a remote server behind a token).
@@ -111,7 +123,12 @@ pub async fn serve_http(
         // A reply that is one message goes back as plain JSON (cheaper for
         // both ends); one preceded by progress notifications still streams.
         .with_json_response(true)
-        .with_allowed_origins(options.allowed_origins.clone())
+        .with_allowed_origins(
+            LOOPBACK_ORIGINS
+                .iter()
+                .map(|origin| origin.to_string())
+                .chain(options.allowed_origins.iter().cloned()),
+        )
         .enforce_origin_validation();
     match &options.allowed_hosts {
         None => {}

@@ -279,6 +279,21 @@ fn a_foreign_origin_is_forbidden_and_an_allowed_one_passes() {
             )
             .await;
         assert_eq!(status, 200, "{body}");
+        // Pages on this machine may call; a look-alike host may not.
+        let (status, _, _) = http
+            .post(
+                &initialize_request(),
+                &[("origin", "http://localhost:5173")],
+            )
+            .await;
+        assert_eq!(status, 200);
+        let (status, _, _) = http
+            .post(
+                &initialize_request(),
+                &[("origin", "http://localhost.attacker.example")],
+            )
+            .await;
+        assert_eq!(status, 403);
         // No Origin: not a browser, allowed.
         let (status, _, _) = http.post(&initialize_request(), &[]).await;
         assert_eq!(status, 200);

@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::{
     catalog::{Catalog, CatalogSources},
     check,
+    conversation::{MemoryConfig, StoreUrl, open_store},
     describe::{self, FieldSet},
     docs,
     engine::Engine,
@@ -50,6 +51,9 @@ pub struct AccessArgs {
     /// Let modes read files under DIR too (repeatable; the working directory is always allowed; env ZEN_ALLOWED_ROOTS, ':'-separated)
     #[arg(long = "allow-root", value_name = "DIR", global = true)]
     pub allow_roots: Vec<PathBuf>,
+    /// Where conversation threads live: memory:, sqlite:PATH or redis://HOST:PORT [default: sqlite:threads.db in the state directory]
+    #[arg(long, value_name = "URL", env = "ZEN_STORE", global = true)]
+    pub store: Option<String>,
 }
 
 /// Where modes come from; shared by every subcommand.
@@ -535,6 +539,13 @@ fn serving_engine(
     for problem in services.providers.problems() {
         tracing::warn!("provider configuration: {problem}");
     }
+    let store = StoreUrl::parse(access.store.as_deref()).map_err(anyhow::Error::msg)?;
+    let limits = MemoryConfig::from_env(&|name: &str| std::env::var(name).ok());
+    services.memory = runtime
+        .block_on(open_store(&store, limits))
+        .map_err(anyhow::Error::msg)
+        .context("cannot open the conversation store (--store or ZEN_STORE)")?;
+    tracing::debug!(store = %store.display(), "conversation store");
     let (catalog, gateway) = catalog.open(runtime)?;
     services.gateway = gateway;
     Engine::with_services(catalog, services).map_err(anyhow::Error::msg)

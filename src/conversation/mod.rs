@@ -10,15 +10,21 @@
 //! the in-memory default ([`InMemoryStore`]) without touching the modes.
 //! The types are serializable for that reason.
 
+mod embedded;
 mod history;
 mod memory;
+mod redis_store;
+mod store_url;
 
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+pub use embedded::EmbeddedStore;
 pub use history::{History, build_history};
 pub use memory::{Clock, InMemoryStore, ManualClock, SystemClock};
+pub use redis_store::RedisStore;
+pub use store_url::{StoreUrl, default_embedded_path, open_store};
 
 /// Who produced a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -129,6 +135,11 @@ pub enum MemoryError {
         "continuation_id {id:?} is not a valid conversation id (a UUID issued by this server); omit continuation_id to start a new conversation"
     )]
     InvalidId { id: String },
+    /// The store could not be reached or failed; nothing was written.
+    #[error(
+        "the conversation store is unavailable ({reason}); nothing was saved, so the same call can be retried once it is back"
+    )]
+    Unavailable { reason: String },
     /// A thread that would outgrow the whole memory bound by itself.
     #[error(
         "this turn would make the conversation {bytes} bytes, more than the {max_bytes} bytes conversation memory holds; send less content, or omit continuation_id to start a new conversation"

@@ -146,6 +146,7 @@ pub fn memory_error(error: MemoryError) -> ExecError {
     let kind = match error {
         MemoryError::Expired { .. } => "expired_continuation",
         MemoryError::Full { .. } => "thread_full",
+        MemoryError::Unavailable { .. } => "store_unavailable",
         _ => "unknown_continuation",
     };
     ExecError::new(kind, error.to_string())

@@ -59,7 +59,10 @@ pub fn zenmode(args: &[&str]) -> Command {
         .env_remove("ZEN_CLINK_CONFIG")
         .env_remove("ZEN_UPSTREAMS")
         // No default upstreams file from the machine running the tests.
-        .env("ZEN_CONFIG_DIR", "/nonexistent/zenmode-test-config");
+        .env("ZEN_CONFIG_DIR", "/nonexistent/zenmode-test-config")
+        // Threads stay in the process: tests never write the machine's
+        // state directory (tests/stores.rs tests the stores themselves).
+        .env("ZEN_STORE", "memory:");
     for variable in PROVIDER_VARIABLES {
         command.env_remove(variable);
     }

@@ -1,0 +1,523 @@
+//! Threads in one SQLite file: they survive restarts, and every process on
+//! the machine that opens the same file sees the same threads (a `zenmode
+//! exec` can continue what a server started).
+//!
+//! Several processes may write at once: the file is in WAL mode, writers
+//! wait for each other (busy timeout), and every change is one `IMMEDIATE`
+//! transaction that checks the limits and writes together, so two appends
+//! to one thread never lose a turn or pass the turn cap. The limits are the
+//! in-memory store's: idle expiry, turns per thread, thread count and total
+//! bytes (least recently updated threads go first).
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::{
+    Clock, ConversationStore, MemoryConfig, MemoryError, SystemClock, Thread, Turn, normalize_id,
+};
+
+/// Waiting this long for another process's write is still a normal wait.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Fixed cost counted per thread, as in memory.
+const THREAD_OVERHEAD: usize = 128;
+/// Ids of ended threads remembered (to say "expired" rather than "unknown").
+const REMEMBERED_GONE_IDS: i64 = 10_000;
+
+pub struct EmbeddedStore {
+    path: PathBuf,
+    config: MemoryConfig,
+    clock: Arc<dyn Clock>,
+    /// Opened on first use: a server that never continues a thread never
+    /// touches the file, and start-up stays fast.
+    connection: Arc<Mutex<Option<Connection>>>,
+}
+
+impl std::fmt::Debug for EmbeddedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl EmbeddedStore {
+    pub fn new(path: PathBuf, config: MemoryConfig) -> Self {
+        Self::with_clock(path, config, Arc::new(SystemClock))
+    }
+
+    /// A store reading time from `clock` (tests pass a `ManualClock`).
+    pub fn with_clock(path: PathBuf, mut config: MemoryConfig, clock: Arc<dyn Clock>) -> Self {
+        config.max_turns = config.max_turns.max(1);
+        config.max_threads = config.max_threads.max(1);
+        config.max_total_bytes = config.max_total_bytes.max(1);
+        EmbeddedStore {
+            path,
+            config,
+            clock,
+            connection: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `work` on a blocking thread with the open connection.
+    async fn with_connection<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection, &Limits) -> Result<T, MemoryError> + Send + 'static,
+    ) -> Result<T, MemoryError> {
+        let slot = self.connection.clone();
+        let path = self.path.clone();
+        let limits = Limits {
+            config: self.config.clone(),
+            now: millis(self.clock.now()),
+        };
+        tokio::task::spawn_blocking(move || {
+            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            if slot.is_none() {
+                *slot = Some(open(&path).map_err(|reason| MemoryError::Unavailable { reason })?);
+            }
+            let connection = slot.as_mut().expect("opened above");
+            work(connection, &limits)
+        })
+        .await
+        .map_err(|error| MemoryError::Unavailable {
+            reason: format!("the store task failed: {error}"),
+        })?
+    }
+}
+
+/// What one operation needs besides the connection.
+struct Limits {
+    config: MemoryConfig,
+    now: i64,
+}
+
+impl Limits {
+    fn timeout_ms(&self) -> i64 {
+        i64::try_from(self.config.timeout.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Threads updated at or before this are expired.
+    fn expired_before(&self) -> i64 {
+        self.now.saturating_sub(self.timeout_ms())
+    }
+}
+
+fn millis(time: SystemTime) -> i64 {
+    time.duration_since(UNIX_EPOCH)
+        .map(|since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn time_of(millis: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or(0))
+}
+
+fn unavailable(error: rusqlite::Error) -> MemoryError {
+    MemoryError::Unavailable {
+        reason: format!("SQLite: {error}"),
+    }
+}
+
+/// Opens (creating if needed) the file, readable by its owner only.
+fn open(path: &Path) -> Result<Connection, String> {
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
+    }
+    let connection = Connection::open(path)
+        .map_err(|error| format!("cannot open {}: {error}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    }
+    connection
+        .busy_timeout(BUSY_TIMEOUT)
+        .and_then(|()| {
+            connection.execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 PRAGMA synchronous = NORMAL;
+                 CREATE TABLE IF NOT EXISTS threads (
+                     id TEXT PRIMARY KEY,
+                     created_ms INTEGER NOT NULL,
+                     updated_ms INTEGER NOT NULL,
+                     turns INTEGER NOT NULL,
+                     bytes INTEGER NOT NULL);
+                 CREATE INDEX IF NOT EXISTS threads_by_update ON threads (updated_ms);
+                 CREATE TABLE IF NOT EXISTS turns (
+                     thread TEXT NOT NULL,
+                     seq INTEGER NOT NULL,
+                     body TEXT NOT NULL,
+                     PRIMARY KEY (thread, seq)) WITHOUT ROWID;
+                 CREATE TABLE IF NOT EXISTS gone (
+                     id TEXT PRIMARY KEY,
+                     why TEXT NOT NULL,
+                     at_ms INTEGER NOT NULL);
+                 CREATE INDEX IF NOT EXISTS gone_by_time ON gone (at_ms);",
+            )
+        })
+        .map_err(|error| format!("cannot set up {}: {error}", path.display()))?;
+    Ok(connection)
+}
+
+/// Removes a thread and remembers why.
+fn remove(
+    transaction: &rusqlite::Transaction<'_>,
+    id: &str,
+    why: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
+    transaction.execute("DELETE FROM turns WHERE thread = ?1", params![id])?;
+    transaction.execute("DELETE FROM threads WHERE id = ?1", params![id])?;
+    transaction.execute(
+        "INSERT OR REPLACE INTO gone (id, why, at_ms) VALUES (?1, ?2, ?3)",
+        params![id, why, now],
+    )?;
+    Ok(())
+}
+
+/// Drops expired threads, then the least recently updated ones (never
+/// `keep`) while either bound is exceeded; trims the remembered ids.
+fn enforce_bounds(
+    transaction: &rusqlite::Transaction<'_>,
+    limits: &Limits,
+    keep: &str,
+) -> rusqlite::Result<()> {
+    let expired: Vec<String> = transaction
+        .prepare("SELECT id FROM threads WHERE updated_ms <= ?1")?
+        .query_map(params![limits.expired_before()], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    for id in expired {
+        remove(transaction, &id, "expired", limits.now)?;
+    }
+    loop {
+        let (count, bytes): (i64, i64) = transaction.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM threads",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        let over = count as u64 > limits.config.max_threads as u64
+            || bytes as u64 > limits.config.max_total_bytes as u64;
+        if !over {
+            break;
+        }
+        let victim: Option<String> = transaction
+            .query_row(
+                "SELECT id FROM threads WHERE id <> ?1 ORDER BY updated_ms, rowid LIMIT 1",
+                params![keep],
+                |row| row.get(0),
+            )
+            .optional()?;
+        let Some(victim) = victim else { break };
+        tracing::debug!(id = %victim, "conversation evicted to bound the store");
+        remove(transaction, &victim, "evicted", limits.now)?;
+    }
+    transaction.execute(
+        "DELETE FROM gone WHERE id IN (SELECT id FROM gone ORDER BY at_ms DESC LIMIT -1 OFFSET ?1)",
+        params![REMEMBERED_GONE_IDS],
+    )?;
+    Ok(())
+}
+
+/// Why `id` has no thread.
+fn gone_error(connection: &Connection, id: &str) -> Result<MemoryError, MemoryError> {
+    let why: Option<String> = connection
+        .query_row("SELECT why FROM gone WHERE id = ?1", params![id], |row| {
+            row.get(0)
+        })
+        .optional()
+        .map_err(unavailable)?;
+    let id = id.to_owned();
+    Ok(match why.as_deref() {
+        Some("expired") => MemoryError::Expired { id },
+        Some("evicted") => MemoryError::Evicted { id },
+        _ => MemoryError::Unknown { id },
+    })
+}
+
+fn encode(turn: &Turn) -> Result<String, MemoryError> {
+    serde_json::to_string(turn).map_err(|error| MemoryError::Unavailable {
+        reason: format!("cannot encode the turn: {error}"),
+    })
+}
+
+#[async_trait::async_trait]
+impl ConversationStore for EmbeddedStore {
+    async fn create(&self, first: Turn) -> Result<String, MemoryError> {
+        let body = encode(&first)?;
+        let bytes = THREAD_OVERHEAD + body.len();
+        if bytes > self.config.max_total_bytes {
+            return Err(MemoryError::TooLarge {
+                bytes,
+                max_bytes: self.config.max_total_bytes,
+            });
+        }
+        self.with_connection(move |connection, limits| {
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            let id = uuid::Uuid::new_v4().hyphenated().to_string();
+            transaction
+                .execute(
+                    "INSERT INTO threads (id, created_ms, updated_ms, turns, bytes) VALUES (?1, ?2, ?2, 1, ?3)",
+                    params![id, limits.now, bytes as i64],
+                )
+                .and_then(|_| {
+                    transaction.execute(
+                        "INSERT INTO turns (thread, seq, body) VALUES (?1, 0, ?2)",
+                        params![id, body],
+                    )
+                })
+                .and_then(|_| enforce_bounds(&transaction, limits, &id))
+                .and_then(|()| transaction.commit())
+                .map_err(unavailable)?;
+            Ok(id)
+        })
+        .await
+    }
+
+    async fn get(&self, id: &str) -> Result<Thread, MemoryError> {
+        let id = normalize_id(id)?;
+        self.with_connection(move |connection, limits| {
+            let found: Option<(i64, i64)> = connection
+                .query_row(
+                    "SELECT created_ms, updated_ms FROM threads WHERE id = ?1",
+                    params![id],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(unavailable)?;
+            let Some((created, updated)) = found else {
+                return Err(gone_error(connection, &id)?);
+            };
+            if updated <= limits.expired_before() {
+                let transaction = connection
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(unavailable)?;
+                remove(&transaction, &id, "expired", limits.now)
+                    .and_then(|()| transaction.commit())
+                    .map_err(unavailable)?;
+                return Err(MemoryError::Expired { id });
+            }
+            let bodies: Vec<String> = connection
+                .prepare("SELECT body FROM turns WHERE thread = ?1 ORDER BY seq")
+                .and_then(|mut statement| {
+                    statement
+                        .query_map(params![id], |row| row.get(0))?
+                        .collect::<Result<_, _>>()
+                })
+                .map_err(unavailable)?;
+            let turns = bodies
+                .iter()
+                .map(|body| serde_json::from_str::<Turn>(body))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| MemoryError::Unavailable {
+                    reason: format!("a stored turn is unreadable: {error}"),
+                })?;
+            Ok(Thread {
+                id,
+                created: time_of(created),
+                updated: time_of(updated),
+                turns,
+            })
+        })
+        .await
+    }
+
+    async fn append(&self, id: &str, turn: Turn) -> Result<usize, MemoryError> {
+        let id = normalize_id(id)?;
+        let body = encode(&turn)?;
+        self.with_connection(move |connection, limits| {
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            let found: Option<(i64, i64, i64)> = transaction
+                .query_row(
+                    "SELECT updated_ms, turns, bytes FROM threads WHERE id = ?1",
+                    params![id],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                )
+                .optional()
+                .map_err(unavailable)?;
+            let Some((updated, turns, bytes)) = found else {
+                return Err(gone_error(&transaction, &id)?);
+            };
+            if updated <= limits.expired_before() {
+                remove(&transaction, &id, "expired", limits.now)
+                    .and_then(|()| transaction.commit())
+                    .map_err(unavailable)?;
+                return Err(MemoryError::Expired { id });
+            }
+            let max_turns = limits.config.max_turns;
+            if turns as u64 >= max_turns as u64 {
+                return Err(MemoryError::Full { id, max_turns });
+            }
+            let grown = bytes as usize + body.len();
+            if grown > limits.config.max_total_bytes {
+                return Err(MemoryError::TooLarge {
+                    bytes: grown,
+                    max_bytes: limits.config.max_total_bytes,
+                });
+            }
+            transaction
+                .execute(
+                    "INSERT INTO turns (thread, seq, body) VALUES (?1, ?2, ?3)",
+                    params![id, turns, body],
+                )
+                .and_then(|_| {
+                    transaction.execute(
+                        "UPDATE threads SET updated_ms = ?2, turns = turns + 1, bytes = ?3 WHERE id = ?1",
+                        params![id, limits.now.max(updated), grown as i64],
+                    )
+                })
+                .and_then(|_| enforce_bounds(&transaction, limits, &id))
+                .and_then(|()| transaction.commit())
+                .map_err(unavailable)?;
+            Ok(turns as usize + 1)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::ManualClock;
+
+    fn store(dir: &Path, config: MemoryConfig) -> (EmbeddedStore, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::default());
+        let store = EmbeddedStore::with_clock(dir.join("threads.db"), config, clock.clone());
+        (store, clock)
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn threads_survive_a_new_store_on_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        runtime().block_on(async {
+            let (first, _) = store(dir.path(), MemoryConfig::default());
+            let id = first.create(Turn::user("chat", "hello")).await.unwrap();
+            assert_eq!(
+                first.append(&id, Turn::assistant("chat", "hi")).await,
+                Ok(2)
+            );
+            drop(first);
+            let (second, _) = store(dir.path(), MemoryConfig::default());
+            let thread = second.get(&id.to_uppercase()).await.unwrap();
+            let contents: Vec<&str> = thread.turns.iter().map(|t| t.content.as_str()).collect();
+            assert_eq!(contents, ["hello", "hi"]);
+            assert_eq!(thread.id, id);
+        });
+    }
+
+    #[test]
+    fn limits_and_errors_match_the_memory_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = MemoryConfig {
+            timeout: Duration::from_secs(60),
+            max_turns: 2,
+            max_threads: 2,
+            ..MemoryConfig::default()
+        };
+        runtime().block_on(async {
+            let (store, clock) = store(dir.path(), config);
+            let a = store.create(Turn::user("chat", "a")).await.unwrap();
+            assert_eq!(store.append(&a, Turn::user("chat", "a2")).await, Ok(2));
+            assert!(matches!(
+                store.append(&a, Turn::user("chat", "a3")).await,
+                Err(MemoryError::Full { max_turns: 2, .. })
+            ));
+            clock.advance(Duration::from_secs(10));
+            let b = store.create(Turn::user("chat", "b")).await.unwrap();
+            clock.advance(Duration::from_secs(10));
+            let _c = store.create(Turn::user("chat", "c")).await.unwrap();
+            // Three threads over a cap of two: the least recently updated went.
+            assert!(matches!(
+                store.get(&a).await,
+                Err(MemoryError::Evicted { .. })
+            ));
+            assert!(store.get(&b).await.is_ok());
+            clock.advance(Duration::from_secs(61));
+            assert!(matches!(
+                store.get(&b).await,
+                Err(MemoryError::Expired { .. })
+            ));
+            let unknown = uuid::Uuid::new_v4().to_string();
+            assert!(matches!(
+                store.get(&unknown).await,
+                Err(MemoryError::Unknown { .. })
+            ));
+            assert!(matches!(
+                store.get("nope").await,
+                Err(MemoryError::InvalidId { .. })
+            ));
+        });
+    }
+
+    #[test]
+    fn an_unwritable_location_is_reported_not_panicked() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("file");
+        std::fs::write(&blocker, "not a directory").unwrap();
+        let store = EmbeddedStore::new(blocker.join("threads.db"), MemoryConfig::default());
+        let error = runtime()
+            .block_on(store.create(Turn::user("chat", "x")))
+            .unwrap_err();
+        assert!(
+            matches!(&error, MemoryError::Unavailable { reason } if reason.contains("cannot")),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn concurrent_appends_from_two_stores_lose_no_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = MemoryConfig {
+            max_turns: 1_000,
+            ..MemoryConfig::default()
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let one = Arc::new(EmbeddedStore::new(dir.path().join("t.db"), config.clone()));
+            let two = Arc::new(EmbeddedStore::new(dir.path().join("t.db"), config));
+            let id = one.create(Turn::user("chat", "start")).await.unwrap();
+            let mut tasks = Vec::new();
+            for (n, store) in [one.clone(), two.clone()].into_iter().enumerate() {
+                let id = id.clone();
+                tasks.push(tokio::spawn(async move {
+                    for i in 0..50 {
+                        store
+                            .append(&id, Turn::user("chat", format!("{n}-{i}")))
+                            .await
+                            .unwrap();
+                    }
+                }));
+            }
+            for task in tasks {
+                task.await.unwrap();
+            }
+            assert_eq!(two.get(&id).await.unwrap().turns.len(), 101);
+        });
+    }
+}

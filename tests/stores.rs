@@ -1,0 +1,359 @@
+//! Conversation stores across processes: the embedded store shared by
+//! `zenmode exec` runs, and Redis shared by two HTTP instances (a thread
+//! started on one and continued on the other, an instance killed
+//! mid-thread, Redis down and back, concurrent appends).
+//!
+//! The Redis tests start a real `redis-server` (Debian package) on a free
+//! loopback port. Without one they are skipped, unless
+//! `ZEN_REQUIRE_REDIS=1` (as `.ci/run` sets), which makes them fail.
+
+mod common;
+
+use std::{
+    net::TcpListener,
+    path::Path,
+    process::{Child, Command, Stdio},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use common::{REPLY_TIMEOUT, STATELESS_VERSION, TcpServer, stateless_meta, zenmode};
+use serde_json::{Value, json};
+use zenmode::conversation::{ConversationStore, MemoryConfig, MemoryError, RedisStore, Turn};
+
+fn planner_step(number: u64, total: u64, continuation: Option<&str>) -> Value {
+    let mut request = json!({"step": format!("Step {number} of the plan"), "step_number": number,
+        "total_steps": total, "next_step_required": number < total});
+    if let Some(id) = continuation {
+        request["continuation_id"] = json!(id);
+    }
+    request
+}
+
+fn exec_planner(state: &Path, request: &Value) -> Value {
+    let mut args = vec!["exec", "planner"];
+    let continuation = request["continuation_id"].as_str().map(str::to_owned);
+    let mut body = request.clone();
+    body.as_object_mut().unwrap().remove("continuation_id");
+    let body = body.to_string();
+    args.extend(["--request", body.as_str()]);
+    if let Some(id) = &continuation {
+        args.extend(["--continuation-id", id.as_str()]);
+    }
+    let output = zenmode(&args)
+        .env_remove("ZEN_STORE")
+        .env("ZEN_STATE_DIR", state)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(&text).unwrap_or_else(|_| {
+        panic!(
+            "exec printed no JSON: {text} {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+#[test]
+fn exec_runs_continue_a_thread_through_the_default_embedded_store() {
+    let state = tempfile::tempdir().unwrap();
+    let first = exec_planner(state.path(), &planner_step(1, 3, None));
+    let id = first["continuation_id"].as_str().unwrap().to_owned();
+    let second = exec_planner(state.path(), &planner_step(2, 3, Some(&id)));
+    assert_eq!(second["steps_in_plan"], 2, "{second}");
+    let third = exec_planner(state.path(), &planner_step(3, 3, Some(&id)));
+    assert_eq!(third["status"], "planning_complete", "{third}");
+    assert_eq!(third["plan"]["steps"].as_array().unwrap().len(), 3);
+    assert!(state.path().join("threads.db").exists());
+
+    // Another state directory does not know the thread.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let unknown = exec_planner(elsewhere.path(), &planner_step(2, 3, Some(&id)));
+    assert!(
+        unknown.to_string().contains("unknown"),
+        "expected an unknown-thread error: {unknown}"
+    );
+}
+
+#[test]
+fn a_bad_store_url_stops_start_up_with_a_clear_error() {
+    let output = zenmode(&["serve", "--store", "postgres://db/x"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown conversation store"), "{stderr}");
+}
+
+/// A `redis-server` on a free loopback port, without persistence; killed
+/// on drop.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    /// `None` (test skipped) when redis-server is missing and not required.
+    fn start() -> Option<Self> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        Self::start_on(port)
+    }
+
+    fn start_on(port: u16) -> Option<Self> {
+        let spawned = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let child = match spawned {
+            Ok(child) => child,
+            Err(error) => {
+                assert!(
+                    std::env::var("ZEN_REQUIRE_REDIS").as_deref() != Ok("1"),
+                    "ZEN_REQUIRE_REDIS=1 but redis-server cannot start: {error}"
+                );
+                eprintln!("skipped: redis-server is not installed ({error})");
+                return None;
+            }
+        };
+        let redis = Redis { child, port };
+        let deadline = Instant::now() + REPLY_TIMEOUT;
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(redis)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn stop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn http_instance(store: &str) -> TcpServer {
+    TcpServer::spawn(zenmode(&[
+        "serve",
+        "--transport",
+        "http",
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        store,
+    ]))
+}
+
+/// One stateless `tools/call` of `zen_execute`; the tool result.
+async fn execute(
+    client: &reqwest::Client,
+    server: &TcpServer,
+    mode: &str,
+    request: Value,
+) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "zen_execute", "arguments": {"mode": mode, "request": request},
+        "_meta": stateless_meta()}});
+    let reply: Value = client
+        .post(format!("http://{}/mcp", server.address))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", STATELESS_VERSION)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "zen_execute")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    reply["result"].clone()
+}
+
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(REPLY_TIMEOUT)
+        .build()
+        .unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn two_http_instances_share_threads_through_redis() {
+    let Some(mut redis) = Redis::start() else {
+        return;
+    };
+    let one = http_instance(&redis.url());
+    let two = http_instance(&redis.url());
+    let client = client();
+    runtime().block_on(async {
+        let started = execute(&client, &one, "planner", planner_step(1, 4, None)).await;
+        assert_eq!(started["isError"], false, "{started}");
+        let id = started["structuredContent"]["continuation_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let second = execute(&client, &two, "planner", planner_step(2, 4, Some(&id))).await;
+        assert_eq!(second["structuredContent"]["steps_in_plan"], 2, "{second}");
+
+        // The instance that started the thread goes away; the other goes on.
+        drop(one);
+        let third = execute(&client, &two, "planner", planner_step(3, 4, Some(&id))).await;
+        assert_eq!(third["structuredContent"]["steps_in_plan"], 3, "{third}");
+
+        // Redis goes down: the call fails plainly and the instance stays up.
+        redis.stop();
+        let down = execute(&client, &two, "planner", planner_step(4, 4, Some(&id))).await;
+        assert_eq!(down["isError"], true, "{down}");
+        assert!(down.to_string().contains("store is unavailable"), "{down}");
+
+        // Back (empty: it kept nothing on disk): new threads work again
+        // without restarting zenmode.
+        let port = redis.port;
+        let _back = Redis::start_on(port).expect("redis-server starts again");
+        let deadline = Instant::now() + REPLY_TIMEOUT;
+        loop {
+            let fresh = execute(&client, &two, "planner", planner_step(1, 2, None)).await;
+            if fresh["isError"] == false {
+                break;
+            }
+            assert!(Instant::now() < deadline, "never recovered: {fresh}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+}
+
+#[test]
+fn redis_appends_from_two_stores_are_atomic_and_capped() {
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    let config = MemoryConfig {
+        max_turns: 60,
+        ..MemoryConfig::default()
+    };
+    runtime().block_on(async {
+        let one = Arc::new(
+            RedisStore::connect(&redis.url(), config.clone())
+                .await
+                .unwrap(),
+        );
+        let two = Arc::new(RedisStore::connect(&redis.url(), config).await.unwrap());
+        let id = one.create(Turn::user("chat", "start")).await.unwrap();
+        let mut tasks = Vec::new();
+        for (n, store) in [one.clone(), two.clone()].into_iter().enumerate() {
+            let id = id.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut added = 0;
+                for i in 0..40 {
+                    match store
+                        .append(&id, Turn::user("chat", format!("{n}-{i}")))
+                        .await
+                    {
+                        Ok(_) => added += 1,
+                        Err(MemoryError::Full { max_turns: 60, .. }) => {}
+                        Err(other) => panic!("{other}"),
+                    }
+                }
+                added
+            }));
+        }
+        let mut added = 0;
+        for task in tasks {
+            added += task.await.unwrap();
+        }
+        // 80 attempts against a cap of 60 (one taken by the first turn).
+        assert_eq!(added, 59);
+        assert_eq!(two.get(&id).await.unwrap().turns.len(), 60);
+
+        let unknown = uuid::Uuid::new_v4().to_string();
+        assert!(matches!(
+            one.get(&unknown).await,
+            Err(MemoryError::Unknown { .. })
+        ));
+    });
+}
+
+#[test]
+fn redis_threads_expire_and_say_so() {
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    let config = MemoryConfig {
+        timeout: Duration::from_millis(300),
+        max_threads: 2,
+        ..MemoryConfig::default()
+    };
+    runtime().block_on(async {
+        let store = RedisStore::connect(&redis.url(), config).await.unwrap();
+        let a = store.create(Turn::user("chat", "a")).await.unwrap();
+        let b = store.create(Turn::user("chat", "b")).await.unwrap();
+        let _c = store.create(Turn::user("chat", "c")).await.unwrap();
+        // Over the cap of two: the oldest was evicted.
+        assert!(matches!(
+            store.get(&a).await,
+            Err(MemoryError::Evicted { .. })
+        ));
+        assert!(store.get(&b).await.is_ok());
+        // Redis drops it after the idle timeout; the id then reads as expired.
+        let deadline = Instant::now() + REPLY_TIMEOUT;
+        loop {
+            match store.get(&b).await {
+                Err(MemoryError::Expired { .. }) => break,
+                Ok(_) => {}
+                Err(other) => panic!("{other}"),
+            }
+            assert!(Instant::now() < deadline, "never expired");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+}
+
+#[test]
+fn an_unreachable_redis_stops_start_up() {
+    // A port nothing listens on.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let output = zenmode(&[
+        "serve",
+        "--store",
+        &format!("redis://:hunter2@127.0.0.1:{port}/"),
+    ])
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot reach Redis"), "{stderr}");
+    assert!(
+        !stderr.contains("hunter2"),
+        "the password was printed: {stderr}"
+    );
+}

@@ -31,10 +31,11 @@ struct Server {
 }
 
 impl Server {
-    fn start() -> Self {
+    fn start(extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_zenmode"))
             .args(["serve", "--transport", "http", "--listen", "127.0.0.1:0"])
             .args(["--max-connections", "4096"])
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -157,12 +158,71 @@ async fn client_loop(
     Ok(latencies)
 }
 
+/// One client of the planner workload (stateless requests): ten-step
+/// plans, each step continuing the thread the first one started, so every
+/// request reads and appends to the store.
+async fn planner_loop(url: String, until: Instant) -> Result<Vec<Duration>, String> {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()
+        .map_err(|error| error.to_string())?;
+    let mut latencies = Vec::new();
+    let mut continuation: Option<String> = None;
+    let mut step = 1u64;
+    while Instant::now() < until {
+        let mut request = json!({"step": format!("Step {step}: move the invoices table"),
+            "step_number": step, "total_steps": 10, "next_step_required": step < 10});
+        if let Some(id) = &continuation {
+            request["continuation_id"] = json!(id);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": step, "method": "tools/call", "params": {
+        "name": "zen_execute", "arguments": {"mode": "planner", "request": request},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "http-load", "version": "1"}
+        }}});
+        let start = Instant::now();
+        let response = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "zen_execute")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|error| error.to_string())?;
+        let reply: Value = response.json().await.map_err(|error| error.to_string())?;
+        latencies.push(start.elapsed());
+        let result = &reply["result"];
+        if result["isError"] != false {
+            return Err(format!("planner step {step}: {reply}"));
+        }
+        continuation = result["structuredContent"]["continuation_id"]
+            .as_str()
+            .map(str::to_owned);
+        step = if step == 10 { 1 } else { step + 1 };
+        if step == 1 {
+            continuation = None;
+        }
+    }
+    Ok(latencies)
+}
+
+#[derive(Clone, Copy)]
+enum Workload {
+    Select { stateless: bool },
+    Planner,
+}
+
 fn percentile(sorted: &[Duration], share: f64) -> Duration {
     let index = ((sorted.len() as f64 - 1.0) * share).round() as usize;
     sorted[index]
 }
 
-fn run(server: &Server, clients: usize, seconds: u64, stateless: bool) {
+fn run(server: &Server, label: &str, clients: usize, seconds: u64, workload: Workload) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -171,14 +231,20 @@ fn run(server: &Server, clients: usize, seconds: u64, stateless: bool) {
     let url = format!("http://{}/mcp", server.address);
     // Warm-up, so connection set-up and first-use parsing are not counted.
     let warm_until = Instant::now() + Duration::from_millis(500);
+    let one = |url: String, until: Instant| async move {
+        match workload {
+            Workload::Select { stateless } => client_loop(url, stateless, until).await,
+            Workload::Planner => planner_loop(url, until).await,
+        }
+    };
     runtime.block_on(async {
-        let _ = client_loop(url.clone(), stateless, warm_until).await;
+        let _ = one(url.clone(), warm_until).await;
     });
     let start = Instant::now();
     let until = start + Duration::from_secs(seconds);
     let results = runtime.block_on(async {
         let tasks: Vec<_> = (0..clients)
-            .map(|_| tokio::spawn(client_loop(url.clone(), stateless, until)))
+            .map(|_| tokio::spawn(one(url.clone(), until)))
             .collect();
         let mut all = Vec::new();
         for task in tasks {
@@ -195,13 +261,8 @@ fn run(server: &Server, clients: usize, seconds: u64, stateless: bool) {
         }
     }
     latencies.sort();
-    let label = if stateless {
-        "stateless (2026-07-28)"
-    } else {
-        "legacy sessions"
-    };
     println!(
-        "http_load {label:<24} clients {clients:>3}  requests {:>7}  {:>7.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms",
+        "http_load {label:<32} clients {clients:>3}  requests {:>7}  {:>7.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms",
         latencies.len(),
         latencies.len() as f64 / elapsed.as_secs_f64(),
         percentile(&latencies, 0.50).as_secs_f64() * 1e3,
@@ -222,7 +283,86 @@ fn main() {
         .unwrap_or(5);
     // reqwest is built without a default TLS provider (see Cargo.toml).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let server = Server::start();
-    run(&server, clients, seconds, true);
-    run(&server, clients, seconds, false);
+    let server = Server::start(&[]);
+    run(
+        &server,
+        "select, stateless (2026-07-28)",
+        clients,
+        seconds,
+        Workload::Select { stateless: true },
+    );
+    run(
+        &server,
+        "select, legacy sessions",
+        clients,
+        seconds,
+        Workload::Select { stateless: false },
+    );
+    drop(server);
+    let dir = std::env::temp_dir().join(format!("zenmode-http-load-{}", std::process::id()));
+    let store = format!("sqlite:{}", dir.join("threads.db").display());
+    let server = Server::start(&["--store", &store]);
+    run(
+        &server,
+        "planner step, embedded store",
+        clients,
+        seconds,
+        Workload::Planner,
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+    match start_redis() {
+        Some(redis) => {
+            let url = format!("redis://127.0.0.1:{}/", redis.1);
+            let server = Server::start(&["--store", &url]);
+            run(
+                &server,
+                "planner step, Redis store",
+                clients,
+                seconds,
+                Workload::Planner,
+            );
+        }
+        None => println!("http_load: redis-server not found; the Redis row is left out"),
+    }
+}
+
+struct Redis(Child, u16);
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.0.kill().ok();
+        self.0.wait().ok();
+    }
+}
+
+/// A `redis-server` of its own on a free loopback port, if installed.
+fn start_redis() -> Option<Redis> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    for _ in 0..250 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(Redis(child, port));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
 }

@@ -15,7 +15,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
     Clock, ConversationStore, MemoryConfig, MemoryError, SystemClock, Thread, Turn, normalize_id,
@@ -33,8 +33,97 @@ pub struct EmbeddedStore {
     config: MemoryConfig,
     clock: Arc<dyn Clock>,
     /// Opened on first use: a server that never continues a thread never
-    /// touches the file, and start-up stays fast.
-    connection: Arc<Mutex<Option<Connection>>>,
+    /// touches the file, and start-up stays fast. Writes go through one
+    /// connection (SQLite has one writer at a time anyway); reads have
+    /// their own, which WAL lets run beside a write.
+    writer: Slot,
+    reader: Slot,
+}
+
+/// The queue of a thread that owns one connection. Jobs run one after
+/// another on that thread: calls queue in order instead of many blocking
+/// threads fighting over a lock.
+type Slot = Mutex<Option<std::sync::mpsc::Sender<Job>>>;
+
+/// Work for a connection's thread: it gets the connection (or why the file
+/// could not be opened) and returns how to deliver its result once the
+/// batch it ran in is committed (or failed to commit, the reason given).
+type Job = Box<dyn FnOnce(Result<&mut Connection, String>) -> Delivery + Send>;
+type Delivery = Box<dyn FnOnce(Option<String>) + Send>;
+
+/// Most jobs committed together.
+const BATCH: usize = 64;
+
+/// Starts the thread that owns a connection to `path`, opened with its
+/// first job (and again after a failed open). A writing thread runs the
+/// jobs waiting in its queue as one `IMMEDIATE` transaction, each job in a
+/// savepoint of its own: one commit (one pass through the WAL) for many
+/// appends under load, and a job that fails undoes only itself. Results
+/// are delivered after the commit, so nothing is reported saved that was
+/// not.
+fn spawn_worker(path: PathBuf, writes: bool) -> Result<std::sync::mpsc::Sender<Job>, MemoryError> {
+    let (sender, jobs) = std::sync::mpsc::channel::<Job>();
+    // Alive as long as this worker: the checkpoint thread stops with it.
+    let sender_alive = Arc::new(());
+    std::thread::Builder::new()
+        .name("zenmode-store".to_owned())
+        .spawn(move || {
+            let mut connection: Option<Connection> = None;
+            while let Ok(first) = jobs.recv() {
+                let mut batch = vec![first];
+                while writes && batch.len() < BATCH {
+                    match jobs.try_recv() {
+                        Ok(job) => batch.push(job),
+                        Err(_) => break,
+                    }
+                }
+                if connection.is_none() {
+                    match open(&path).and_then(|opened| {
+                        if writes {
+                            hand_checkpoints_to_a_thread(&opened, &path, &sender_alive)?;
+                        }
+                        Ok(opened)
+                    }) {
+                        Ok(opened) => connection = Some(opened),
+                        Err(reason) => {
+                            for job in batch {
+                                job(Err(reason.clone()))(None);
+                            }
+                            continue;
+                        }
+                    }
+                }
+                let Some(connection) = connection.as_mut() else {
+                    continue;
+                };
+                if writes && let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
+                    let reason = format!("SQLite: {error}");
+                    for job in batch {
+                        job(Err(reason.clone()))(None);
+                    }
+                    continue;
+                }
+                let deliveries: Vec<Delivery> = batch
+                    .into_iter()
+                    .map(|job| job(Ok(&mut *connection)))
+                    .collect();
+                let failed = if writes {
+                    connection.execute_batch("COMMIT").err().map(|error| {
+                        let _ = connection.execute_batch("ROLLBACK");
+                        format!("SQLite: {error}")
+                    })
+                } else {
+                    None
+                };
+                for deliver in deliveries {
+                    deliver(failed.clone());
+                }
+            }
+        })
+        .map_err(|error| MemoryError::Unavailable {
+            reason: format!("cannot start the store's thread: {error}"),
+        })?;
+    Ok(sender)
 }
 
 impl std::fmt::Debug for EmbeddedStore {
@@ -59,7 +148,8 @@ impl EmbeddedStore {
             path,
             config,
             clock,
-            connection: Arc::new(Mutex::new(None)),
+            writer: Slot::default(),
+            reader: Slot::default(),
         }
     }
 
@@ -67,29 +157,70 @@ impl EmbeddedStore {
         &self.path
     }
 
-    /// Runs `work` on a blocking thread with the open connection.
-    async fn with_connection<T: Send + 'static>(
+    /// Runs `work` on a blocking thread with the writing connection.
+    async fn writing<T: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Connection, &Limits) -> Result<T, MemoryError> + Send + 'static,
     ) -> Result<T, MemoryError> {
-        let slot = self.connection.clone();
-        let path = self.path.clone();
+        self.with_connection(&self.writer, true, work).await
+    }
+
+    /// Runs `work` on a blocking thread with the reading connection.
+    async fn reading<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection, &Limits) -> Result<T, MemoryError> + Send + 'static,
+    ) -> Result<T, MemoryError> {
+        self.with_connection(&self.reader, false, work).await
+    }
+
+    async fn with_connection<T: Send + 'static>(
+        &self,
+        slot: &Slot,
+        writes: bool,
+        work: impl FnOnce(&mut Connection, &Limits) -> Result<T, MemoryError> + Send + 'static,
+    ) -> Result<T, MemoryError> {
         let limits = Limits {
             config: self.config.clone(),
             now: millis(self.clock.now()),
         };
-        tokio::task::spawn_blocking(move || {
-            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
-            if slot.is_none() {
-                *slot = Some(open(&path).map_err(|reason| MemoryError::Unavailable { reason })?);
-            }
-            let connection = slot.as_mut().expect("opened above");
-            work(connection, &limits)
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |connection| {
+            let result = match connection {
+                Ok(connection) => work(connection, &limits),
+                Err(reason) => Err(MemoryError::Unavailable { reason }),
+            };
+            Box::new(move |failed: Option<String>| {
+                let result = match failed {
+                    Some(reason) => Err(MemoryError::Unavailable { reason }),
+                    None => result,
+                };
+                let _ = reply.send(result);
+            })
+        });
+        let sent = {
+            let mut worker = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            let sender = match worker.as_ref() {
+                Some(sender) => sender.clone(),
+                None => {
+                    let sender = spawn_worker(self.path.clone(), writes)?;
+                    *worker = Some(sender.clone());
+                    sender
+                }
+            };
+            sender.send(job)
+        };
+        if sent.is_err() {
+            // The worker thread is gone; the next call starts a new one.
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = None;
+            return Err(MemoryError::Unavailable {
+                reason: "the store's worker thread stopped".to_owned(),
+            });
+        }
+        answer.await.unwrap_or_else(|_| {
+            Err(MemoryError::Unavailable {
+                reason: "the store's worker thread stopped".to_owned(),
+            })
         })
-        .await
-        .map_err(|error| MemoryError::Unavailable {
-            reason: format!("the store task failed: {error}"),
-        })?
     }
 }
 
@@ -124,6 +255,47 @@ fn unavailable(error: rusqlite::Error) -> MemoryError {
     MemoryError::Unavailable {
         reason: format!("SQLite: {error}"),
     }
+}
+
+/// How often the checkpoint thread folds the WAL back into the file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// Turns off checkpoints on the writing connection and starts a thread
+/// that runs them beside it. A checkpoint syncs the file to disk; run by
+/// the writer (SQLite's default), every call queued behind it waited for
+/// that sync, which made the slowest appends under load several times the
+/// median. A passive checkpoint never blocks the writer.
+fn hand_checkpoints_to_a_thread(
+    writer: &Connection,
+    path: &Path,
+    alive: &Arc<()>,
+) -> Result<(), String> {
+    writer
+        .execute_batch("PRAGMA wal_autocheckpoint = 0;")
+        .map_err(|error| format!("cannot set up {}: {error}", path.display()))?;
+    let path = path.to_owned();
+    let alive = Arc::downgrade(alive);
+    std::thread::Builder::new()
+        .name("zenmode-checkpoint".to_owned())
+        .spawn(move || {
+            let mut connection: Option<Connection> = None;
+            loop {
+                std::thread::sleep(CHECKPOINT_EVERY);
+                if alive.upgrade().is_none() {
+                    return;
+                }
+                if connection.is_none() {
+                    connection = open(&path).ok();
+                }
+                if let Some(connection) = &connection
+                    && let Err(error) = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE);")
+                {
+                    tracing::debug!(%error, "WAL checkpoint failed; the next one retries");
+                }
+            }
+        })
+        .map(|_| ())
+        .map_err(|error| format!("cannot start the checkpoint thread: {error}"))
 }
 
 /// Opens (creating if needed) the file, readable by its owner only.
@@ -164,23 +336,47 @@ fn open(path: &Path) -> Result<Connection, String> {
                      id TEXT PRIMARY KEY,
                      why TEXT NOT NULL,
                      at_ms INTEGER NOT NULL);
-                 CREATE INDEX IF NOT EXISTS gone_by_time ON gone (at_ms);",
+                 CREATE INDEX IF NOT EXISTS gone_by_time ON gone (at_ms);
+                 CREATE TABLE IF NOT EXISTS totals (
+                     one INTEGER PRIMARY KEY CHECK (one = 1),
+                     threads INTEGER NOT NULL,
+                     bytes INTEGER NOT NULL);
+                 INSERT OR IGNORE INTO totals (one, threads, bytes)
+                     SELECT 1, COUNT(*), COALESCE(SUM(bytes), 0) FROM threads;",
             )
         })
         .map_err(|error| format!("cannot set up {}: {error}", path.display()))?;
     Ok(connection)
 }
 
+/// Runs a statement through the connection's cache of prepared statements.
+fn exec<P: rusqlite::Params>(
+    connection: &Connection,
+    sql: &str,
+    params: P,
+) -> rusqlite::Result<usize> {
+    connection.prepare_cached(sql)?.execute(params)
+}
+
 /// Removes a thread and remembers why.
-fn remove(
-    transaction: &rusqlite::Transaction<'_>,
-    id: &str,
-    why: &str,
-    now: i64,
-) -> rusqlite::Result<()> {
-    transaction.execute("DELETE FROM turns WHERE thread = ?1", params![id])?;
-    transaction.execute("DELETE FROM threads WHERE id = ?1", params![id])?;
-    transaction.execute(
+fn remove(transaction: &Connection, id: &str, why: &str, now: i64) -> rusqlite::Result<()> {
+    exec(
+        transaction,
+        "DELETE FROM turns WHERE thread = ?1",
+        params![id],
+    )?;
+    exec(transaction,
+        "UPDATE totals SET threads = threads - 1, bytes = bytes - (SELECT bytes FROM threads WHERE id = ?1)
+         WHERE EXISTS (SELECT 1 FROM threads WHERE id = ?1)",
+        params![id],
+    )?;
+    exec(
+        transaction,
+        "DELETE FROM threads WHERE id = ?1",
+        params![id],
+    )?;
+    exec(
+        transaction,
         "INSERT OR REPLACE INTO gone (id, why, at_ms) VALUES (?1, ?2, ?3)",
         params![id, why, now],
     )?;
@@ -189,21 +385,20 @@ fn remove(
 
 /// Drops expired threads, then the least recently updated ones (never
 /// `keep`) while either bound is exceeded; trims the remembered ids.
-fn enforce_bounds(
-    transaction: &rusqlite::Transaction<'_>,
-    limits: &Limits,
-    keep: &str,
-) -> rusqlite::Result<()> {
+fn enforce_bounds(transaction: &Connection, limits: &Limits, keep: &str) -> rusqlite::Result<()> {
     let expired: Vec<String> = transaction
-        .prepare("SELECT id FROM threads WHERE updated_ms <= ?1")?
+        .prepare_cached("SELECT id FROM threads WHERE updated_ms <= ?1")?
         .query_map(params![limits.expired_before()], |row| row.get(0))?
         .collect::<Result<_, _>>()?;
+    let mut removed = expired.len();
     for id in expired {
         remove(transaction, &id, "expired", limits.now)?;
     }
     loop {
+        // Running totals (kept by every write) rather than a scan of all
+        // threads on every write.
         let (count, bytes): (i64, i64) = transaction.query_row(
-            "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM threads",
+            "SELECT threads, bytes FROM totals WHERE one = 1",
             [],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?;
@@ -222,11 +417,15 @@ fn enforce_bounds(
         let Some(victim) = victim else { break };
         tracing::debug!(id = %victim, "conversation evicted to bound the store");
         remove(transaction, &victim, "evicted", limits.now)?;
+        removed += 1;
     }
-    transaction.execute(
-        "DELETE FROM gone WHERE id IN (SELECT id FROM gone ORDER BY at_ms DESC LIMIT -1 OFFSET ?1)",
-        params![REMEMBERED_GONE_IDS],
-    )?;
+    if removed > 0 {
+        exec(
+            transaction,
+            "DELETE FROM gone WHERE id IN (SELECT id FROM gone ORDER BY at_ms DESC LIMIT -1 OFFSET ?1)",
+            params![REMEMBERED_GONE_IDS],
+        )?;
+    }
     Ok(())
 }
 
@@ -263,20 +462,24 @@ impl ConversationStore for EmbeddedStore {
                 max_bytes: self.config.max_total_bytes,
             });
         }
-        self.with_connection(move |connection, limits| {
-            let transaction = connection
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(unavailable)?;
+        self.writing(move |connection, limits| {
+            // A savepoint inside the batch's transaction (see `spawn_worker`).
+            let transaction = connection.savepoint().map_err(unavailable)?;
             let id = uuid::Uuid::new_v4().hyphenated().to_string();
-            transaction
-                .execute(
+            exec(&transaction,
                     "INSERT INTO threads (id, created_ms, updated_ms, turns, bytes) VALUES (?1, ?2, ?2, 1, ?3)",
                     params![id, limits.now, bytes as i64],
                 )
                 .and_then(|_| {
-                    transaction.execute(
+                    exec(&transaction,
                         "INSERT INTO turns (thread, seq, body) VALUES (?1, 0, ?2)",
                         params![id, body],
+                    )
+                })
+                .and_then(|_| {
+                    exec(&transaction,
+                        "UPDATE totals SET threads = threads + 1, bytes = bytes + ?1 WHERE one = 1",
+                        params![bytes as i64],
                     )
                 })
                 .and_then(|_| enforce_bounds(&transaction, limits, &id))
@@ -289,7 +492,7 @@ impl ConversationStore for EmbeddedStore {
 
     async fn get(&self, id: &str) -> Result<Thread, MemoryError> {
         let id = normalize_id(id)?;
-        self.with_connection(move |connection, limits| {
+        self.reading(move |connection, limits| {
             let found: Option<(i64, i64)> = connection
                 .query_row(
                     "SELECT created_ms, updated_ms FROM threads WHERE id = ?1",
@@ -301,17 +504,13 @@ impl ConversationStore for EmbeddedStore {
             let Some((created, updated)) = found else {
                 return Err(gone_error(connection, &id)?);
             };
+            // An expired thread stays until the next write sweeps it (and
+            // remembers why); until then it reads as expired all the same.
             if updated <= limits.expired_before() {
-                let transaction = connection
-                    .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(unavailable)?;
-                remove(&transaction, &id, "expired", limits.now)
-                    .and_then(|()| transaction.commit())
-                    .map_err(unavailable)?;
                 return Err(MemoryError::Expired { id });
             }
             let bodies: Vec<String> = connection
-                .prepare("SELECT body FROM turns WHERE thread = ?1 ORDER BY seq")
+                .prepare_cached("SELECT body FROM turns WHERE thread = ?1 ORDER BY seq")
                 .and_then(|mut statement| {
                     statement
                         .query_map(params![id], |row| row.get(0))?
@@ -338,10 +537,9 @@ impl ConversationStore for EmbeddedStore {
     async fn append(&self, id: &str, turn: Turn) -> Result<usize, MemoryError> {
         let id = normalize_id(id)?;
         let body = encode(&turn)?;
-        self.with_connection(move |connection, limits| {
-            let transaction = connection
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(unavailable)?;
+        self.writing(move |connection, limits| {
+            // A savepoint inside the batch's transaction (see `spawn_worker`).
+            let transaction = connection.savepoint().map_err(unavailable)?;
             let found: Option<(i64, i64, i64)> = transaction
                 .query_row(
                     "SELECT updated_ms, turns, bytes FROM threads WHERE id = ?1",
@@ -370,15 +568,20 @@ impl ConversationStore for EmbeddedStore {
                     max_bytes: limits.config.max_total_bytes,
                 });
             }
-            transaction
-                .execute(
+            exec(&transaction,
                     "INSERT INTO turns (thread, seq, body) VALUES (?1, ?2, ?3)",
                     params![id, turns, body],
                 )
                 .and_then(|_| {
-                    transaction.execute(
+                    exec(&transaction,
                         "UPDATE threads SET updated_ms = ?2, turns = turns + 1, bytes = ?3 WHERE id = ?1",
                         params![id, limits.now.max(updated), grown as i64],
+                    )
+                })
+                .and_then(|_| {
+                    exec(&transaction,
+                        "UPDATE totals SET bytes = bytes + ?1 WHERE one = 1",
+                        params![body.len() as i64],
                     )
                 })
                 .and_then(|_| enforce_bounds(&transaction, limits, &id))

@@ -11,8 +11,8 @@
 //!    validation errors; [`select`] is the ranking index.
 //! 2. **services**: [`services`] bundles what executors use (per process:
 //!    [`providers`], [`files`] confined to the allowed roots,
-//!    [`conversation`] memory, CLI configuration, process facts; per call:
-//!    progress and cancellation).
+//!    [`conversation`] threads (in memory, SQLite or Redis), CLI
+//!    configuration, process facts; per call: progress and cancellation).
 //! 3. **executors**: [`executor`] holds the `Executor` trait, the registry,
 //!    one file per executor, the workflow engine as one executor, and the
 //!    support they share.

@@ -299,6 +299,15 @@ fn main() {
         Workload::Select { stateless: false },
     );
     drop(server);
+    let server = Server::start(&["--store", "memory:"]);
+    run(
+        &server,
+        "planner step, memory store",
+        clients,
+        seconds,
+        Workload::Planner,
+    );
+    drop(server);
     let dir = std::env::temp_dir().join(format!("zenmode-http-load-{}", std::process::id()));
     let store = format!("sqlite:{}", dir.join("threads.db").display());
     let server = Server::start(&["--store", &store]);

@@ -467,8 +467,10 @@ fn sigterm_ends_a_stdio_server_whose_stdin_stays_open() {
         if initialize {
             client.initialize();
         } else {
-            // Let the server reach its read loop before the signal.
-            std::thread::sleep(std::time::Duration::from_millis(300));
+            // The server is in its read loop once it answers a bad line
+            // (a fixed sleep was not enough on a loaded machine).
+            client.send_raw("not json");
+            assert_eq!(client.next_message()["error"]["code"], -32700);
         }
         let child = client.child.as_mut().unwrap();
         // SAFETY: kill(2) on our own child's pid with a standard signal.

@@ -18,7 +18,8 @@ use std::{
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    Clock, ConversationStore, MemoryConfig, MemoryError, SystemClock, Thread, Turn, normalize_id,
+    Clock, ConversationStore, MemoryConfig, MemoryError, SystemClock, Thread, Turn, encode_turn,
+    normalize_id,
 };
 
 /// Waiting this long for another process's write is still a normal wait.
@@ -140,10 +141,8 @@ impl EmbeddedStore {
     }
 
     /// A store reading time from `clock` (tests pass a `ManualClock`).
-    pub fn with_clock(path: PathBuf, mut config: MemoryConfig, clock: Arc<dyn Clock>) -> Self {
-        config.max_turns = config.max_turns.max(1);
-        config.max_threads = config.max_threads.max(1);
-        config.max_total_bytes = config.max_total_bytes.max(1);
+    pub fn with_clock(path: PathBuf, config: MemoryConfig, clock: Arc<dyn Clock>) -> Self {
+        let config = config.at_least_one();
         EmbeddedStore {
             path,
             config,
@@ -445,16 +444,10 @@ fn gone_error(connection: &Connection, id: &str) -> Result<MemoryError, MemoryEr
     })
 }
 
-fn encode(turn: &Turn) -> Result<String, MemoryError> {
-    serde_json::to_string(turn).map_err(|error| MemoryError::Unavailable {
-        reason: format!("cannot encode the turn: {error}"),
-    })
-}
-
 #[async_trait::async_trait]
 impl ConversationStore for EmbeddedStore {
     async fn create(&self, first: Turn) -> Result<String, MemoryError> {
-        let body = encode(&first)?;
+        let body = encode_turn(&first)?;
         let bytes = THREAD_OVERHEAD + body.len();
         if bytes > self.config.max_total_bytes {
             return Err(MemoryError::TooLarge {
@@ -536,7 +529,7 @@ impl ConversationStore for EmbeddedStore {
 
     async fn append(&self, id: &str, turn: Turn) -> Result<usize, MemoryError> {
         let id = normalize_id(id)?;
-        let body = encode(&turn)?;
+        let body = encode_turn(&turn)?;
         self.writing(move |connection, limits| {
             // A savepoint inside the batch's transaction (see `spawn_worker`).
             let transaction = connection.savepoint().map_err(unavailable)?;

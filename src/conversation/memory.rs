@@ -138,10 +138,8 @@ impl InMemoryStore {
 
     /// A store reading time from `clock` (tests pass a [`ManualClock`]).
     /// Zero limits are raised to one, so a store always holds something.
-    pub fn with_clock(mut config: MemoryConfig, clock: Arc<dyn Clock>) -> Self {
-        config.max_turns = config.max_turns.max(1);
-        config.max_threads = config.max_threads.max(1);
-        config.max_total_bytes = config.max_total_bytes.max(1);
+    pub fn with_clock(config: MemoryConfig, clock: Arc<dyn Clock>) -> Self {
+        let config = config.at_least_one();
         Self {
             config,
             clock,

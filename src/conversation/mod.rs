@@ -236,6 +236,23 @@ impl MemoryConfig {
     }
 }
 
+impl MemoryConfig {
+    /// Zero limits raised to one, so every store always holds something.
+    pub fn at_least_one(mut self) -> Self {
+        self.max_turns = self.max_turns.max(1);
+        self.max_threads = self.max_threads.max(1);
+        self.max_total_bytes = self.max_total_bytes.max(1);
+        self
+    }
+}
+
+/// A turn as the JSON text the persistent stores keep.
+fn encode_turn(turn: &Turn) -> Result<String, MemoryError> {
+    serde_json::to_string(turn).map_err(|error| MemoryError::Unavailable {
+        reason: format!("cannot encode the turn: {error}"),
+    })
+}
+
 impl Default for MemoryConfig {
     fn default() -> Self {
         Self {

@@ -21,7 +21,9 @@ use redis::{
     aio::{ConnectionManager, ConnectionManagerConfig},
 };
 
-use super::{ConversationStore, MemoryConfig, MemoryError, Thread, Turn, normalize_id};
+use super::{
+    ConversationStore, MemoryConfig, MemoryError, Thread, Turn, encode_turn, normalize_id,
+};
 
 /// A day beyond the idle timeout, the marker still explains an old id.
 const GONE_MARKER_EXTRA_MS: u64 = 24 * 3600 * 1000;
@@ -106,10 +108,8 @@ return reply
 impl RedisStore {
     /// Connects now, so a wrong URL or a Redis that is down stops start-up
     /// with a clear error.
-    pub async fn connect(url: &str, mut config: MemoryConfig) -> Result<Self, String> {
-        config.max_turns = config.max_turns.max(1);
-        config.max_threads = config.max_threads.max(1);
-        config.max_total_bytes = config.max_total_bytes.max(1);
+    pub async fn connect(url: &str, config: MemoryConfig) -> Result<Self, String> {
+        let config = config.at_least_one();
         let shown = super::StoreUrl::Redis(url.to_owned()).display();
         let client =
             Client::open(url).map_err(|error| format!("invalid Redis URL {shown}: {error}"))?;
@@ -168,16 +168,10 @@ fn gone(id: String, why: &str) -> MemoryError {
     }
 }
 
-fn encode(turn: &Turn) -> Result<String, MemoryError> {
-    serde_json::to_string(turn).map_err(|error| MemoryError::Unavailable {
-        reason: format!("cannot encode the turn: {error}"),
-    })
-}
-
 #[async_trait::async_trait]
 impl ConversationStore for RedisStore {
     async fn create(&self, first: Turn) -> Result<String, MemoryError> {
-        let body = encode(&first)?;
+        let body = encode_turn(&first)?;
         let bytes = body.len();
         if bytes > self.config.max_total_bytes {
             return Err(MemoryError::TooLarge {
@@ -249,7 +243,7 @@ impl ConversationStore for RedisStore {
 
     async fn append(&self, id: &str, turn: Turn) -> Result<usize, MemoryError> {
         let id = normalize_id(id)?;
-        let body = encode(&turn)?;
+        let body = encode_turn(&turn)?;
         let [meta, turns, marker, index] = keys(&id);
         let ttl = self.ttl_ms();
         let reply: Vec<String> = self

@@ -188,12 +188,17 @@ pub enum Command {
 /// `zenmode eval`; `--catalog FILE` (global) adds foreign tools to rank.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
-    /// Labels file: one {"query", "expected", "acceptable"?} JSON object per line
-    #[arg(long, value_name = "FILE")]
-    pub labels: PathBuf,
-    /// Ranking to score: the full ranker or the plain BM25 baseline
+    /// Labels file: one {"query", "expected", "acceptable"?} JSON object per
+    /// line ("expected": null for a query no mode fits); repeat to pool files
+    #[arg(long, value_name = "FILE", required = true)]
+    pub labels: Vec<PathBuf>,
+    /// Ranking to score: the fused ranker, one signal alone, or plain BM25
     #[arg(long, value_enum, default_value = "full")]
     pub ranker: crate::select::Ranker,
+    /// Remove this share of the expected modes from the catalog (picked by a
+    /// stable hash of their names); their queries become no-fit queries
+    #[arg(long, value_name = "SHARE", value_parser = share_in_unit_range)]
+    pub hold_out: Option<f64>,
     /// Print JSON instead of a table
     #[arg(long)]
     pub json: bool,
@@ -721,10 +726,21 @@ fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<ExitCod
     }
 }
 
+fn share_in_unit_range(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(share) if (0.0..1.0).contains(&share) => Ok(share),
+        _ => Err(format!("{text:?} is not a share in 0..1 (e.g. 0.25)")),
+    }
+}
+
 /// Loads the catalog (honouring --no-builtin-modes), ranks every label and
 /// prints the scores.
 fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> {
-    let labels = crate::eval::read_labels(&args.labels)?;
+    let mut labels = Vec::new();
+    for path in &args.labels {
+        let file = crate::eval::read_labels(path)?;
+        labels.push((path.display().to_string(), file));
+    }
     let sources = CatalogSources {
         no_builtin: catalog.no_builtin_modes,
         modes_dirs: catalog.modes_dirs.clone(),
@@ -734,8 +750,14 @@ fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> {
     if catalog.is_empty() {
         bail!("no modes to rank: --no-builtin-modes needs --catalog FILE or --modes-dir DIR");
     }
-    crate::eval::check_labels(&labels, &catalog, &args.labels.display().to_string())
-        .map_err(anyhow::Error::msg)?;
+    for (path, file) in &labels {
+        crate::eval::check_labels(file, &catalog, path).map_err(anyhow::Error::msg)?;
+    }
+    let labels: Vec<crate::eval::Label> = labels.into_iter().flat_map(|(_, file)| file).collect();
+    let (catalog, labels) = match args.hold_out {
+        Some(share) => crate::eval::hold_out(&catalog, &labels, share),
+        None => (catalog, labels),
+    };
     let index = crate::select::Index::build_with(&catalog, args.ranker);
     let report = crate::eval::evaluate(&index, &catalog, &labels);
     if args.json {

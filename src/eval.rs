@@ -2,8 +2,13 @@
 //!
 //! A labels file has one JSON object per line:
 //! `{"query": "...", "expected": "mode", "acceptable": ["other_mode"]}`
-//! (`acceptable` optional; blank lines are skipped). Every named mode must
+//! (`acceptable` optional; blank lines are skipped); `"expected": null`
+//! marks a query that no mode of the catalog fits. Every named mode must
 //! exist in the catalog, so a typo fails loudly instead of scoring as a miss.
+//!
+//! [`hold_out`] makes no-fit queries out of any labeled set: it removes a
+//! share of the expected modes from the catalog, so their queries have no
+//! right answer left, only neighbours.
 //!
 //! The report gives top-1 (exactly the expected mode first), top-1 counting
 //! acceptable modes too, top-3 and mean reciprocal rank (of the expected
@@ -33,7 +38,8 @@ const CALIBRATION_BINS: usize = 10;
 #[serde(deny_unknown_fields)]
 pub struct Label {
     pub query: String,
-    pub expected: String,
+    /// `None`: no mode of the catalog fits this query.
+    pub expected: Option<String>,
     #[serde(default)]
     pub acceptable: Vec<String>,
     /// 1-based line in the labels file, for error messages.
@@ -78,16 +84,28 @@ pub fn parse_labels(text: &str, source_name: &str) -> Result<Vec<Label>, LabelsE
             line: number + 1,
             problem,
         };
-        let mut label: Label = serde_json::from_str(line).map_err(|e| {
+        let not_a_label = |e: &dyn std::fmt::Display| {
             error(format!(
-                "not a label ({{\"query\": \"...\", \"expected\": \"mode\", \"acceptable\": [...]}}): {e}"
+                "not a label ({{\"query\": \"...\", \"expected\": \"mode\" or null, \"acceptable\": [...]}}): {e}"
             ))
-        })?;
+        };
+        let value: Value = serde_json::from_str(line).map_err(|e| not_a_label(&e))?;
+        // A missing "expected" is a mistake; only an explicit null means "no fit".
+        if value.get("expected").is_none() {
+            return Err(not_a_label(&"missing field `expected`"));
+        }
+        let mut label: Label = serde_json::from_value(value).map_err(|e| not_a_label(&e))?;
         if label.query.trim().is_empty() {
             return Err(error("\"query\" is empty".to_owned()));
         }
-        if label.expected.trim().is_empty() {
-            return Err(error("\"expected\" is empty".to_owned()));
+        if label
+            .expected
+            .as_deref()
+            .is_some_and(|e| e.trim().is_empty())
+        {
+            return Err(error(
+                "\"expected\" is empty (use null for no fit)".to_owned(),
+            ));
         }
         label.line = number + 1;
         labels.push(label);
@@ -103,7 +121,7 @@ pub fn parse_labels(text: &str, source_name: &str) -> Result<Vec<Label>, LabelsE
 /// Checks that every mode a label names exists; the error names the line.
 pub fn check_labels(labels: &[Label], catalog: &Catalog, source_name: &str) -> Result<(), String> {
     for label in labels {
-        for name in std::iter::once(&label.expected).chain(&label.acceptable) {
+        for name in label.expected.iter().chain(&label.acceptable) {
             if catalog.get(name).is_none() {
                 let closest = catalog.closest_names(name, 3);
                 return Err(format!(
@@ -119,6 +137,41 @@ pub fn check_labels(labels: &[Label], catalog: &Catalog, source_name: &str) -> R
         }
     }
     Ok(())
+}
+
+/// Holds out about `share` of the modes the labels expect: the returned
+/// catalog lacks them and their queries become no-fit queries. Which modes
+/// go depends only on their names (a stable hash), so every run and every
+/// ranker sees the same split.
+pub fn hold_out(catalog: &Catalog, labels: &[Label], share: f64) -> (Catalog, Vec<Label>) {
+    let held = |name: &str| {
+        // FNV-1a: stable across Rust versions, unlike the std hasher.
+        let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        ((hash % 10_000) as f64) < share * 10_000.0
+    };
+    let expected: std::collections::BTreeSet<&str> = labels
+        .iter()
+        .filter_map(|l| l.expected.as_deref())
+        .collect();
+    let catalog = catalog.without(|name| expected.contains(name) && held(name));
+    let labels = labels
+        .iter()
+        .map(|label| {
+            let mut label = label.clone();
+            if label
+                .expected
+                .as_deref()
+                .is_some_and(|e| catalog.get(e).is_none())
+            {
+                label.expected = None;
+            }
+            label.acceptable.retain(|name| catalog.get(name).is_some());
+            label
+        })
+        .collect();
+    (catalog, labels)
 }
 
 /// Scores for one group of queries (all, or one expected mode).
@@ -162,6 +215,10 @@ pub struct Report {
     pub mean_confidence: f64,
     /// Expected calibration error of the top-1 confidence.
     pub calibration_error: f64,
+    /// Queries no mode fits (`"expected": null`), and the share of them the
+    /// select tool flags as having no clear fit (higher is better).
+    pub no_fit_queries: usize,
+    pub no_fit_flagged: f64,
     pub misses: Vec<Miss>,
 }
 
@@ -217,18 +274,24 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
     // Per bin: (count, summed confidence, correct).
     let mut bins = [(0usize, 0.0f64, 0usize); CALIBRATION_BINS];
 
+    let (mut no_fit_queries, mut no_fit_flagged) = (0usize, 0usize);
     for label in labels {
         let ranking = index.ranking(&label.query);
+        let Some(expected) = &label.expected else {
+            no_fit_queries += 1;
+            no_fit_flagged += usize::from(ranking.no_clear_fit());
+            continue;
+        };
         let rank = ranking
             .ranked
             .iter()
-            .position(|r| catalog.modes()[r.mode_index].name() == label.expected)
+            .position(|r| catalog.modes()[r.mode_index].name() == expected)
             .map(|position| position + 1);
         let top = name(&ranking, 0);
         let acceptable_first = top.as_ref().is_some_and(|t| label.acceptable.contains(t));
         overall.add(rank, acceptable_first);
         per_mode
-            .entry(label.expected.clone())
+            .entry(expected.clone())
             .or_default()
             .add(rank, acceptable_first);
 
@@ -250,12 +313,12 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
         if !right {
             if let Some(got) = &top {
                 *confusions
-                    .entry((label.expected.clone(), got.clone()))
+                    .entry((expected.clone(), got.clone()))
                     .or_default() += 1;
             }
             misses.push(Miss {
                 query: label.query.clone(),
-                expected: label.expected.clone(),
+                expected: expected.clone(),
                 got: top,
                 confidence,
                 rank,
@@ -266,7 +329,7 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
     let mut confusions: Vec<((String, String), usize)> = confusions.into_iter().collect();
     confusions.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     confusions.truncate(TOP_CONFUSIONS);
-    let n = labels.len();
+    let n = overall.n;
     let calibration_error = bins
         .iter()
         .filter(|(count, _, _)| *count > 0)
@@ -286,6 +349,8 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
         top1_when_confident: ratio(confident_right as f64, confident),
         mean_confidence: ratio(confidence_sum, n),
         calibration_error,
+        no_fit_queries,
+        no_fit_flagged: ratio(no_fit_flagged as f64, no_fit_queries),
         misses,
     }
 }
@@ -315,6 +380,8 @@ pub fn to_json(report: &Report) -> Value {
         "top1_when_confident": round3(report.top1_when_confident),
         "mean_confidence": round3(report.mean_confidence),
         "calibration_error": round3(report.calibration_error),
+        "no_fit_queries": report.no_fit_queries,
+        "no_fit_flagged": round3(report.no_fit_flagged),
         "per_mode": report
             .per_mode
             .iter()
@@ -366,6 +433,13 @@ pub fn to_table(report: &Report, show_misses: bool) -> String {
         report.mean_confidence,
         report.calibration_error
     );
+    if report.no_fit_queries > 0 {
+        let _ = writeln!(
+            out,
+            "no-fit queries {}   flagged as no fit {:.3}   relevant queries flagged {:.3}\n",
+            report.no_fit_queries, report.no_fit_flagged, report.no_clear_fit
+        );
+    }
     let width = report
         .per_mode
         .keys()

@@ -290,6 +290,12 @@ impl Catalog {
         }
     }
 
+    /// The catalog minus the modes `drop` names (evaluations hold tools out
+    /// to measure how "no mode fits" is detected).
+    pub fn without(&self, drop: impl Fn(&str) -> bool) -> Self {
+        Self::from_shared(self.modes.iter().filter(|mode| !drop(mode.name())).cloned())
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<Mode>> {
         self.by_name.get(name).map(|&index| &self.modes[index])
     }

@@ -34,15 +34,18 @@
 
 pub mod analyze;
 pub mod bm25;
+pub mod embedding;
 pub mod examples;
 pub mod phrasing;
 pub mod synonyms;
 pub mod text;
+pub mod wordpiece;
 
 use rustc_hash::FxHashMap as HashMap;
 
 use analyze::{Analyzer, Options, Term, TermKind, Vocabulary, query_terms};
 use bm25::{Bm25F, Document, Field, FieldParams, FieldTable};
+use embedding::EmbeddingIndex;
 use examples::ExampleIndex;
 use phrasing::{PhrasingCounts, PhrasingModel};
 
@@ -60,8 +63,17 @@ pub struct Tuning {
     pub lexical_weight: f32,
     /// Weight of the example-similarity signal in a mode's score.
     pub example_weight: f32,
-    /// Weight of the phrasing-model posterior in a mode's score.
+    /// Weight of the phrasing-model posterior in the score of a mode with
+    /// example phrasings. Without examples the model only knows a name and a
+    /// description, which the lexical signal already weighs better: on the
+    /// foreign development sets it cost top-1, so it is left out there.
     pub phrasing_weight: f32,
+    /// Weight of the meaning signal (static embeddings) in a mode's score;
+    /// it runs only for catalogs with a mode that has no example phrasings.
+    pub semantic_weight: f32,
+    /// Cosine similarity that counts as no shared meaning at all: the
+    /// meaning signal is `(cos - floor) / (1 - floor)`, clamped at 0.
+    pub semantic_floor: f32,
     /// In the phrasing model: weight of a name, title, summary or keyword
     /// phrase relative to one example task.
     pub intent_text_weight: f32,
@@ -78,8 +90,14 @@ pub struct Tuning {
     pub topic_weight: f32,
     /// Softmax temperature over scores: lower is more decisive.
     pub temperature: f32,
-    /// The score of the implicit "no mode fits" candidate.
+    /// The score of the implicit "no mode fits" candidate (catalogs ranked
+    /// without the meaning signal).
     pub no_fit_score: f32,
+    /// With the meaning signal: which quantile of the probes' best scores
+    /// a request must beat ([`Index::calibrated_no_fit_score`]).
+    pub no_fit_quantile: f32,
+    /// With the meaning signal: how far above that quantile.
+    pub no_fit_margin: f32,
     /// How much query evidence (summed IDF of the query's known terms) makes
     /// a ranking count fully; see [`Index::ranking`].
     pub evidence_scale: f32,
@@ -96,11 +114,13 @@ impl Tuning {
             field(2.0, 0.5),  // summary
             field(3.0, 0.5),  // keywords
             field(1.0, 0.75), // description
-            field(0.5, 0.75), // parameters
+            field(2.0, 0.75), // parameters
         ],
         lexical_weight: 1.0,
         example_weight: 1.0,
         phrasing_weight: 1.0,
+        semantic_weight: 1.0,
+        semantic_floor: 0.2,
         intent_text_weight: 3.0,
         description_phrasing_weight: 0.5,
         phrasing_smoothing: 0.2,
@@ -109,6 +129,8 @@ impl Tuning {
         topic_weight: 0.5,
         temperature: 0.2,
         no_fit_score: 0.4,
+        no_fit_quantile: 0.65,
+        no_fit_margin: 1.0,
         evidence_scale: 8.0,
     };
 }
@@ -144,12 +166,21 @@ const MEMO_MAX_BYTES: usize = 64;
 /// Modes that get their matched words listed (the select tool shows at most 10).
 const EXPLAINED: usize = 10;
 
-/// Which ranking to run.
+/// Which ranking to run: the fused ranker, one of its signals alone (to
+/// measure what each adds), or the plain BM25 baseline.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Ranker {
-    /// Field-weighted BM25 with stemming, synonyms and phrases, plus examples.
+    /// Every signal fused: lexical, examples, phrasing model and meaning.
     #[default]
     Full,
+    /// Field-weighted BM25 with stemming, synonyms and phrases, alone.
+    Lexical,
+    /// Similarity to the closest example phrasings, alone.
+    Examples,
+    /// The naive Bayes phrasing model, alone.
+    Phrasing,
+    /// The static-embedding meaning signal, alone.
+    Embed,
     /// Plain BM25 over all text as one field: the baseline.
     Bm25,
 }
@@ -158,7 +189,29 @@ impl Ranker {
     pub fn as_str(self) -> &'static str {
         match self {
             Ranker::Full => "full",
+            Ranker::Lexical => "lexical",
+            Ranker::Examples => "examples",
+            Ranker::Phrasing => "phrasing",
+            Ranker::Embed => "embed",
             Ranker::Bm25 => "bm25",
+        }
+    }
+
+    /// The default constants with every other signal's weight at 0.
+    fn tuning(self, tuning: Tuning) -> Tuning {
+        let only = |lexical: f32, examples: f32, phrasing: f32, semantic: f32| Tuning {
+            lexical_weight: tuning.lexical_weight * lexical,
+            example_weight: tuning.example_weight * examples,
+            phrasing_weight: tuning.phrasing_weight * phrasing,
+            semantic_weight: tuning.semantic_weight * semantic,
+            ..tuning
+        };
+        match self {
+            Ranker::Full => tuning,
+            Ranker::Lexical | Ranker::Bm25 => only(1.0, 0.0, 0.0, 0.0),
+            Ranker::Examples => only(0.0, 1.0, 0.0, 0.0),
+            Ranker::Phrasing => only(0.0, 0.0, 1.0, 0.0),
+            Ranker::Embed => only(0.0, 0.0, 0.0, 1.0),
         }
     }
 }
@@ -216,8 +269,18 @@ pub struct Index {
     lexical: Bm25F,
     examples: Option<ExampleIndex>,
     phrasing: Option<PhrasingModel>,
+    semantic: Option<EmbeddingIndex>,
+    /// Per mode: does it have example phrasings? The phrasing model only
+    /// counts for those (see [`Tuning::phrasing_weight`]).
+    has_examples: Vec<bool>,
+    /// The score of the "no mode fits" candidate: [`Tuning::no_fit_score`],
+    /// or calibrated per catalog when the meaning signal runs.
+    no_fit_score: f32,
     modes: usize,
 }
+
+/// Requests from unrelated domains that calibrate the no-fit score.
+const NO_FIT_PROBES: &str = include_str!("../../data/selection/no_fit_probes.txt");
 
 /// A mode's three signals before weighting, each about 0..1.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -225,6 +288,9 @@ pub struct Signals {
     pub lexical: f32,
     pub examples: f32,
     pub phrasing: f32,
+    /// Meaning: cosine of the static embeddings, rescaled by
+    /// [`Tuning::semantic_floor`]; 0 when the signal does not run.
+    pub semantic: f32,
 }
 
 impl Index {
@@ -239,7 +305,8 @@ impl Index {
 
     /// [`Index::build_with`] with other constants, for evaluations.
     pub fn build_tuned(catalog: &Catalog, ranker: Ranker, tuning: Tuning) -> Self {
-        let full = ranker == Ranker::Full;
+        let tuning = ranker.tuning(tuning);
+        let full = ranker != Ranker::Bm25;
         let analyzer = Analyzer::new(if full {
             tuning.analysis
         } else {
@@ -322,7 +389,24 @@ impl Index {
         });
         let phrasing =
             full.then(|| PhrasingModel::build(phrasing, terms, tuning.phrasing_smoothing));
-        Index {
+        // Modes with example phrasings are routed well without it; the
+        // table is only parsed when some mode has none (imported tools).
+        let needs_meaning = catalog
+            .modes()
+            .iter()
+            .any(|m| m.manifest().examples.is_empty());
+        let semantic = (tuning.semantic_weight > 0.0 && needs_meaning)
+            .then(embedding::table)
+            .flatten()
+            .map(|table| {
+                let texts: Vec<String> = catalog
+                    .modes()
+                    .iter()
+                    .map(|m| meaning_text(m.manifest()))
+                    .collect();
+                EmbeddingIndex::build(table, texts.iter().map(String::as_str))
+            });
+        let mut index = Index {
             ranker,
             tuning,
             analyzer,
@@ -330,8 +414,19 @@ impl Index {
             lexical,
             examples,
             phrasing,
+            semantic,
+            has_examples: catalog
+                .modes()
+                .iter()
+                .map(|m| !m.manifest().examples.is_empty())
+                .collect(),
+            no_fit_score: tuning.no_fit_score,
             modes: catalog.len(),
+        };
+        if index.semantic.is_some() {
+            index.no_fit_score = index.calibrated_no_fit_score();
         }
+        index
     }
 
     pub fn ranker(&self) -> Ranker {
@@ -354,7 +449,15 @@ impl Index {
             .iter()
             .map(|(term, weight)| (self.vocabulary.get(&term.key), *weight))
             .collect();
-        Query { terms, ids }
+        let meaning = self
+            .semantic
+            .as_ref()
+            .and_then(|semantic| semantic.embed_query(text));
+        Query {
+            terms,
+            ids,
+            meaning,
+        }
     }
 
     /// The signals and the query's evidence: the summed weighted IDF of its
@@ -387,17 +490,38 @@ impl Index {
             None => vec![0.0; self.modes],
         };
         let phrasing = match &self.phrasing {
-            Some(model) => model.posterior(&query.ids, self.tuning.phrasing_temperature),
+            Some(model) => {
+                let mut posterior = model.posterior(&query.ids, self.tuning.phrasing_temperature);
+                for (p, &has) in posterior.iter_mut().zip(&self.has_examples) {
+                    if !has {
+                        *p = 0.0;
+                    }
+                }
+                posterior
+            }
             None => vec![0.0; self.modes],
+        };
+        let semantic = match (&self.semantic, &query.meaning) {
+            (Some(index), Some(meaning)) => {
+                let floor = self.tuning.semantic_floor;
+                index
+                    .similarities(meaning)
+                    .into_iter()
+                    .map(|cos| ((cos - floor) / (1.0 - floor)).max(0.0))
+                    .collect()
+            }
+            _ => vec![0.0; self.modes],
         };
         let signals = lexical
             .into_iter()
             .zip(examples)
             .zip(phrasing)
-            .map(|((lexical, examples), phrasing)| Signals {
+            .zip(semantic)
+            .map(|(((lexical, examples), phrasing), semantic)| Signals {
                 lexical,
                 examples,
                 phrasing,
+                semantic,
             })
             .collect();
         (signals, ceiling + example_only)
@@ -414,18 +538,7 @@ impl Index {
     pub fn ranking(&self, query: &str) -> Ranking {
         let query = self.query(query);
         let tuning = &self.tuning;
-        let (signals, evidence) = self.signals_of(&query);
-        let strength = 1.0 - (-evidence / tuning.evidence_scale.max(f32::MIN_POSITIVE)).exp();
-        let scores: Vec<f32> = signals
-            .into_iter()
-            .map(|s| {
-                strength
-                    * (tuning.lexical_weight * s.lexical
-                        + tuning.example_weight * s.examples
-                        + tuning.phrasing_weight * s.phrasing)
-            })
-            .collect();
-
+        let scores = self.scores(&query);
         let mut ranked: Vec<Ranked> = scores
             .iter()
             .enumerate()
@@ -442,11 +555,56 @@ impl Index {
                 .total_cmp(&a.score)
                 .then_with(|| a.mode_index.cmp(&b.mode_index))
         });
-        let no_fit = assign_confidences(&mut ranked, tuning);
+        let no_fit = assign_confidences(&mut ranked, tuning, self.no_fit_score);
         for entry in ranked.iter_mut().take(EXPLAINED) {
             entry.matched = self.matched_words(&query, entry.mode_index);
         }
         Ranking { ranked, no_fit }
+    }
+
+    /// Every mode's weighted score, in catalog order.
+    fn scores(&self, query: &Query) -> Vec<f32> {
+        let tuning = &self.tuning;
+        let (signals, evidence) = self.signals_of(query);
+        let strength = 1.0 - (-evidence / tuning.evidence_scale.max(f32::MIN_POSITIVE)).exp();
+        signals
+            .into_iter()
+            .map(|s| {
+                strength
+                    * (tuning.lexical_weight * s.lexical
+                        + tuning.example_weight * s.examples
+                        + tuning.phrasing_weight * s.phrasing)
+                    + tuning.semantic_weight * s.semantic
+            })
+            .collect()
+    }
+
+    /// The no-fit candidate's score for a catalog ranked with the meaning
+    /// signal. Scores there have no fixed scale: a catalog of long, wordy
+    /// descriptions resembles everything a little, one of terse names
+    /// nothing. So each catalog is measured against requests it was not
+    /// written for ([`NO_FIT_PROBES`]): a real request must beat the best
+    /// score that [`Tuning::no_fit_quantile`] of them reach, times
+    /// [`Tuning::no_fit_margin`]. A catalog that happens to serve a few
+    /// probes (a weather tool, a calculator) barely moves the quantile.
+    fn calibrated_no_fit_score(&self) -> f32 {
+        let mut best: Vec<f32> = NO_FIT_PROBES
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .map(|probe| {
+                self.scores(&self.query(probe))
+                    .into_iter()
+                    .filter(|s| s.is_finite())
+                    .fold(0.0f32, f32::max)
+            })
+            .collect();
+        if best.is_empty() {
+            return self.tuning.no_fit_score;
+        }
+        best.sort_by(f32::total_cmp);
+        let position = ((best.len() - 1) as f32 * self.tuning.no_fit_quantile).round() as usize;
+        best[position.min(best.len() - 1)] * self.tuning.no_fit_margin
     }
 
     /// The query's words that matched `mode_index`, strongest first, each once.
@@ -481,6 +639,18 @@ impl Index {
     }
 }
 
+/// What the meaning signal embeds for a mode: its name as words, then what
+/// it does (the shape the distillation corpus used).
+fn meaning_text(manifest: &Manifest) -> String {
+    let name = text::split_identifier(&manifest.name);
+    let about = if manifest.description.is_empty() {
+        &manifest.summary
+    } else {
+        &manifest.description
+    };
+    format!("{name}: {about}")
+}
+
 /// The text of each field of a manifest.
 fn field_texts(manifest: &Manifest) -> Vec<(Field, &str)> {
     let mut texts = vec![
@@ -506,6 +676,8 @@ fn field_texts(manifest: &Manifest) -> Vec<(Field, &str)> {
 struct Query {
     terms: Vec<(Term, f32)>,
     ids: Vec<(Option<u32>, f32)>,
+    /// The static embedding of the whole query, when the index has one.
+    meaning: Option<Vec<f32>>,
 }
 
 /// Adds terms to a field; only words count toward its length.
@@ -521,14 +693,14 @@ fn add_terms(field: &mut bm25::FieldTerms, terms: &[(u32, TermKind)]) {
 /// Softmax over the best [`CONFIDENCE_CANDIDATES`] scores and the no-fit
 /// score; modes further down get their share of what is left (effectively 0).
 /// Returns the no-fit share.
-fn assign_confidences(ranked: &mut [Ranked], tuning: &Tuning) -> f32 {
+fn assign_confidences(ranked: &mut [Ranked], tuning: &Tuning, no_fit_score: f32) -> f32 {
     let Some(best) = ranked.first().map(|r| r.score) else {
         return 1.0;
     };
     // Shift by the largest score for numeric stability.
-    let top = best.max(tuning.no_fit_score);
+    let top = best.max(no_fit_score);
     let weight = |score: f32| ((score - top) / tuning.temperature).exp();
-    let no_fit = weight(tuning.no_fit_score);
+    let no_fit = weight(no_fit_score);
     let total: f32 = no_fit
         + ranked
             .iter()

@@ -149,6 +149,29 @@ fn end_run(current: &mut Vec<String>, runs: &mut Vec<Vec<String>>) {
     }
 }
 
+/// A tool name as words: `getUserRepos` -> `get User Repos`,
+/// `ChaDri.change_drink` -> `Cha Dri change drink` (separators become spaces,
+/// a capital after a lower-case letter or digit starts a word).
+pub fn split_identifier(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 8);
+    let mut previous: Option<char> = None;
+    for c in name.chars() {
+        if matches!(c, '_' | '.' | '-' | '/') {
+            if !out.ends_with(' ') && !out.is_empty() {
+                out.push(' ');
+            }
+            previous = None;
+            continue;
+        }
+        if c.is_uppercase() && previous.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit()) {
+            out.push(' ');
+        }
+        out.push(c);
+        previous = Some(c);
+    }
+    out.trim_end().to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +235,19 @@ mod tests {
             let _ = runs(text);
         }
         assert!(words("").is_empty());
+    }
+
+    #[test]
+    fn identifiers_split_into_words() {
+        assert_eq!(split_identifier("getUserRepos"), "get User Repos");
+        assert_eq!(
+            split_identifier("ChaDri.change_drink"),
+            "Cha Dri change drink"
+        );
+        assert_eq!(
+            split_identifier("Payment_1_MakePayment"),
+            "Payment 1 Make Payment"
+        );
+        assert_eq!(split_identifier("__x__"), "x");
     }
 }

@@ -100,7 +100,13 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
         None => (
             catalog.modes()[best.mode_index].as_ref(),
             best.confidence,
-            reason(&best.matched),
+            reason(
+                &best.matched,
+                !catalog.modes()[best.mode_index]
+                    .manifest()
+                    .examples
+                    .is_empty(),
+            ),
         ),
     };
     reply.insert("mode".into(), json!(mode.name()));
@@ -215,9 +221,16 @@ pub fn analysed_part(task: &str) -> &str {
     }
 }
 
-fn reason(matched: &[String]) -> String {
+/// Why a mode ranked first: the words it matched or, with none, which
+/// signal found it (example phrasings, or the meaning of its description).
+fn reason(matched: &[String], has_examples: bool) -> String {
     if matched.is_empty() {
-        return "close to this mode's example tasks".to_owned();
+        return if has_examples {
+            "close to this mode's example tasks"
+        } else {
+            "close in meaning to this mode's description"
+        }
+        .to_owned();
     }
     let words: Vec<&str> = matched.iter().take(4).map(String::as_str).collect();
     format!("matched: {}", words.join(", "))

@@ -1,0 +1,215 @@
+//! The meaning signal: a static token-embedding table distilled from
+//! all-MiniLM-L6-v2.
+//!
+//! Lexical signals only see shared words; "reserve a plane ticket" and
+//! `book_flight` share none. A sentence-embedding model sees the shared
+//! meaning, but running one costs milliseconds per query. The table in
+//! `data/embedding/` holds, for each of the model's 30,522 WordPiece tokens,
+//! the model's output for that token alone, reduced by PCA, re-weighted so
+//! frequent tokens count less, refined so that sums of token vectors land
+//! near the full model's sentence embeddings, and stored as int8 with one
+//! scale per token (`scripts/embedding/distill.py` rebuilds it). A text's
+//! vector is the sum of its tokens' vectors, normalized: one table lookup
+//! and a multiply-add per dimension per token.
+//!
+//! The table is compiled into the binary and parsed on first use only, so a
+//! process whose catalog has example phrasings for every mode (the built-in
+//! modes) never touches it.
+
+use std::sync::OnceLock;
+
+use super::wordpiece::WordPiece;
+
+/// The distilled table; its format is described at [`TokenTable::parse`].
+static TABLE_BYTES: &[u8] = include_bytes!("../../data/embedding/minilm_l6_static.bin");
+const MAGIC: &[u8; 8] = b"ZENEMB01";
+/// Tokens of a mode's text that count: MiniLM itself reads at most 256.
+pub const MAX_TEXT_TOKENS: usize = 256;
+
+/// Token vectors and the tokenizer that indexes them.
+#[derive(Debug)]
+pub struct TokenTable {
+    tokenizer: WordPiece<'static>,
+    dims: usize,
+    scales: &'static [u8],
+    vectors: &'static [u8],
+}
+
+/// The compiled-in table, parsed on first use; `None` if it is damaged
+/// (which a unit test rules out for the shipped file).
+pub fn table() -> Option<&'static TokenTable> {
+    static TABLE: OnceLock<Option<TokenTable>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| TokenTable::parse(TABLE_BYTES))
+        .as_ref()
+}
+
+impl TokenTable {
+    /// Layout, little-endian: the magic `ZENEMB01`; u32 token count; u32
+    /// dimensions; per token a u8 length and its UTF-8 text; per token an f32
+    /// scale; per token `dimensions` int8 components.
+    pub fn parse(bytes: &'static [u8]) -> Option<TokenTable> {
+        let rest = bytes.strip_prefix(MAGIC)?;
+        let (count, rest) = read_u32(rest)?;
+        let (dims, mut rest) = read_u32(rest)?;
+        let (count, dims) = (count as usize, dims as usize);
+        let mut tokens = Vec::with_capacity(count);
+        for _ in 0..count {
+            let (&len, tail) = rest.split_first()?;
+            let (text, tail) = tail.split_at_checked(len as usize)?;
+            tokens.push(std::str::from_utf8(text).ok()?);
+            rest = tail;
+        }
+        let (scales, rest) = rest.split_at_checked(count.checked_mul(4)?)?;
+        let vectors = rest.get(..count.checked_mul(dims)?)?;
+        if dims == 0 || rest.len() != vectors.len() {
+            return None;
+        }
+        Some(TokenTable {
+            tokenizer: WordPiece::new(tokens)?,
+            dims,
+            scales,
+            vectors,
+        })
+    }
+
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Adds the vectors of `text`'s first `max_tokens` tokens to `sum`
+    /// (length [`TokenTable::dims`]); returns how many tokens it added.
+    pub fn add_text(
+        &self,
+        text: &str,
+        max_tokens: usize,
+        ids: &mut Vec<u32>,
+        sum: &mut [f32],
+    ) -> usize {
+        ids.clear();
+        self.tokenizer.encode(text, ids);
+        ids.truncate(max_tokens);
+        for &id in ids.iter() {
+            let id = id as usize;
+            let scale = f32::from_le_bytes(
+                self.scales[id * 4..id * 4 + 4]
+                    .try_into()
+                    .unwrap_or_default(),
+            );
+            let row = &self.vectors[id * self.dims..(id + 1) * self.dims];
+            for (total, &component) in sum.iter_mut().zip(row) {
+                *total += scale * f32::from(component as i8);
+            }
+        }
+        ids.len()
+    }
+}
+
+fn read_u32(bytes: &[u8]) -> Option<(u32, &[u8])> {
+    let (head, rest) = bytes.split_at_checked(4)?;
+    Some((u32::from_le_bytes(head.try_into().ok()?), rest))
+}
+
+/// Scales `vector` to unit length; false if it is all zeros.
+pub fn normalize(vector: &mut [f32]) -> bool {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm <= f32::EPSILON || !norm.is_finite() {
+        vector.iter_mut().for_each(|x| *x = 0.0);
+        return false;
+    }
+    vector.iter_mut().for_each(|x| *x /= norm);
+    true
+}
+
+/// Unit vectors for every mode of a catalog.
+#[derive(Debug)]
+pub struct EmbeddingIndex {
+    table: &'static TokenTable,
+    /// `modes × dims`, row-major; an all-zero row for a mode without text.
+    vectors: Vec<f32>,
+}
+
+impl EmbeddingIndex {
+    /// `texts` yields each mode's text, in catalog order.
+    pub fn build<'t>(table: &'static TokenTable, texts: impl Iterator<Item = &'t str>) -> Self {
+        let dims = table.dims();
+        let mut vectors = Vec::new();
+        let mut ids = Vec::new();
+        for text in texts {
+            let start = vectors.len();
+            vectors.resize(start + dims, 0.0);
+            table.add_text(text, MAX_TEXT_TOKENS, &mut ids, &mut vectors[start..]);
+            normalize(&mut vectors[start..]);
+        }
+        EmbeddingIndex { table, vectors }
+    }
+
+    /// The query's unit vector, or `None` when it has no known token.
+    pub fn embed_query(&self, query: &str) -> Option<Vec<f32>> {
+        let mut vector = vec![0.0; self.table.dims()];
+        let mut ids = Vec::new();
+        self.table
+            .add_text(query, MAX_TEXT_TOKENS, &mut ids, &mut vector);
+        normalize(&mut vector).then_some(vector)
+    }
+
+    /// Cosine similarity of the query with every mode, in catalog order.
+    pub fn similarities(&self, query: &[f32]) -> Vec<f32> {
+        self.vectors
+            .chunks_exact(self.table.dims())
+            .map(|row| row.iter().zip(query).map(|(a, b)| a * b).sum())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_table_parses() {
+        let table = table().expect("data/embedding/minilm_l6_static.bin is damaged");
+        assert!(table.dims() >= 64);
+    }
+
+    /// The reference tokenizer's ids for tricky texts (accents, CJK, Hangul,
+    /// emoji, punctuation runs, long words); see scripts/embedding/distill.py.
+    #[test]
+    fn tokenizes_like_the_reference_tokenizer() {
+        let table = table().unwrap();
+        let cases = include_str!("../../tests/data/wordpiece_cases.jsonl");
+        for line in cases.lines() {
+            let case: serde_json::Value = serde_json::from_str(line).unwrap();
+            let text = case["text"].as_str().unwrap();
+            let expected: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
+            let mut ids = Vec::new();
+            table.tokenizer.encode(text, &mut ids);
+            assert_eq!(ids, expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn damaged_tables_are_refused() {
+        assert!(TokenTable::parse(b"").is_none());
+        assert!(TokenTable::parse(b"ZENEMB01\x01\x00\x00\x00").is_none());
+        let truncated: &'static [u8] = &TABLE_BYTES[..TABLE_BYTES.len() - 1];
+        assert!(TokenTable::parse(truncated).is_none());
+    }
+
+    #[test]
+    fn related_texts_are_closer_than_unrelated_ones() {
+        let table = table().unwrap();
+        let index = EmbeddingIndex::build(
+            table,
+            [
+                "book a flight: reserve seats on an airline",
+                "get the weather forecast for a city",
+            ]
+            .into_iter(),
+        );
+        let query = index.embed_query("I need a plane ticket to Paris").unwrap();
+        let similarities = index.similarities(&query);
+        assert!(similarities[0] > similarities[1], "{similarities:?}");
+        assert!(index.embed_query("").is_none());
+    }
+}

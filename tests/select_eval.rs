@@ -93,7 +93,10 @@ fn blind_test_set_meets_its_floor() {
     let labels = test_labels();
     eval::check_labels(&labels, &catalog, "select_test.jsonl").expect("labels name real modes");
     for mode in catalog.names() {
-        let count = labels.iter().filter(|l| l.expected.as_deref() == Some(mode)).count();
+        let count = labels
+            .iter()
+            .filter(|l| l.expected.as_deref() == Some(mode))
+            .count();
         assert!(count >= 12, "{mode} has only {count} test tasks");
     }
     let report = evaluate(&catalog, Ranker::Full, &labels);
@@ -139,7 +142,10 @@ fn dev_set_covers_every_mode_and_names_only_real_modes() {
     eval::check_labels(&labels, &catalog, "select_dev.jsonl").expect("labels name real modes");
     assert!(labels.len() >= 300, "{} labeled tasks", labels.len());
     for mode in catalog.names() {
-        let count = labels.iter().filter(|l| l.expected.as_deref() == Some(mode)).count();
+        let count = labels
+            .iter()
+            .filter(|l| l.expected.as_deref() == Some(mode))
+            .count();
         assert!(count >= 12, "{mode} has only {count} labeled tasks");
     }
 }

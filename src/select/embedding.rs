@@ -44,6 +44,12 @@ pub fn table() -> Option<&'static TokenTable> {
         .as_ref()
 }
 
+/// Parses the compiled-in table afresh (what the first use costs; for the
+/// benchmark).
+pub fn parse_compiled() -> Option<TokenTable> {
+    TokenTable::parse(TABLE_BYTES)
+}
+
 impl TokenTable {
     /// Layout, little-endian: the magic `ZENEMB01`; u32 token count; u32
     /// dimensions; per token a u8 length and its UTF-8 text; per token an f32

@@ -1,6 +1,6 @@
 //! Ranking modes against a free-text task description.
 //!
-//! A mode's score adds three signals, each in 0..1:
+//! A mode's score adds up to four signals, each in 0..1:
 //!
 //! 1. **Lexical**: field-weighted BM25 ([`bm25`]) over the mode's name, title,
 //!    summary, keywords, description and parameter names, divided by the
@@ -13,7 +13,10 @@
 //!    mode's phrasings at once ([`phrasing`]): words that recur across its
 //!    examples and keywords count, a subject one example mentions does not.
 //!
-//! All three run over the same analyzed terms ([`analyze`]): whole words (never
+//! 4. **Meaning**: cosine similarity of static sentence embeddings
+//!    ([`embedding`]), for catalogs where some mode has no examples.
+//!
+//! The first three run over the same analyzed terms ([`analyze`]): whole words (never
 //! substrings), case-folded, English-stemmed, with phrase bigrams, glued
 //! compounds and a small domain synonym table ([`synonyms`]).
 //!
@@ -282,7 +285,7 @@ pub struct Index {
 /// Requests from unrelated domains that calibrate the no-fit score.
 const NO_FIT_PROBES: &str = include_str!("../../data/selection/no_fit_probes.txt");
 
-/// A mode's three signals before weighting, each about 0..1.
+/// A mode's four signals before weighting, each about 0..1.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Signals {
     pub lexical: f32,
@@ -433,6 +436,17 @@ impl Index {
         self.ranker
     }
 
+    /// Whether this index ranks by meaning too (some mode has no example
+    /// phrasings, so the static embedding table was loaded).
+    pub fn uses_meaning(&self) -> bool {
+        self.semantic.is_some()
+    }
+
+    /// The score below which the "no mode fits" candidate wins.
+    pub fn no_fit_score(&self) -> f32 {
+        self.no_fit_score
+    }
+
     /// Modes with a positive score, best first; ties break by catalog order.
     pub fn rank(&self, query: &str) -> Vec<Ranked> {
         self.ranking(query).ranked
@@ -492,8 +506,10 @@ impl Index {
         let phrasing = match &self.phrasing {
             Some(model) => {
                 let mut posterior = model.posterior(&query.ids, self.tuning.phrasing_temperature);
+                // Alone (`--ranker phrasing`) it still scores every mode.
+                let alone = self.ranker == Ranker::Phrasing;
                 for (p, &has) in posterior.iter_mut().zip(&self.has_examples) {
-                    if !has {
+                    if !has && !alone {
                         *p = 0.0;
                     }
                 }

@@ -1,0 +1,228 @@
+//! Selection of tools that have no example phrasings: the meaning signal,
+//! its fusion with the lexical one, and no-fit detection, on foreign sets.
+//!
+//! The sets are BFCL v4 (Apache-2.0; scripts/embedding/README.md):
+//! `bfcl_multiple` (443 functions, 200 queries, in ../shared/routing),
+//! `bfcl_live` (457 real-user functions, 1,053 queries, split into a dev half
+//! and a held-out half that no setting was chosen on) and
+//! `bfcl_irrelevance` (884 real requests that the bfcl_multiple catalog does
+//! not serve, as no-fit queries). The embedding baseline figures are those of
+//! the full all-MiniLM-L6-v2 model on the same sets
+//! (`scripts/embedding/baseline.py`); docs/selection.md has the tables.
+
+use std::path::{Path, PathBuf};
+
+use zenmode::{
+    catalog::{Catalog, CatalogSources, Manifest, Mode, Origin},
+    eval::{self, Label, Report, Scores},
+    select::{Index, Ranker},
+};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn catalog(path: PathBuf) -> Catalog {
+    let sources = CatalogSources {
+        no_builtin: true,
+        foreign_catalogs: vec![path],
+        ..Default::default()
+    };
+    Catalog::load(&sources).expect("catalog loads")
+}
+
+fn labels(path: PathBuf) -> Vec<Label> {
+    eval::read_labels(&path).expect("labels parse")
+}
+
+fn live() -> (Catalog, Vec<Label>, Vec<Label>) {
+    let dir = root().join("tests/data/foreign/bfcl_live");
+    (
+        catalog(dir.join("catalog.json")),
+        labels(dir.join("dev.jsonl")),
+        labels(dir.join("heldout.jsonl")),
+    )
+}
+
+fn multiple() -> (Catalog, Vec<Label>) {
+    let dir = root().join("../shared/routing/bfcl_multiple");
+    (
+        catalog(dir.join("global_catalog.json")),
+        labels(dir.join("global_labels.jsonl")),
+    )
+}
+
+fn evaluate(catalog: &Catalog, ranker: Ranker, labels: &[Label]) -> Report {
+    let index = Index::build_with(catalog, ranker);
+    eval::evaluate(&index, catalog, labels)
+}
+
+/// all-MiniLM-L6-v2 (top-1, MRR) on the same sets, measured with
+/// scripts/embedding/baseline.py.
+const MINILM_MULTIPLE: (f64, f64) = (0.750, 0.843);
+const MINILM_LIVE_DEV: (f64, f64) = (0.637, 0.757);
+const MINILM_LIVE_HELDOUT: (f64, f64) = (0.627, 0.741);
+
+fn assert_beats(name: &str, scores: &Scores, (top1, mrr): (f64, f64)) {
+    assert!(
+        scores.top1 > top1 && scores.mrr > mrr,
+        "{name}: top-1 {:.3} / MRR {:.3} does not beat the embedding baseline {top1} / {mrr}",
+        scores.top1,
+        scores.mrr
+    );
+}
+
+#[test]
+fn the_fused_ranker_beats_the_embedding_baseline() {
+    let (live, dev, heldout) = live();
+    let (multiple, multiple_labels) = multiple();
+    assert_beats(
+        "bfcl_multiple",
+        &evaluate(&multiple, Ranker::Full, &multiple_labels).overall,
+        MINILM_MULTIPLE,
+    );
+    assert_beats(
+        "bfcl_live dev",
+        &evaluate(&live, Ranker::Full, &dev).overall,
+        MINILM_LIVE_DEV,
+    );
+    assert_beats(
+        "bfcl_live held-out",
+        &evaluate(&live, Ranker::Full, &heldout).overall,
+        MINILM_LIVE_HELDOUT,
+    );
+}
+
+/// Fusion has to earn its place: on both halves of the live set it beats
+/// every signal alone and plain BM25.
+#[test]
+fn fusion_beats_each_signal_alone() {
+    let (live, dev, heldout) = live();
+    for (half, labels) in [("dev", &dev), ("held-out", &heldout)] {
+        let fused = evaluate(&live, Ranker::Full, labels).overall;
+        for ranker in [
+            Ranker::Lexical,
+            Ranker::Embed,
+            Ranker::Phrasing,
+            Ranker::Bm25,
+        ] {
+            let alone = evaluate(&live, ranker, labels).overall;
+            assert!(
+                fused.top1 > alone.top1 && fused.mrr > alone.mrr,
+                "{half}: fused {fused:?} vs {} {alone:?}",
+                ranker.as_str()
+            );
+        }
+    }
+}
+
+/// Only catalogs with a mode lacking example phrasings load the table: the
+/// built-in modes rank (and start) exactly as before.
+#[test]
+fn the_meaning_signal_runs_only_where_examples_are_missing() {
+    assert!(!Index::build(&Catalog::builtin().unwrap()).uses_meaning());
+    let (live, _, _) = live();
+    assert!(Index::build(&live).uses_meaning());
+    // Calibrated per catalog: two catalogs get different no-fit scores.
+    let (multiple, _) = multiple();
+    let (a, b) = (
+        Index::build(&live).no_fit_score(),
+        Index::build(&multiple).no_fit_score(),
+    );
+    assert!(a > 0.0 && b > 0.0 && a != b, "{a} {b}");
+}
+
+/// Real requests the catalog has no tool for are flagged; requests it
+/// serves mostly are not. Floors sit a little under the measured figures
+/// (dev half: 0.781 flagged, 0.095 of relevant queries flagged; held-out
+/// half: 0.845).
+#[test]
+fn no_fit_detection_on_irrelevant_requests() {
+    let (multiple, mut pooled) = multiple();
+    let relevant = pooled.len();
+    for half in ["dev", "heldout"] {
+        pooled.truncate(relevant);
+        pooled.extend(labels(
+            root().join(format!("tests/data/foreign/bfcl_irrelevance/{half}.jsonl")),
+        ));
+        let report = evaluate(&multiple, Ranker::Full, &pooled);
+        assert!(report.no_fit_queries > 400);
+        assert!(
+            report.no_fit_flagged >= 0.75,
+            "{half}: only {:.3} of no-fit queries flagged",
+            report.no_fit_flagged
+        );
+        assert!(
+            report.no_clear_fit <= 0.12,
+            "{half}: {:.3} of relevant queries flagged as no fit",
+            report.no_clear_fit
+        );
+    }
+}
+
+/// Holding tools out turns their queries into no-fit queries; the split
+/// depends only on names, so it is the same in every run.
+#[test]
+fn hold_out_makes_no_fit_queries_deterministically() {
+    let (live, dev, _) = live();
+    let (held_catalog, held_labels) = eval::hold_out(&live, &dev, 0.25);
+    let (again, _) = eval::hold_out(&live, &dev, 0.25);
+    assert_eq!(
+        held_catalog.names().collect::<Vec<_>>(),
+        again.names().collect::<Vec<_>>()
+    );
+    let no_fit = held_labels.iter().filter(|l| l.expected.is_none()).count();
+    assert!(
+        no_fit > dev.len() / 10 && no_fit < dev.len() / 2,
+        "{no_fit}"
+    );
+    assert!(held_catalog.len() < live.len());
+    for label in held_labels.iter().filter_map(|l| l.expected.as_deref()) {
+        assert!(held_catalog.get(label).is_some());
+    }
+}
+
+/// Imported descriptions are untrusted: one stuffed with the catalog's
+/// most common words must not capture queries meant for other tools.
+#[test]
+fn a_poisoned_description_does_not_win_every_query() {
+    let (live, dev, _) = live();
+    let stuffing = "get the list of all user data for a given name and id, find search create \
+                    update delete information details specific request value type date time \
+                    location number string ";
+    let poisoned = serde_json::json!({
+        "name": "helpful_tool", "title": "helpful_tool", "summary": "Does everything.",
+        "description": stuffing.repeat(60), "category": "utility",
+        "schema": {"type": "object", "properties": {}}
+    });
+    let poisoned = Mode::new(
+        Manifest::parse(&poisoned.to_string(), None).unwrap(),
+        Origin::Builtin,
+    );
+    let clean = evaluate(&live, Ranker::Full, &dev).overall;
+    let with_poison = live.without(|_| false).with_modes([poisoned]);
+    let index = Index::build(&with_poison);
+    let report = eval::evaluate(&index, &with_poison, &dev);
+    let captured = dev
+        .iter()
+        .filter(|label| {
+            let best = index.rank(&label.query)[0].mode_index;
+            with_poison.modes()[best].name() == "helpful_tool"
+        })
+        .count();
+    eprintln!(
+        "poisoned tool first for {captured} queries; top-1 {:.3} -> {:.3}",
+        clean.top1, report.overall.top1
+    );
+    assert!(
+        captured * 50 <= dev.len(),
+        "the poisoned tool ranked first for {captured} of {} queries",
+        dev.len()
+    );
+    assert!(
+        report.overall.top1 >= clean.top1 - 0.02,
+        "top-1 fell from {:.3} to {:.3}",
+        clean.top1,
+        report.overall.top1
+    );
+}

@@ -392,6 +392,9 @@ impl ServeArgs {
 /// Parses the arguments, runs the command, and maps failures to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_)) {
+        default_sigpipe();
+    }
     let _logging = crate::logging::init();
     match run(cli) {
         Ok(code) => code,
@@ -399,6 +402,18 @@ pub fn main() -> ExitCode {
             crate::logging::print(&format!("zenmode: {error:#}"));
             ExitCode::from(2)
         }
+    }
+}
+
+/// Rust ignores SIGPIPE, so `println!` into a closed pipe (`zenmode eval |
+/// head`) panics. The one-shot commands take the Unix default instead and
+/// end quietly when the reader goes away; `serve` keeps ignoring it and
+/// handles a closed peer as the end of the connection.
+fn default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called before any thread starts; SIG_DFL is a valid handler.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

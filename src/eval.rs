@@ -220,6 +220,8 @@ pub struct Report {
     pub no_fit_queries: usize,
     pub no_fit_flagged: f64,
     pub misses: Vec<Miss>,
+    /// Queries that have a right mode but were flagged as having no clear fit.
+    pub flagged_relevant: Vec<String>,
 }
 
 #[derive(Default)]
@@ -275,6 +277,7 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
     let mut bins = [(0usize, 0.0f64, 0usize); CALIBRATION_BINS];
 
     let (mut no_fit_queries, mut no_fit_flagged) = (0usize, 0usize);
+    let mut flagged_relevant = Vec::new();
     for label in labels {
         let ranking = index.ranking(&label.query);
         let Some(expected) = &label.expected else {
@@ -308,7 +311,10 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
             confident += 1;
             confident_right += usize::from(right);
         }
-        no_fit += usize::from(ranking.no_clear_fit());
+        if ranking.no_clear_fit() {
+            no_fit += 1;
+            flagged_relevant.push(label.query.clone());
+        }
 
         if !right {
             if let Some(got) = &top {
@@ -352,6 +358,7 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
         no_fit_queries,
         no_fit_flagged: ratio(no_fit_flagged as f64, no_fit_queries),
         misses,
+        flagged_relevant,
     }
 }
 
@@ -382,6 +389,7 @@ pub fn to_json(report: &Report) -> Value {
         "calibration_error": round3(report.calibration_error),
         "no_fit_queries": report.no_fit_queries,
         "no_fit_flagged": round3(report.no_fit_flagged),
+        "flagged_relevant": report.flagged_relevant,
         "per_mode": report
             .per_mode
             .iter()

@@ -186,3 +186,30 @@ fn tokens_count_stdin_counts_real_tokens() {
     let o200k = counts["o200k"].as_u64().unwrap();
     assert!((4..=8).contains(&o200k), "{counts}");
 }
+
+/// A reader that stops early (`| head`) ends a one-shot command quietly:
+/// no panic message, no error, whatever the command was printing.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_pipe_ends_one_shot_commands_quietly() {
+    let binary = env!("CARGO_BIN_EXE_zenmode");
+    // The union catalog lists 1,155 tools: far more than a pipe buffers,
+    // so the writer is still writing when `head` goes away.
+    let union = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/catalogs/union_all.json"
+    );
+    let script = format!(
+        "'{binary}' --catalog '{union}' modes list | head -c 10 >/dev/null; echo \"status=${{PIPESTATUS[0]}}\""
+    );
+    let output = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .env("ZEN_STORE", "memory:")
+        .output()
+        .expect("bash runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // 141 = killed by SIGPIPE, the Unix convention for `| head`.
+    assert!(stdout.contains("status=141"), "{stdout} {stderr}");
+}

@@ -303,8 +303,10 @@ fn redis_threads_expire_and_say_so() {
     let Some(redis) = Redis::start() else {
         return;
     };
+    // Long enough that a loaded machine still reads thread a before it
+    // expires (300 ms once let it expire first and read as Expired).
     let config = MemoryConfig {
-        timeout: Duration::from_millis(300),
+        timeout: Duration::from_millis(1500),
         max_threads: 2,
         ..MemoryConfig::default()
     };

@@ -65,6 +65,12 @@ pub struct Options {
     pub stem: bool,
     pub phrases: bool,
     pub synonyms: bool,
+    /// Whether a number counts as a term on its own, or only inside a
+    /// phrase ("http 500"). In imported tool text numbers are values or
+    /// version tags ("diabetes type 2", `Travel_1_Search`), so "what is
+    /// 2*3" or "1 ticket" would match them; the built-in modes' example
+    /// phrasings use numbers in context, and keep them.
+    pub numbers_alone: bool,
 }
 
 impl Options {
@@ -72,11 +78,13 @@ impl Options {
         stem: true,
         phrases: true,
         synonyms: true,
+        numbers_alone: true,
     };
     pub const PLAIN: Options = Options {
         stem: false,
         phrases: false,
         synonyms: false,
+        numbers_alone: true,
     };
 }
 
@@ -220,6 +228,9 @@ impl Analyzer {
             let stem_of = |i: usize| &stems[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
             for (i, word) in run.iter().enumerate() {
                 let word_stem = stem_of(i);
+                if !self.options.numbers_alone && word.bytes().all(|b| b.is_ascii_digit()) {
+                    continue;
+                }
                 self.emit_concepts(word_stem, word, emit);
                 emit(word_stem, TermKind::Word, word);
                 if self.options.stem {

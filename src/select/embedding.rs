@@ -33,6 +33,10 @@ pub struct TokenTable {
     dims: usize,
     scales: &'static [u8],
     vectors: &'static [u8],
+    /// Per token: a number or a piece of one. Numbers in a request are
+    /// values (ids, sizes, dates), not what it asks for, and as rare tokens
+    /// they would weigh a lot.
+    numeric: Vec<bool>,
 }
 
 /// The compiled-in table, parsed on first use; `None` if it is damaged
@@ -71,7 +75,15 @@ impl TokenTable {
         if dims == 0 || rest.len() != vectors.len() {
             return None;
         }
+        let numeric = tokens
+            .iter()
+            .map(|token| {
+                let digits = token.strip_prefix("##").unwrap_or(token);
+                !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+            })
+            .collect();
         Some(TokenTable {
+            numeric,
             tokenizer: WordPiece::new(tokens)?,
             dims,
             scales,
@@ -94,6 +106,7 @@ impl TokenTable {
     ) -> usize {
         ids.clear();
         self.tokenizer.encode(text, ids);
+        ids.retain(|&id| !self.numeric[id as usize]);
         ids.truncate(max_tokens);
         for &id in ids.iter() {
             let id = id as usize;

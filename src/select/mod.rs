@@ -310,8 +310,18 @@ impl Index {
     pub fn build_tuned(catalog: &Catalog, ranker: Ranker, tuning: Tuning) -> Self {
         let tuning = ranker.tuning(tuning);
         let full = ranker != Ranker::Bm25;
+        // Modes with example phrasings are routed well without the meaning
+        // signal; the table is only parsed when some mode has none
+        // (imported tools). Such catalogs also drop lone numbers.
+        let needs_meaning = catalog
+            .modes()
+            .iter()
+            .any(|m| m.manifest().examples.is_empty());
         let analyzer = Analyzer::new(if full {
-            tuning.analysis
+            Options {
+                numbers_alone: tuning.analysis.numbers_alone && !needs_meaning,
+                ..tuning.analysis
+            }
         } else {
             Options::PLAIN
         });
@@ -392,12 +402,6 @@ impl Index {
         });
         let phrasing =
             full.then(|| PhrasingModel::build(phrasing, terms, tuning.phrasing_smoothing));
-        // Modes with example phrasings are routed well without it; the
-        // table is only parsed when some mode has none (imported tools).
-        let needs_meaning = catalog
-            .modes()
-            .iter()
-            .any(|m| m.manifest().examples.is_empty());
         let semantic = (tuning.semantic_weight > 0.0 && needs_meaning)
             .then(embedding::table)
             .flatten()

@@ -223,6 +223,12 @@ fn percentile(sorted: &[Duration], share: f64) -> Duration {
 }
 
 fn run(server: &Server, label: &str, clients: usize, seconds: u64, workload: Workload) {
+    // ZEN_HTTP_ONLY=embedded runs only the rows whose label holds that text.
+    if let Ok(only) = std::env::var("ZEN_HTTP_ONLY")
+        && !label.contains(only.as_str())
+    {
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

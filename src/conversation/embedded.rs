@@ -11,7 +11,10 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicI64, Ordering},
+    },
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
@@ -39,6 +42,7 @@ pub struct EmbeddedStore {
     /// their own, which WAL lets run beside a write.
     writer: Slot,
     reader: Slot,
+    last_sweep: Arc<AtomicI64>,
 }
 
 /// The queue of a thread that owns one connection. Jobs run one after
@@ -149,6 +153,7 @@ impl EmbeddedStore {
             clock,
             writer: Slot::default(),
             reader: Slot::default(),
+            last_sweep: Arc::default(),
         }
     }
 
@@ -181,6 +186,7 @@ impl EmbeddedStore {
         let limits = Limits {
             config: self.config.clone(),
             now: millis(self.clock.now()),
+            last_sweep: self.last_sweep.clone(),
         };
         let (reply, answer) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |connection| {
@@ -227,7 +233,12 @@ impl EmbeddedStore {
 struct Limits {
     config: MemoryConfig,
     now: i64,
+    /// When this store last swept expired threads (see [`enforce_bounds`]).
+    last_sweep: Arc<AtomicI64>,
 }
+
+/// How often a write sweeps expired threads when no bound is exceeded.
+const SWEEP_EVERY_MS: i64 = 1_000;
 
 impl Limits {
     fn timeout_ms(&self) -> i64 {
@@ -384,39 +395,52 @@ fn remove(transaction: &Connection, id: &str, why: &str, now: i64) -> rusqlite::
 
 /// Drops expired threads, then the least recently updated ones (never
 /// `keep`) while either bound is exceeded; trims the remembered ids.
+///
+/// Expired threads only matter here for the bounds (reads and appends check
+/// expiry themselves), so they are swept at most once per
+/// [`SWEEP_EVERY_MS`], or before anything live is evicted. There is no
+/// index on the update time: every append would rewrite an index page for
+/// it, which cost more than the occasional scan of at most `max_threads`
+/// rows.
 fn enforce_bounds(transaction: &Connection, limits: &Limits, keep: &str) -> rusqlite::Result<()> {
-    let expired: Vec<String> = transaction
-        .prepare_cached("SELECT id FROM threads WHERE updated_ms <= ?1")?
-        .query_map(params![limits.expired_before()], |row| row.get(0))?
-        .collect::<Result<_, _>>()?;
-    let mut removed = expired.len();
-    for id in expired {
-        remove(transaction, &id, "expired", limits.now)?;
-    }
-    loop {
+    let totals = || -> rusqlite::Result<bool> {
         // Running totals (kept by every write) rather than a scan of all
         // threads on every write.
-        let (count, bytes): (i64, i64) = transaction.query_row(
-            "SELECT threads, bytes FROM totals WHERE one = 1",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )?;
-        let over = count as u64 > limits.config.max_threads as u64
-            || bytes as u64 > limits.config.max_total_bytes as u64;
-        if !over {
-            break;
+        let (count, bytes): (i64, i64) = transaction
+            .prepare_cached("SELECT threads, bytes FROM totals WHERE one = 1")?
+            .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(count as u64 > limits.config.max_threads as u64
+            || bytes as u64 > limits.config.max_total_bytes as u64)
+    };
+    let mut over = totals()?;
+    let last = limits.last_sweep.load(Ordering::Relaxed);
+    let mut removed = 0;
+    if over || limits.now.saturating_sub(last) >= SWEEP_EVERY_MS || limits.now < last {
+        limits.last_sweep.store(limits.now, Ordering::Relaxed);
+        let expired: Vec<String> = transaction
+            .prepare_cached("SELECT id FROM threads WHERE updated_ms <= ?1")?
+            .query_map(params![limits.expired_before()], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        removed = expired.len();
+        for id in expired {
+            remove(transaction, &id, "expired", limits.now)?;
         }
+        if removed > 0 {
+            over = totals()?;
+        }
+    }
+    while over {
         let victim: Option<String> = transaction
-            .query_row(
+            .prepare_cached(
                 "SELECT id FROM threads WHERE id <> ?1 ORDER BY updated_ms, rowid LIMIT 1",
-                params![keep],
-                |row| row.get(0),
-            )
+            )?
+            .query_row(params![keep], |row| row.get(0))
             .optional()?;
         let Some(victim) = victim else { break };
         tracing::debug!(id = %victim, "conversation evicted to bound the store");
         remove(transaction, &victim, "evicted", limits.now)?;
         removed += 1;
+        over = totals()?;
     }
     if removed > 0 {
         exec(
@@ -431,9 +455,8 @@ fn enforce_bounds(transaction: &Connection, limits: &Limits, keep: &str) -> rusq
 /// Why `id` has no thread.
 fn gone_error(connection: &Connection, id: &str) -> Result<MemoryError, MemoryError> {
     let why: Option<String> = connection
-        .query_row("SELECT why FROM gone WHERE id = ?1", params![id], |row| {
-            row.get(0)
-        })
+        .prepare_cached("SELECT why FROM gone WHERE id = ?1")
+        .and_then(|mut statement| statement.query_row(params![id], |row| row.get(0)))
         .optional()
         .map_err(unavailable)?;
     let id = id.to_owned();
@@ -487,11 +510,10 @@ impl ConversationStore for EmbeddedStore {
         let id = normalize_id(id)?;
         self.reading(move |connection, limits| {
             let found: Option<(i64, i64)> = connection
-                .query_row(
-                    "SELECT created_ms, updated_ms FROM threads WHERE id = ?1",
-                    params![id],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
-                )
+                .prepare_cached("SELECT created_ms, updated_ms FROM threads WHERE id = ?1")
+                .and_then(|mut statement| {
+                    statement.query_row(params![id], |row| Ok((row.get(0)?, row.get(1)?)))
+                })
                 .optional()
                 .map_err(unavailable)?;
             let Some((created, updated)) = found else {
@@ -534,11 +556,12 @@ impl ConversationStore for EmbeddedStore {
             // A savepoint inside the batch's transaction (see `spawn_worker`).
             let transaction = connection.savepoint().map_err(unavailable)?;
             let found: Option<(i64, i64, i64)> = transaction
-                .query_row(
-                    "SELECT updated_ms, turns, bytes FROM threads WHERE id = ?1",
-                    params![id],
-                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-                )
+                .prepare_cached("SELECT updated_ms, turns, bytes FROM threads WHERE id = ?1")
+                .and_then(|mut statement| {
+                    statement.query_row(params![id], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })
+                })
                 .optional()
                 .map_err(unavailable)?;
             let Some((updated, turns, bytes)) = found else {

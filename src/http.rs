@@ -258,11 +258,25 @@ async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body>
                 return response;
             };
             let ends_session = request.method() == Method::DELETE;
+            let sends_json = request.method() == Method::POST
+                && request
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .and_then(|value| value.to_str().ok())
+                    .is_some_and(|value| value.trim_start().starts_with("application/json"));
             let mut mcp = front.mcp.clone();
             let mut response = match mcp.call(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
+            // rmcp answers a JSON body it cannot parse with 415, as if the
+            // media type were wrong; JSON-RPC calls it a parse error.
+            if sends_json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the request body is not a JSON-RPC message"}}"#,
+                );
+            }
             // rmcp answers a session's DELETE with 202; clients (the Python
             // SDK) take only 200 as "ended", and nothing is left pending.
             if ends_session && response.status() == StatusCode::ACCEPTED {

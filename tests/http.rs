@@ -354,6 +354,34 @@ fn an_oversized_body_gets_413_and_the_server_goes_on() {
     });
 }
 
+/// A body that is not JSON is a JSON-RPC parse error (400, code -32700),
+/// not a media-type problem; a wrong media type still is one (415).
+#[test]
+fn malformed_json_gets_a_parse_error_and_the_server_goes_on() {
+    let server = http_server(&[]);
+    let http = Http::new(&server);
+    runtime().block_on(async {
+        let url = format!("{}/mcp", http.base);
+        let send = |content_type: &'static str, body: &'static str| {
+            http.client
+                .post(&url)
+                .header("content-type", content_type)
+                .header("accept", ACCEPT)
+                .body(body)
+                .send()
+        };
+        let response = send("application/json", "{not json").await.unwrap();
+        assert_eq!(response.status().as_u16(), 400);
+        let reply: Value = response.json().await.unwrap();
+        assert_eq!(reply["error"]["code"], -32700, "{reply}");
+        assert!(reply["id"].is_null());
+        let response = send("text/plain", "{}").await.unwrap();
+        assert_eq!(response.status().as_u16(), 415);
+        let (status, _, _) = http.post(&initialize_request(), &[]).await;
+        assert_eq!(status, 200);
+    });
+}
+
 #[test]
 fn remote_addresses_need_allow_remote_and_a_token() {
     let refused = |extra: &[&str], env: Option<&str>| {

@@ -270,7 +270,7 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
     let mut per_mode: BTreeMap<String, Tally> = BTreeMap::new();
     let mut confusions: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut misses = Vec::new();
-    let (mut low, mut no_fit) = (0usize, 0usize);
+    let mut low = 0usize;
     let (mut confident, mut confident_right) = (0usize, 0usize);
     let mut confidence_sum = 0.0;
     // Per bin: (count, summed confidence, correct).
@@ -312,7 +312,6 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
             confident_right += usize::from(right);
         }
         if ranking.no_clear_fit() {
-            no_fit += 1;
             flagged_relevant.push(label.query.clone());
         }
 
@@ -351,7 +350,7 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
         per_mode: per_mode.into_iter().map(|(m, t)| (m, t.scores())).collect(),
         confusions,
         low_confidence: ratio(low as f64, n),
-        no_clear_fit: ratio(no_fit as f64, n),
+        no_clear_fit: ratio(flagged_relevant.len() as f64, n),
         top1_when_confident: ratio(confident_right as f64, confident),
         mean_confidence: ratio(confidence_sum, n),
         calibration_error,

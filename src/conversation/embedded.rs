@@ -13,7 +13,7 @@ use std::{
     path::{Path, PathBuf},
     sync::{
         Arc, Mutex, PoisonError,
-        atomic::{AtomicI64, AtomicU64, Ordering},
+        atomic::{AtomicU64, Ordering},
     },
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
@@ -42,7 +42,6 @@ pub struct EmbeddedStore {
     /// their own, which WAL lets run beside a write.
     writer: Slot,
     reader: Slot,
-    last_sweep: Arc<AtomicI64>,
 }
 
 /// The queue of a thread that owns one connection. Jobs run one after
@@ -156,7 +155,6 @@ impl EmbeddedStore {
             clock,
             writer: Slot::default(),
             reader: Slot::default(),
-            last_sweep: Arc::default(),
         }
     }
 
@@ -189,7 +187,6 @@ impl EmbeddedStore {
         let limits = Limits {
             config: self.config.clone(),
             now: millis(self.clock.now()),
-            last_sweep: self.last_sweep.clone(),
         };
         let (reply, answer) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |connection| {
@@ -236,12 +233,7 @@ impl EmbeddedStore {
 struct Limits {
     config: MemoryConfig,
     now: i64,
-    /// When this store last swept expired threads (see [`enforce_bounds`]).
-    last_sweep: Arc<AtomicI64>,
 }
-
-/// How often a write sweeps expired threads when no bound is exceeded.
-const SWEEP_EVERY_MS: i64 = 1_000;
 
 impl Limits {
     fn timeout_ms(&self) -> i64 {
@@ -412,41 +404,26 @@ fn remove(transaction: &Connection, id: &str, why: &str, now: i64) -> rusqlite::
 
 /// Drops expired threads, then the least recently updated ones (never
 /// `keep`) while either bound is exceeded; trims the remembered ids.
-///
-/// Expired threads only matter here for the bounds (reads and appends check
-/// expiry themselves), so they are swept at most once per
-/// [`SWEEP_EVERY_MS`], or before anything live is evicted. There is no
-/// index on the update time: every append would rewrite an index page for
-/// it, which cost more than the occasional scan of at most `max_threads`
-/// rows.
 fn enforce_bounds(transaction: &Connection, limits: &Limits, keep: &str) -> rusqlite::Result<()> {
-    let totals = || -> rusqlite::Result<bool> {
+    let expired: Vec<String> = transaction
+        .prepare_cached("SELECT id FROM threads WHERE updated_ms <= ?1")?
+        .query_map(params![limits.expired_before()], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    let mut removed = expired.len();
+    for id in expired {
+        remove(transaction, &id, "expired", limits.now)?;
+    }
+    loop {
         // Running totals (kept by every write) rather than a scan of all
         // threads on every write.
         let (count, bytes): (i64, i64) = transaction
             .prepare_cached("SELECT threads, bytes FROM totals WHERE one = 1")?
             .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
-        Ok(count as u64 > limits.config.max_threads as u64
-            || bytes as u64 > limits.config.max_total_bytes as u64)
-    };
-    let mut over = totals()?;
-    let last = limits.last_sweep.load(Ordering::Relaxed);
-    let mut removed = 0;
-    if over || limits.now.saturating_sub(last) >= SWEEP_EVERY_MS || limits.now < last {
-        limits.last_sweep.store(limits.now, Ordering::Relaxed);
-        let expired: Vec<String> = transaction
-            .prepare_cached("SELECT id FROM threads WHERE updated_ms <= ?1")?
-            .query_map(params![limits.expired_before()], |row| row.get(0))?
-            .collect::<Result<_, _>>()?;
-        removed = expired.len();
-        for id in expired {
-            remove(transaction, &id, "expired", limits.now)?;
+        let over = count as u64 > limits.config.max_threads as u64
+            || bytes as u64 > limits.config.max_total_bytes as u64;
+        if !over {
+            break;
         }
-        if removed > 0 {
-            over = totals()?;
-        }
-    }
-    while over {
         let victim: Option<String> = transaction
             .prepare_cached(
                 "SELECT id FROM threads WHERE id <> ?1 ORDER BY updated_ms, rowid LIMIT 1",
@@ -457,7 +434,6 @@ fn enforce_bounds(transaction: &Connection, limits: &Limits, keep: &str) -> rusq
         tracing::debug!(id = %victim, "conversation evicted to bound the store");
         remove(transaction, &victim, "evicted", limits.now)?;
         removed += 1;
-        over = totals()?;
     }
     if removed > 0 {
         exec(

@@ -313,10 +313,12 @@ impl Index {
         // Modes with example phrasings are routed well without the meaning
         // signal; the table is only parsed when some mode has none
         // (imported tools). Such catalogs also drop lone numbers.
-        let needs_meaning = catalog
+        let has_examples: Vec<bool> = catalog
             .modes()
             .iter()
-            .any(|m| m.manifest().examples.is_empty());
+            .map(|m| !m.manifest().examples.is_empty())
+            .collect();
+        let needs_meaning = has_examples.contains(&false);
         let analyzer = Analyzer::new(if full {
             Options {
                 numbers_alone: tuning.analysis.numbers_alone && !needs_meaning,
@@ -422,11 +424,7 @@ impl Index {
             examples,
             phrasing,
             semantic,
-            has_examples: catalog
-                .modes()
-                .iter()
-                .map(|m| !m.manifest().examples.is_empty())
-                .collect(),
+            has_examples,
             no_fit_score: tuning.no_fit_score,
             modes: catalog.len(),
         };

@@ -152,6 +152,10 @@ fn end_run(current: &mut Vec<String>, runs: &mut Vec<Vec<String>>) {
 /// A tool name as words: `getUserRepos` -> `get User Repos`,
 /// `ChaDri.change_drink` -> `Cha Dri change drink` (separators become spaces,
 /// a capital after a lower-case letter or digit starts a word).
+///
+/// Unlike [`words`], it keeps stopwords, single letters and case: the
+/// embedding reads the name as text (measured: [`words`] here cost a query
+/// on bfcl_multiple and on GitHub).
 pub fn split_identifier(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 8);
     let mut previous: Option<char> = None;

@@ -58,6 +58,23 @@ impl Server {
     }
 }
 
+impl Server {
+    /// CPU time the server process has used so far (user + system), read
+    /// from /proc on Linux: per request it is a steadier figure than
+    /// latency on a shared machine. `None` elsewhere.
+    fn cpu_time(&self) -> Option<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).ok()?;
+        // Fields after the command name, which is in parentheses and may
+        // hold spaces: utime and stime are the 14th and 15th fields.
+        let after = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks: u64 =
+            fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        // The kernel's USER_HZ is 100 on every Linux this runs on.
+        Some(Duration::from_millis(ticks * 10))
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         self.child.kill().ok();
@@ -246,6 +263,7 @@ fn run(server: &Server, label: &str, clients: usize, seconds: u64, workload: Wor
     runtime.block_on(async {
         let _ = one(url.clone(), warm_until).await;
     });
+    let cpu_before = server.cpu_time();
     let start = Instant::now();
     let until = start + Duration::from_secs(seconds);
     let results = runtime.block_on(async {
@@ -259,6 +277,10 @@ fn run(server: &Server, label: &str, clients: usize, seconds: u64, workload: Wor
         all
     });
     let elapsed = start.elapsed();
+    let cpu = server
+        .cpu_time()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
     let mut latencies = Vec::new();
     for result in results {
         match result {
@@ -267,8 +289,16 @@ fn run(server: &Server, label: &str, clients: usize, seconds: u64, workload: Wor
         }
     }
     latencies.sort();
+    let cpu_per_request = cpu
+        .map(|cpu| {
+            format!(
+                "{:>5.0} µs",
+                cpu.as_secs_f64() * 1e6 / latencies.len() as f64
+            )
+        })
+        .unwrap_or_else(|| "    ?".to_owned());
     println!(
-        "http_load {label:<32} clients {clients:>3}  requests {:>7}  {:>7.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms",
+        "http_load {label:<32} clients {clients:>3}  requests {:>7}  {:>7.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms  server CPU/request {cpu_per_request}",
         latencies.len(),
         latencies.len() as f64 / elapsed.as_secs_f64(),
         percentile(&latencies, 0.50).as_secs_f64() * 1e3,

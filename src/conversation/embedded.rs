@@ -346,11 +346,16 @@ fn open(path: &Path) -> Result<Connection, String> {
                      turns INTEGER NOT NULL,
                      bytes INTEGER NOT NULL);
                  CREATE INDEX IF NOT EXISTS threads_by_update ON threads (updated_ms);
-                 CREATE TABLE IF NOT EXISTS turns (
-                     thread TEXT NOT NULL,
+                 -- Turns in the order they were written, so the turns of one
+                 -- commit share a page or two at the end of the table instead
+                 -- of each landing on its own thread's page (with turns keyed
+                 -- by thread id, every append rewrote a page picked at random:
+                 -- about a tenth less CPU per planner step over HTTP).
+                 CREATE TABLE IF NOT EXISTS turn_log (
+                     thread INTEGER NOT NULL,
                      seq INTEGER NOT NULL,
-                     body TEXT NOT NULL,
-                     PRIMARY KEY (thread, seq)) WITHOUT ROWID;
+                     body TEXT NOT NULL);
+                 CREATE UNIQUE INDEX IF NOT EXISTS turn_log_by_thread ON turn_log (thread, seq);
                  CREATE TABLE IF NOT EXISTS gone (
                      id TEXT PRIMARY KEY,
                      why TEXT NOT NULL,
@@ -364,8 +369,42 @@ fn open(path: &Path) -> Result<Connection, String> {
                      SELECT 1, COUNT(*), COALESCE(SUM(bytes), 0) FROM threads;",
             )
         })
+        .and_then(|()| move_turns_of_the_first_layout(&connection))
         .map_err(|error| format!("cannot set up {}: {error}", path.display()))?;
     Ok(connection)
+}
+
+/// Files written before `turn_log` keep their turns in `turns`, keyed by
+/// thread id: moves them over once, in one transaction, so their threads
+/// go on. (A zenmode of that age still running on the file then reports
+/// the store unavailable rather than writing where nobody reads.)
+fn move_turns_of_the_first_layout(connection: &Connection) -> rusqlite::Result<()> {
+    let present = |connection: &Connection| -> rusqlite::Result<bool> {
+        connection.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'turns')",
+            [],
+            |row| row.get(0),
+        )
+    };
+    if !present(connection)? {
+        return Ok(());
+    }
+    connection.execute_batch("BEGIN IMMEDIATE")?;
+    let moved = present(connection).and_then(|still_there| {
+        if still_there {
+            connection.execute_batch(
+                "INSERT OR IGNORE INTO turn_log (thread, seq, body)
+                     SELECT threads.rowid, turns.seq, turns.body
+                     FROM turns JOIN threads ON threads.id = turns.thread;
+                 DROP TABLE turns;",
+            )?;
+        }
+        connection.execute_batch("COMMIT")
+    });
+    if moved.is_err() {
+        let _ = connection.execute_batch("ROLLBACK");
+    }
+    moved
 }
 
 /// Runs a statement through the connection's cache of prepared statements.
@@ -381,7 +420,7 @@ fn exec<P: rusqlite::Params>(
 fn remove(transaction: &Connection, id: &str, why: &str, now: i64) -> rusqlite::Result<()> {
     exec(
         transaction,
-        "DELETE FROM turns WHERE thread = ?1",
+        "DELETE FROM turn_log WHERE thread = (SELECT rowid FROM threads WHERE id = ?1)",
         params![id],
     )?;
     exec(transaction,
@@ -481,8 +520,8 @@ impl ConversationStore for EmbeddedStore {
                 )
                 .and_then(|_| {
                     exec(&transaction,
-                        "INSERT INTO turns (thread, seq, body) VALUES (?1, 0, ?2)",
-                        params![id, body],
+                        "INSERT INTO turn_log (thread, seq, body) VALUES (?1, 0, ?2)",
+                        params![transaction.last_insert_rowid(), body],
                     )
                 })
                 .and_then(|_| {
@@ -502,14 +541,16 @@ impl ConversationStore for EmbeddedStore {
     async fn get(&self, id: &str) -> Result<Thread, MemoryError> {
         let id = normalize_id(id)?;
         self.reading(move |connection, limits| {
-            let found: Option<(i64, i64)> = connection
-                .prepare_cached("SELECT created_ms, updated_ms FROM threads WHERE id = ?1")
+            let found: Option<(i64, i64, i64)> = connection
+                .prepare_cached("SELECT rowid, created_ms, updated_ms FROM threads WHERE id = ?1")
                 .and_then(|mut statement| {
-                    statement.query_row(params![id], |row| Ok((row.get(0)?, row.get(1)?)))
+                    statement.query_row(params![id], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })
                 })
                 .optional()
                 .map_err(unavailable)?;
-            let Some((created, updated)) = found else {
+            let Some((key, created, updated)) = found else {
                 return Err(gone_error(connection, &id)?);
             };
             // An expired thread stays until the next write sweeps it (and
@@ -518,10 +559,10 @@ impl ConversationStore for EmbeddedStore {
                 return Err(MemoryError::Expired { id });
             }
             let bodies: Vec<String> = connection
-                .prepare_cached("SELECT body FROM turns WHERE thread = ?1 ORDER BY seq")
+                .prepare_cached("SELECT body FROM turn_log WHERE thread = ?1 ORDER BY seq")
                 .and_then(|mut statement| {
                     statement
-                        .query_map(params![id], |row| row.get(0))?
+                        .query_map(params![key], |row| row.get(0))?
                         .collect::<Result<_, _>>()
                 })
                 .map_err(unavailable)?;
@@ -548,16 +589,16 @@ impl ConversationStore for EmbeddedStore {
         self.writing(move |connection, limits| {
             // A savepoint inside the batch's transaction (see `spawn_worker`).
             let transaction = connection.savepoint().map_err(unavailable)?;
-            let found: Option<(i64, i64, i64)> = transaction
-                .prepare_cached("SELECT updated_ms, turns, bytes FROM threads WHERE id = ?1")
+            let found: Option<(i64, i64, i64, i64)> = transaction
+                .prepare_cached("SELECT rowid, updated_ms, turns, bytes FROM threads WHERE id = ?1")
                 .and_then(|mut statement| {
                     statement.query_row(params![id], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
                     })
                 })
                 .optional()
                 .map_err(unavailable)?;
-            let Some((updated, turns, bytes)) = found else {
+            let Some((key, updated, turns, bytes)) = found else {
                 return Err(gone_error(&transaction, &id)?);
             };
             if updated <= limits.expired_before() {
@@ -578,8 +619,8 @@ impl ConversationStore for EmbeddedStore {
                 });
             }
             exec(&transaction,
-                    "INSERT INTO turns (thread, seq, body) VALUES (?1, ?2, ?3)",
-                    params![id, turns, body],
+                    "INSERT INTO turn_log (thread, seq, body) VALUES (?1, ?2, ?3)",
+                    params![key, turns, body],
                 )
                 .and_then(|_| {
                     exec(&transaction,
@@ -637,6 +678,66 @@ mod tests {
             assert_eq!(contents, ["hello", "hi"]);
             assert_eq!(thread.id, id);
         });
+    }
+
+    #[test]
+    fn a_file_in_the_first_layout_keeps_its_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("threads.db");
+        let id = "0b6c1f52-8f3e-4c7a-9d2e-5a1b3c4d5e6f";
+        let clock = ManualClock::default();
+        let now = millis(clock.now());
+        {
+            // The schema zenmode wrote before `turn_log`, with one thread.
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 CREATE TABLE threads (id TEXT PRIMARY KEY, created_ms INTEGER NOT NULL,
+                     updated_ms INTEGER NOT NULL, turns INTEGER NOT NULL, bytes INTEGER NOT NULL);
+                 CREATE INDEX threads_by_update ON threads (updated_ms);
+                 CREATE TABLE turns (thread TEXT NOT NULL, seq INTEGER NOT NULL,
+                     body TEXT NOT NULL, PRIMARY KEY (thread, seq)) WITHOUT ROWID;
+                 CREATE TABLE gone (id TEXT PRIMARY KEY, why TEXT NOT NULL, at_ms INTEGER NOT NULL);
+                 CREATE INDEX gone_by_time ON gone (at_ms);
+                 CREATE TABLE totals (one INTEGER PRIMARY KEY CHECK (one = 1),
+                     threads INTEGER NOT NULL, bytes INTEGER NOT NULL);",
+            )
+            .unwrap();
+            let first = encode_turn(&Turn::user("chat", "first")).unwrap();
+            let second = encode_turn(&Turn::assistant("chat", "second")).unwrap();
+            let bytes = (THREAD_OVERHEAD + first.len() + second.len()) as i64;
+            old.execute(
+                "INSERT INTO threads VALUES (?1, ?2, ?2, 2, ?3)",
+                params![id, now, bytes],
+            )
+            .unwrap();
+            old.execute("INSERT INTO totals VALUES (1, 1, ?1)", params![bytes])
+                .unwrap();
+            for (seq, body) in [(1, &second), (0, &first)] {
+                old.execute(
+                    "INSERT INTO turns VALUES (?1, ?2, ?3)",
+                    params![id, seq, body],
+                )
+                .unwrap();
+            }
+        }
+        runtime().block_on(async {
+            let (store, _) = store(dir.path(), MemoryConfig::default());
+            let thread = store.get(id).await.unwrap();
+            let contents: Vec<&str> = thread.turns.iter().map(|t| t.content.as_str()).collect();
+            assert_eq!(contents, ["first", "second"]);
+            assert_eq!(store.append(id, Turn::user("chat", "third")).await, Ok(3));
+            assert_eq!(store.get(id).await.unwrap().turns.len(), 3);
+        });
+        let tables: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'turns'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 0, "the old table is gone once its turns moved");
     }
 
     #[test]

@@ -32,7 +32,11 @@ struct Server {
 
 impl Server {
     fn start(extra: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zenmode"))
+        // ZEN_HTTP_BIN runs another build (say, last release) for a side
+        // by side comparison.
+        let binary = std::env::var("ZEN_HTTP_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_zenmode").to_owned());
+        let mut child = Command::new(binary)
             .args(["serve", "--transport", "http", "--listen", "127.0.0.1:0"])
             .args(["--max-connections", "4096"])
             .args(extra)

@@ -522,10 +522,24 @@ impl Index {
         let semantic = match (&self.semantic, &query.meaning) {
             (Some(index), Some(meaning)) => {
                 let floor = self.tuning.semantic_floor;
+                // Only for modes without example phrasings (alone, `--ranker
+                // embed`, it scores every mode). Modes with examples already
+                // have two signals of how they are asked for; a third let
+                // them outscore imported tools on requests that were not
+                // theirs (built-in modes beside the live catalog: top-1 on
+                // its dev half 0.558 with it, 0.646 without).
+                let alone = self.ranker == Ranker::Embed;
                 index
                     .similarities(meaning)
                     .into_iter()
-                    .map(|cos| ((cos - floor) / (1.0 - floor)).max(0.0))
+                    .zip(&self.has_examples)
+                    .map(|(cos, &has)| {
+                        if has && !alone {
+                            0.0
+                        } else {
+                            ((cos - floor) / (1.0 - floor)).max(0.0)
+                        }
+                    })
                     .collect()
             }
             _ => vec![0.0; self.modes],

@@ -350,7 +350,7 @@ fn open(path: &Path) -> Result<Connection, String> {
                  -- commit share a page or two at the end of the table instead
                  -- of each landing on its own thread's page (with turns keyed
                  -- by thread id, every append rewrote a page picked at random:
-                 -- about a tenth less CPU per planner step over HTTP).
+                 -- a sixth less CPU per planner step over HTTP).
                  CREATE TABLE IF NOT EXISTS turn_log (
                      thread INTEGER NOT NULL,
                      seq INTEGER NOT NULL,

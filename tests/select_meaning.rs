@@ -104,20 +104,26 @@ fn the_fused_ranker_beats_the_embedding_baseline() {
     );
 }
 
-/// Fusion has to earn its place: on both halves of the live set it beats
-/// every signal alone and plain BM25.
+/// Fusion has to earn its place: on both halves of the live set and of
+/// MetaTool it beats every signal alone and plain BM25.
 #[test]
 fn fusion_beats_each_signal_alone() {
-    let (live, dev, heldout) = live();
-    for (half, labels) in [("dev", &dev), ("held-out", &heldout)] {
-        let fused = evaluate(&live, Ranker::Full, labels).overall;
+    let (live, live_dev, live_heldout) = live();
+    let (metatool, metatool_dev, metatool_heldout) = metatool();
+    for (half, catalog, labels) in [
+        ("bfcl_live dev", &live, &live_dev),
+        ("bfcl_live held-out", &live, &live_heldout),
+        ("MetaTool dev", &metatool, &metatool_dev),
+        ("MetaTool held-out", &metatool, &metatool_heldout),
+    ] {
+        let fused = evaluate(catalog, Ranker::Full, labels).overall;
         for ranker in [
             Ranker::Lexical,
             Ranker::Embed,
             Ranker::Phrasing,
             Ranker::Bm25,
         ] {
-            let alone = evaluate(&live, ranker, labels).overall;
+            let alone = evaluate(catalog, ranker, labels).overall;
             assert!(
                 fused.top1 > alone.top1 && fused.mrr > alone.mrr,
                 "{half}: fused {fused:?} vs {} {alone:?}",
@@ -272,31 +278,22 @@ fn built_in_modes_beside_imported_tools_keep_to_their_own_requests() {
 
 /// MetaTool is where the static table falls furthest behind the full model
 /// (meaning alone 0.42 top-1 against the full model's 0.62; fused 0.52, see
-/// docs/selection.md). These floors keep what fusion gains there: it beats
-/// each signal alone on both halves, and no-fit detection stays where it
-/// was measured (dev half: 0.656 of the requests that need no tool flagged,
-/// 0.214 of the relevant ones; held-out: 0.701 and 0.227).
+/// docs/selection.md). Floors sit a little under the measured figures
+/// (dev half: top-1 0.524, MRR 0.621, 0.656 of the requests that need no
+/// tool flagged and 0.214 of the relevant ones; held-out: 0.521, 0.611,
+/// 0.701 and 0.227).
 #[test]
-fn metatool_fusion_beats_each_signal_and_keeps_its_floors() {
+fn metatool_keeps_its_floors() {
     let (catalog, dev, heldout) = metatool();
     assert_eq!(catalog.len(), 199);
     for (half, labels) in [("dev", &dev), ("held-out", &heldout)] {
         let report = evaluate(&catalog, Ranker::Full, labels);
-        let fused = &report.overall;
         assert!(
-            fused.top1 >= 0.50 && fused.mrr >= 0.59,
+            report.overall.top1 >= 0.50 && report.overall.mrr >= 0.59,
             "{half}: top-1 {:.3} / MRR {:.3}",
-            fused.top1,
-            fused.mrr
+            report.overall.top1,
+            report.overall.mrr
         );
-        for ranker in [Ranker::Lexical, Ranker::Embed, Ranker::Bm25] {
-            let alone = evaluate(&catalog, ranker, labels).overall;
-            assert!(
-                fused.top1 > alone.top1 && fused.mrr > alone.mrr,
-                "{half}: fused {fused:?} vs {} {alone:?}",
-                ranker.as_str()
-            );
-        }
         assert!(report.no_fit_queries > 200);
         assert!(
             report.no_fit_flagged >= 0.62 && report.no_clear_fit <= 0.25,

@@ -68,8 +68,7 @@ def main() -> None:
     (OUT / "catalog.json").write_text(json.dumps({"tools": tools}, indent=1, ensure_ascii=False) + "\n")
     for half, lines in halves.items():
         (OUT / f"{half}.jsonl").write_text("\n".join(lines) + "\n")
-    counts = {h: (sum('"expected": null' not in l for l in ls), sum('"expected": null' in l for l in ls)) for h, ls in halves.items()}
-    print(f"{len(tools)} tools; relevant / no-fit queries per half: {counts} -> {OUT}")
+    print(f"{len(tools)} tools; dev {len(halves['dev'])}, heldout {len(halves['heldout'])} queries ({len(negatives)} no-fit in all) -> {OUT}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@
 //! - `select/build_union`: building the index for the union catalog, meaning
 //!   signal and no-fit calibration included (target <= 100 ms);
 //! - `select/parse_table`: parsing the static embedding table, paid once by
-//!   a process whose catalog needs the meaning signal.
+//!   a process whose catalog needs the meaning signal;
+//! - with the full model (see `bench_full_model`): `select/rank_union_model`
+//!   and `select/build_union_model`.
 //!
 //! Criterion reports the median per iteration; each iteration ranks the next
 //! query of the labeled set, so the figure is a median over real queries.
@@ -155,7 +157,48 @@ fn bench_select(c: &mut Criterion) {
         b.iter(|| black_box(Index::build(black_box(&union))))
     });
     group.finish();
+    bench_full_model(c, &union, &github);
 }
+
+/// With `--features transformer` and `ZEN_EMBEDDING_MODEL` naming the
+/// model's directory: `select/rank_union_model`, one request over the
+/// union catalog ranked with the full model (the request's forward pass
+/// included), and `select/build_union_model`, the index built again with
+/// every tool vector already computed. The first build, which runs the
+/// model over every tool, is timed once and printed.
+#[cfg(feature = "transformer")]
+fn bench_full_model(c: &mut Criterion, union: &Catalog, github: &[String]) {
+    let Some(dir) = std::env::var_os("ZEN_EMBEDDING_MODEL") else {
+        println!("select: ZEN_EMBEDDING_MODEL is not set; the full-model benches are left out");
+        return;
+    };
+    let cache = std::env::temp_dir().join(format!("zenmode-bench-vectors-{}", std::process::id()));
+    zenmode::select::embedding::use_model(Path::new(&dir), Some(&cache)).expect("the model loads");
+    let start = std::time::Instant::now();
+    let index = Index::build(union);
+    println!(
+        "select: first build of the union index with the full model: {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    let mut group = c.benchmark_group("select");
+    group.measurement_time(Duration::from_secs(10));
+    let mut next = 0usize;
+    group.bench_function("rank_union_model", |b| {
+        b.iter(|| {
+            next = (next + 1) % github.len();
+            black_box(index.ranking(black_box(&github[next])))
+        })
+    });
+    group.sample_size(10);
+    group.bench_function("build_union_model", |b| {
+        b.iter(|| black_box(Index::build(black_box(union))))
+    });
+    group.finish();
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+#[cfg(not(feature = "transformer"))]
+fn bench_full_model(_: &mut Criterion, _: &Catalog, _: &[String]) {}
 
 criterion_group!(benches, bench_select);
 criterion_main!(benches);

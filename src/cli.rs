@@ -80,11 +80,22 @@ pub struct CatalogArgs {
     /// How long start-up waits for upstreams whose catalog is not cached yet
     #[arg(long, value_name = "SECS", global = true, default_value_t = 20.0)]
     pub upstream_wait_secs: f64,
+    /// Rank tools without example phrasings with the full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors) instead of the distilled table; needs a build with the `transformer` feature
+    #[arg(long, value_name = "DIR", global = true, env = "ZEN_EMBEDDING_MODEL")]
+    pub embedding_model: Option<PathBuf>,
 }
 
 impl CatalogArgs {
     /// The catalog without upstreams (they need a runtime: see [`Self::open`]).
     pub fn load(&self) -> anyhow::Result<Catalog> {
+        if let Some(dir) = &self.embedding_model {
+            let cache = crate::services::gateway::GatewayDirs::from_env().cache;
+            crate::select::embedding::use_model(dir, Some(&cache))
+                .map_err(anyhow::Error::msg)
+                .context(
+                    "cannot load the embedding model (--embedding-model or ZEN_EMBEDDING_MODEL)",
+                )?;
+        }
         let sources = CatalogSources {
             no_builtin: self.no_builtin_modes,
             modes_dirs: self.modes_dirs.clone(),
@@ -756,12 +767,7 @@ fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> {
         let file = crate::eval::read_labels(path)?;
         labels.push((path.display().to_string(), file));
     }
-    let sources = CatalogSources {
-        no_builtin: catalog.no_builtin_modes,
-        modes_dirs: catalog.modes_dirs.clone(),
-        foreign_catalogs: catalog.catalogs.clone(),
-    };
-    let catalog = Catalog::load(&sources).context("cannot load the mode catalog")?;
+    let catalog = catalog.load()?;
     if catalog.is_empty() {
         bail!("no modes to rank: --no-builtin-modes needs --catalog FILE or --modes-dir DIR");
     }

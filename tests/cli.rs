@@ -213,3 +213,29 @@ fn a_closed_stdout_pipe_ends_one_shot_commands_quietly() {
     // 141 = killed by SIGPIPE, the Unix convention for `| head`.
     assert!(stdout.contains("status=141"), "{stdout} {stderr}");
 }
+
+/// `--embedding-model` never falls back silently: a build without the
+/// `transformer` feature says so, and a directory without the model is
+/// named in the error.
+#[test]
+fn an_embedding_model_that_cannot_run_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(&[
+        "select",
+        "--embedding-model",
+        dir.path().to_str().unwrap(),
+        "review my code",
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--embedding-model"), "{stderr}");
+    if cfg!(feature = "transformer") {
+        assert!(stderr.contains("config.json"), "{stderr}");
+    } else {
+        assert!(
+            stderr.contains("without the `transformer` feature"),
+            "{stderr}"
+        );
+    }
+    assert!(output.stdout.is_empty());
+}

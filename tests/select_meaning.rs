@@ -12,30 +12,14 @@
 //! all-MiniLM-L6-v2 model on the same sets (`scripts/embedding/baseline.py`);
 //! docs/selection.md has the tables.
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use common::sets::{catalog, labels, root};
 use zenmode::{
     catalog::{Catalog, CatalogSources, Manifest, Mode, Origin},
     eval::{self, Label, Report, Scores},
     select::{Index, Ranker},
 };
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn catalog(path: PathBuf) -> Catalog {
-    let sources = CatalogSources {
-        no_builtin: true,
-        foreign_catalogs: vec![path],
-        ..Default::default()
-    };
-    Catalog::load(&sources).expect("catalog loads")
-}
-
-fn labels(path: PathBuf) -> Vec<Label> {
-    eval::read_labels(&path).expect("labels parse")
-}
 
 fn live() -> (Catalog, Vec<Label>, Vec<Label>) {
     let dir = root().join("tests/data/foreign/bfcl_live");

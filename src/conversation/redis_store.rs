@@ -46,18 +46,35 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
+/// The index's score for a write at `now` (ms): microseconds, and always
+/// above the last score given (kept in KEYS[5]), so threads written in the
+/// same millisecond still leave in the order they were written, as in the
+/// other stores. Formatted with `%d`: Lua would print a number this large
+/// in exponent form and lose digits.
+const ORDER_SCORE: &str = r#"
+local function order_score(now_ms)
+  local score = tonumber(now_ms) * 1000
+  local last = tonumber(redis.call('GET', KEYS[5]) or '0')
+  if score <= last then score = last + 1 end
+  local text = string.format('%d', score)
+  redis.call('SET', KEYS[5], text)
+  return text
+end
+"#;
+
 /// Creates a thread: its hash, its first turn, the index entry and the
 /// marker; then evicts the least recently updated threads over the cap.
-/// KEYS: meta, turns, gone, index. ARGV: id, turn, now, ttl, marker ttl,
-/// max threads, bytes.
+/// KEYS: meta, turns, gone, index, clock. ARGV: id, turn, now, ttl, marker
+/// ttl, max threads, bytes.
 const CREATE: &str = r#"
 redis.call('HSET', KEYS[1], 'created', ARGV[3], 'updated', ARGV[3], 'bytes', ARGV[7])
 redis.call('RPUSH', KEYS[2], ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('SET', KEYS[3], 'live', 'PX', ARGV[5])
-redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. (tonumber(ARGV[3]) - tonumber(ARGV[4])))
+redis.call('ZADD', KEYS[4], order_score(ARGV[3]), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf',
+  '(' .. string.format('%d', (tonumber(ARGV[3]) - tonumber(ARGV[4])) * 1000))
 local evicted = 0
 while redis.call('ZCARD', KEYS[4]) > tonumber(ARGV[6]) do
   local oldest = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
@@ -71,7 +88,7 @@ return evicted
 "#;
 
 /// Appends a turn if the thread is live and under its caps.
-/// KEYS: meta, turns, gone, index. ARGV: id, turn, now, ttl, marker ttl,
+/// KEYS: meta, turns, gone, index, clock. ARGV: id, turn, now, ttl, marker ttl,
 /// max turns, max bytes. Returns {"ok", count}, {"full"}, {"large", bytes}
 /// or {"gone", why}.
 const APPEND: &str = r#"
@@ -87,7 +104,7 @@ redis.call('HSET', KEYS[1], 'updated', ARGV[3], 'bytes', bytes)
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('SET', KEYS[3], 'live', 'PX', ARGV[5])
-redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
+redis.call('ZADD', KEYS[4], order_score(ARGV[3]), ARGV[1])
 return {'ok', count + 1}
 "#;
 
@@ -125,8 +142,8 @@ impl RedisStore {
             connection,
             config,
             shown,
-            create_script: Script::new(CREATE),
-            append_script: Script::new(APPEND),
+            create_script: Script::new(&format!("{ORDER_SCORE}{CREATE}")),
+            append_script: Script::new(&format!("{ORDER_SCORE}{APPEND}")),
             get_script: Script::new(GET),
         })
     }
@@ -160,6 +177,9 @@ fn keys(id: &str) -> [String; 4] {
     ]
 }
 
+/// The last score given in the index (see `ORDER_SCORE`).
+const CLOCK_KEY: &str = "zen:clock";
+
 fn gone(id: String, why: &str) -> MemoryError {
     match why {
         "live" => MemoryError::Expired { id },
@@ -188,6 +208,7 @@ impl ConversationStore for RedisStore {
             .key(turns)
             .key(marker)
             .key(index)
+            .key(CLOCK_KEY)
             .arg(&id)
             .arg(body)
             .arg(now_ms())
@@ -252,6 +273,7 @@ impl ConversationStore for RedisStore {
             .key(turns)
             .key(marker)
             .key(index)
+            .key(CLOCK_KEY)
             .arg(&id)
             .arg(body)
             .arg(now_ms())

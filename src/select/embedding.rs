@@ -48,6 +48,24 @@ pub fn table() -> Option<&'static TokenTable> {
         .as_ref()
 }
 
+/// Ranks by the full model in `dir` from now on (every index built after
+/// this call), keeping the vectors of catalog texts in `cache_dir`.
+pub fn use_model(dir: &std::path::Path, cache_dir: Option<&std::path::Path>) -> Result<(), String> {
+    #[cfg(feature = "transformer")]
+    {
+        let table = table().ok_or("the compiled-in token table is damaged")?;
+        super::transformer::load(dir, cache_dir, table.tokenizer())
+    }
+    #[cfg(not(feature = "transformer"))]
+    {
+        let _ = cache_dir;
+        Err(format!(
+            "this zenmode was built without the `transformer` feature, so the model in {} cannot run (cargo build --release --features transformer)",
+            dir.display()
+        ))
+    }
+}
+
 /// Parses the compiled-in table afresh (what the first use costs; for the
 /// benchmark).
 pub fn parse_compiled() -> Option<TokenTable> {
@@ -95,6 +113,11 @@ impl TokenTable {
         self.dims
     }
 
+    /// The WordPiece tokenizer over the table's vocabulary (the model's).
+    pub fn tokenizer(&self) -> &WordPiece<'static> {
+        &self.tokenizer
+    }
+
     /// Adds the vectors of `text`'s first `max_tokens` tokens to `sum`
     /// (length [`TokenTable::dims`]); returns how many tokens it added.
     pub fn add_text(
@@ -140,42 +163,88 @@ pub fn normalize(vector: &mut [f32]) -> bool {
     true
 }
 
+/// What turns a text into a vector: the compiled-in table, or the full
+/// model when one was loaded (the `transformer` feature).
+#[derive(Debug, Clone, Copy)]
+pub enum Encoder {
+    Table(&'static TokenTable),
+    #[cfg(feature = "transformer")]
+    Model(&'static super::transformer::Transformer),
+}
+
+impl Encoder {
+    /// The full model if `--embedding-model` loaded one, else the table.
+    pub fn current() -> Option<Encoder> {
+        #[cfg(feature = "transformer")]
+        if let Some(model) = super::transformer::loaded() {
+            return Some(Encoder::Model(model));
+        }
+        table().map(Encoder::Table)
+    }
+
+    /// Whether this is the full model rather than the distilled table.
+    pub fn is_full_model(&self) -> bool {
+        !matches!(self, Encoder::Table(_))
+    }
+
+    pub fn dims(&self) -> usize {
+        match self {
+            Encoder::Table(table) => table.dims(),
+            #[cfg(feature = "transformer")]
+            Encoder::Model(model) => model.dims(),
+        }
+    }
+
+    /// The text's unit vector, or `None` when it has no known token. With
+    /// `keep`, the full model keeps a new vector on disk (catalog texts
+    /// and probes: they come back in the next process; requests do not).
+    pub fn embed(&self, text: &str, keep: bool) -> Option<Vec<f32>> {
+        let _ = keep;
+        match self {
+            Encoder::Table(table) => {
+                let mut vector = vec![0.0; table.dims()];
+                let mut ids = Vec::new();
+                table.add_text(text, MAX_TEXT_TOKENS, &mut ids, &mut vector);
+                normalize(&mut vector).then_some(vector)
+            }
+            #[cfg(feature = "transformer")]
+            Encoder::Model(model) => model.embed(text, keep),
+        }
+    }
+}
+
 /// Unit vectors for every mode of a catalog.
 #[derive(Debug)]
 pub struct EmbeddingIndex {
-    table: &'static TokenTable,
+    encoder: Encoder,
     /// `modes × dims`, row-major; an all-zero row for a mode without text.
     vectors: Vec<f32>,
 }
 
 impl EmbeddingIndex {
     /// `texts` yields each mode's text, in catalog order.
-    pub fn build<'t>(table: &'static TokenTable, texts: impl Iterator<Item = &'t str>) -> Self {
-        let dims = table.dims();
+    pub fn build<'t>(encoder: Encoder, texts: impl Iterator<Item = &'t str>) -> Self {
+        let dims = encoder.dims();
         let mut vectors = Vec::new();
-        let mut ids = Vec::new();
         for text in texts {
-            let start = vectors.len();
-            vectors.resize(start + dims, 0.0);
-            table.add_text(text, MAX_TEXT_TOKENS, &mut ids, &mut vectors[start..]);
-            normalize(&mut vectors[start..]);
+            match encoder.embed(text, true) {
+                Some(vector) => vectors.extend(vector),
+                None => vectors.resize(vectors.len() + dims, 0.0),
+            }
         }
-        EmbeddingIndex { table, vectors }
+        EmbeddingIndex { encoder, vectors }
     }
 
     /// The query's unit vector, or `None` when it has no known token.
-    pub fn embed_query(&self, query: &str) -> Option<Vec<f32>> {
-        let mut vector = vec![0.0; self.table.dims()];
-        let mut ids = Vec::new();
-        self.table
-            .add_text(query, MAX_TEXT_TOKENS, &mut ids, &mut vector);
-        normalize(&mut vector).then_some(vector)
+    /// `probe`: a fixed calibration text, worth keeping on disk.
+    pub fn embed_query(&self, query: &str, probe: bool) -> Option<Vec<f32>> {
+        self.encoder.embed(query, probe)
     }
 
     /// Cosine similarity of the query with every mode, in catalog order.
     pub fn similarities(&self, query: &[f32]) -> Vec<f32> {
         self.vectors
-            .chunks_exact(self.table.dims())
+            .chunks_exact(self.encoder.dims())
             .map(|row| row.iter().zip(query).map(|(a, b)| a * b).sum())
             .collect()
     }
@@ -219,16 +288,18 @@ mod tests {
     fn related_texts_are_closer_than_unrelated_ones() {
         let table = table().unwrap();
         let index = EmbeddingIndex::build(
-            table,
+            Encoder::Table(table),
             [
                 "book a flight: reserve seats on an airline",
                 "get the weather forecast for a city",
             ]
             .into_iter(),
         );
-        let query = index.embed_query("I need a plane ticket to Paris").unwrap();
+        let query = index
+            .embed_query("I need a plane ticket to Paris", false)
+            .unwrap();
         let similarities = index.similarities(&query);
         assert!(similarities[0] > similarities[1], "{similarities:?}");
-        assert!(index.embed_query("").is_none());
+        assert!(index.embed_query("", false).is_none());
     }
 }

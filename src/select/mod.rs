@@ -42,6 +42,8 @@ pub mod examples;
 pub mod phrasing;
 pub mod synonyms;
 pub mod text;
+#[cfg(feature = "transformer")]
+pub mod transformer;
 pub mod wordpiece;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -107,6 +109,21 @@ pub struct Tuning {
 }
 
 impl Tuning {
+    /// The settings for the full model (`--embedding-model`). Its cosines
+    /// are sharper than the table's: unrelated texts sit near 0 instead of
+    /// about 0.2, and the right tool stands further above the rest. So the
+    /// meaning signal weighs twice as much, has no floor, and a request
+    /// must beat a higher quantile of the no-fit probes (chosen on the dev
+    /// halves; docs/selection.md has the grid).
+    pub const fn for_full_model(self) -> Tuning {
+        Tuning {
+            semantic_weight: self.semantic_weight * 2.0,
+            semantic_floor: 0.0,
+            no_fit_quantile: 0.8,
+            ..self
+        }
+    }
+
     pub const DEFAULT: Tuning = Tuning {
         analysis: Options::FULL,
         // Names and keywords are written to be matched; descriptions are long
@@ -308,7 +325,6 @@ impl Index {
 
     /// [`Index::build_with`] with other constants, for evaluations.
     pub fn build_tuned(catalog: &Catalog, ranker: Ranker, tuning: Tuning) -> Self {
-        let tuning = ranker.tuning(tuning);
         let full = ranker != Ranker::Bm25;
         // Modes with example phrasings are routed well without the meaning
         // signal; the table is only parsed when some mode has none
@@ -319,6 +335,13 @@ impl Index {
             .map(|m| !m.manifest().examples.is_empty())
             .collect();
         let needs_meaning = has_examples.contains(&false);
+        let encoder = (ranker.tuning(tuning).semantic_weight > 0.0 && needs_meaning)
+            .then(embedding::Encoder::current)
+            .flatten();
+        let tuning = match encoder {
+            Some(encoder) if encoder.is_full_model() => ranker.tuning(tuning.for_full_model()),
+            _ => ranker.tuning(tuning),
+        };
         let analyzer = Analyzer::new(if full {
             Options {
                 numbers_alone: tuning.analysis.numbers_alone && !needs_meaning,
@@ -404,17 +427,14 @@ impl Index {
         });
         let phrasing =
             full.then(|| PhrasingModel::build(phrasing, terms, tuning.phrasing_smoothing));
-        let semantic = (tuning.semantic_weight > 0.0 && needs_meaning)
-            .then(embedding::table)
-            .flatten()
-            .map(|table| {
-                let texts: Vec<String> = catalog
-                    .modes()
-                    .iter()
-                    .map(|m| meaning_text(m.manifest()))
-                    .collect();
-                EmbeddingIndex::build(table, texts.iter().map(String::as_str))
-            });
+        let semantic = encoder.map(|encoder| {
+            let texts: Vec<String> = catalog
+                .modes()
+                .iter()
+                .map(|m| meaning_text(m.manifest()))
+                .collect();
+            EmbeddingIndex::build(encoder, texts.iter().map(String::as_str))
+        });
         let mut index = Index {
             ranker,
             tuning,
@@ -460,6 +480,11 @@ impl Index {
     }
 
     fn query(&self, text: &str) -> Query {
+        self.query_of(text, false)
+    }
+
+    /// `probe`: a calibration text (its meaning vector is worth keeping).
+    fn query_of(&self, text: &str, probe: bool) -> Query {
         let terms = query_terms(self.analyzer.analyze(text));
         let ids = terms
             .iter()
@@ -468,7 +493,7 @@ impl Index {
         let meaning = self
             .semantic
             .as_ref()
-            .and_then(|semantic| semantic.embed_query(text));
+            .and_then(|semantic| semantic.embed_query(text, probe));
         Query {
             terms,
             ids,
@@ -625,7 +650,7 @@ impl Index {
             .map(str::trim)
             .filter(|line| !line.is_empty() && !line.starts_with('#'))
             .map(|probe| {
-                self.scores(&self.query(probe))
+                self.scores(&self.query_of(probe, true))
                     .into_iter()
                     .filter(|s| s.is_finite())
                     .fold(0.0f32, f32::max)

@@ -8,6 +8,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod fake_provider;
+pub mod sets;
 
 use std::{
     io::{BufRead, BufReader, Read, Write},

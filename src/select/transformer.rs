@@ -1,0 +1,290 @@
+//! The meaning signal from the full all-MiniLM-L6-v2 model, run in Rust
+//! (candle) instead of looked up in the distilled table: closer to what the
+//! model means, at a cost of milliseconds per text instead of microseconds.
+//! Built with the `transformer` feature and switched on with
+//! `--embedding-model DIR` (or `ZEN_EMBEDDING_MODEL`), a directory holding
+//! the model's `config.json` and `model.safetensors` (README: "Selection by
+//! meaning" says where to get them). Without it the static table serves.
+//!
+//! A text's vector is the mean of the model's output over its tokens,
+//! `[CLS]` and `[SEP]` included, normalized: what sentence-transformers
+//! computes for this model. The vectors of tool descriptions and no-fit
+//! probes (never of requests) are kept for the life of the process and in
+//! a file in the cache directory, so a catalog's index is built from the
+//! model once and later read back in milliseconds.
+
+use std::{
+    collections::HashMap,
+    io::Write,
+    path::{Path, PathBuf},
+    sync::{Mutex, OnceLock, PoisonError},
+};
+
+use sha2::{Digest, Sha256};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+
+use super::wordpiece::WordPiece;
+
+/// `[CLS]` and `[SEP]` in the model's vocabulary.
+const CLS: u32 = 101;
+const SEP: u32 = 102;
+/// Tokens the model reads at most, `[CLS]` and `[SEP]` included (its
+/// sentence-transformers configuration says 256).
+const MAX_TOKENS: usize = 256;
+
+/// The loaded model and the vectors it has computed so far.
+pub struct Transformer {
+    model: BertModel,
+    tokenizer: &'static WordPiece<'static>,
+    dims: usize,
+    vectors: Mutex<HashMap<Key, Option<Vec<f32>>>>,
+    /// Where vectors worth keeping are appended, if anywhere.
+    cache_file: Option<PathBuf>,
+}
+
+/// A text's key: the first half of its SHA-256 (the text itself is not
+/// stored).
+type Key = [u8; 16];
+
+fn key(text: &str) -> Key {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut key = [0; 16];
+    key.copy_from_slice(&digest[..16]);
+    key
+}
+
+impl std::fmt::Debug for Transformer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transformer")
+            .field("dims", &self.dims)
+            .finish()
+    }
+}
+
+static LOADED: OnceLock<Transformer> = OnceLock::new();
+
+/// Loads the model in `dir` for every index built after this call, keeping
+/// vectors in `cache_dir` if given. Once per process; a second call with
+/// the model already loaded does nothing.
+pub fn load(
+    dir: &Path,
+    cache_dir: Option<&Path>,
+    tokenizer: &'static WordPiece<'static>,
+) -> Result<(), String> {
+    if LOADED.get().is_some() {
+        return Ok(());
+    }
+    let mut transformer = Transformer::open(dir, tokenizer)?;
+    if let Some(cache_dir) = cache_dir {
+        transformer.use_cache(cache_dir, dir);
+    }
+    let _ = LOADED.set(transformer);
+    Ok(())
+}
+
+/// The model, if [`load`] succeeded.
+pub fn loaded() -> Option<&'static Transformer> {
+    LOADED.get()
+}
+
+impl Transformer {
+    pub fn open(dir: &Path, tokenizer: &'static WordPiece<'static>) -> Result<Self, String> {
+        let config_path = dir.join("config.json");
+        let config_text = std::fs::read_to_string(&config_path)
+            .map_err(|error| format!("cannot read {}: {error}", config_path.display()))?;
+        let config: Config = serde_json::from_str(&config_text).map_err(|error| {
+            format!(
+                "{} is not a BERT configuration: {error}",
+                config_path.display()
+            )
+        })?;
+        let weights = dir.join("model.safetensors");
+        if !weights.is_file() {
+            return Err(format!("{} is missing", weights.display()));
+        }
+        // Safety: the weights are memory-mapped read-only; like any mapped
+        // file, they must not be truncated while the process runs.
+        let builder =
+            unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &Device::Cpu) }
+                .map_err(|error| format!("cannot read {}: {error}", weights.display()))?;
+        let model = BertModel::load(builder, &config)
+            .map_err(|error| format!("{} does not hold this model: {error}", weights.display()))?;
+        Ok(Transformer {
+            model,
+            tokenizer,
+            dims: config.hidden_size,
+            vectors: Mutex::new(HashMap::new()),
+            cache_file: None,
+        })
+    }
+
+    /// Reads the vectors kept in `cache_dir` for these weights and appends
+    /// new ones there. The file is named after the weights' size and
+    /// modification time, so other weights never read these vectors. A
+    /// file that cannot be read or written only costs time (logged).
+    fn use_cache(&mut self, cache_dir: &Path, model_dir: &Path) {
+        let weights = model_dir.join("model.safetensors");
+        let stamp = std::fs::metadata(&weights).ok().map(|meta| {
+            let modified = meta
+                .modified()
+                .ok()
+                .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |since| since.as_nanos());
+            let mut hasher = Sha256::new();
+            hasher.update(weights.to_string_lossy().as_bytes());
+            hasher.update(meta.len().to_le_bytes());
+            hasher.update(modified.to_le_bytes());
+            hasher.finalize()
+        });
+        let Some(stamp) = stamp else { return };
+        let name: String = stamp[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let file = cache_dir.join(format!("minilm-vectors-{name}.bin"));
+        if let Ok(bytes) = std::fs::read(&file) {
+            let vectors = self
+                .vectors
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner);
+            let read = read_records(&bytes, self.dims, vectors);
+            tracing::debug!(file = %file.display(), read, "embedding vectors read from the cache");
+        }
+        self.cache_file = Some(file);
+    }
+
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// The unit vector of `text`; `None` for a text without tokens or if
+    /// the model fails (logged), so selection goes on without meaning.
+    /// With `keep`, a newly computed vector is kept, in memory and in the
+    /// cache file (tool texts and probes, which come back; requests do
+    /// not).
+    pub fn embed(&self, text: &str, keep: bool) -> Option<Vec<f32>> {
+        let key = key(text);
+        if let Some(found) = self
+            .vectors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return found.clone();
+        }
+        let vector = self.compute(text).unwrap_or_else(|error| {
+            tracing::warn!(%error, "the embedding model failed on a text");
+            None
+        });
+        // Requests are not kept, in memory either: a long-running server
+        // would grow with every distinct request.
+        if !keep {
+            return vector;
+        }
+        if let (Some(file), Some(vector)) = (&self.cache_file, &vector)
+            && let Err(error) = append_record(file, &key, vector)
+        {
+            tracing::debug!(%error, file = %file.display(), "cannot keep an embedding vector");
+        }
+        self.vectors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, vector.clone());
+        vector
+    }
+
+    fn compute(&self, text: &str) -> candle_core::Result<Option<Vec<f32>>> {
+        let mut ids = vec![CLS];
+        self.tokenizer.encode(text, &mut ids);
+        if ids.len() == 1 {
+            return Ok(None);
+        }
+        ids.truncate(MAX_TOKENS - 1);
+        ids.push(SEP);
+        let input = Tensor::new(ids.as_slice(), &Device::Cpu)?.unsqueeze(0)?;
+        let types = input.zeros_like()?;
+        let output = self.model.forward(&input, &types, None)?;
+        let mut vector: Vec<f32> = output.mean(1)?.squeeze(0)?.to_vec1()?;
+        Ok(super::embedding::normalize(&mut vector).then_some(vector))
+    }
+}
+
+/// Records of the cache file: a 16-byte key, then `dims` little-endian
+/// f32. Each is appended by one write, so processes sharing the file add
+/// whole records; a torn last record or one that is not a unit vector
+/// (damage, or a file written by something else) is skipped.
+fn read_records(bytes: &[u8], dims: usize, into: &mut HashMap<Key, Option<Vec<f32>>>) -> usize {
+    let size = 16 + dims * 4;
+    let mut read = 0;
+    for record in bytes.chunks_exact(size) {
+        let (head, body) = record.split_at(16);
+        let vector: Vec<f32> = body
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let norm: f32 = vector.iter().map(|x| x * x).sum();
+        if !(norm - 1.0).abs().lt(&1e-3) {
+            continue;
+        }
+        let mut key = [0; 16];
+        key.copy_from_slice(head);
+        into.insert(key, Some(vector));
+        read += 1;
+    }
+    read
+}
+
+fn append_record(file: &Path, key: &Key, vector: &[f32]) -> std::io::Result<()> {
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut record = Vec::with_capacity(16 + vector.len() * 4);
+    record.extend_from_slice(key);
+    for x in vector {
+        record.extend_from_slice(&x.to_le_bytes());
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)?
+        .write_all(&record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn damaged_cache_records_are_skipped() {
+        let dims = 4;
+        let mut bytes = Vec::new();
+        let good = [0.5f32, 0.5, 0.5, 0.5];
+        let bad = [f32::NAN, 0.0, 0.0, 0.0];
+        let long = [3.0f32, 0.0, 0.0, 0.0];
+        for (n, vector) in [good, bad, long].iter().enumerate() {
+            bytes.extend_from_slice(&[n as u8; 16]);
+            for x in vector {
+                bytes.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        bytes.extend_from_slice(&[9; 20]); // a torn last record
+        let mut vectors = HashMap::new();
+        assert_eq!(read_records(&bytes, dims, &mut vectors), 1);
+        assert_eq!(vectors[&[0u8; 16]], Some(good.to_vec()));
+    }
+
+    #[test]
+    fn appended_records_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sub/vectors.bin");
+        let vector = [0.6f32, 0.8];
+        append_record(&file, &key("a"), &vector).unwrap();
+        append_record(&file, &key("b"), &[1.0, 0.0]).unwrap();
+        let mut vectors = HashMap::new();
+        assert_eq!(
+            read_records(&std::fs::read(&file).unwrap(), 2, &mut vectors),
+            2
+        );
+        assert_eq!(vectors[&key("a")], Some(vector.to_vec()));
+    }
+}

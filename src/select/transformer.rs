@@ -28,6 +28,10 @@ use candle_transformers::models::bert::{BertModel, Config};
 
 use super::wordpiece::WordPiece;
 
+/// A cache file larger than this (about 43,000 texts) is left alone rather
+/// than read into memory.
+const MAX_CACHE_BYTES: u64 = 64 << 20;
+
 /// `[CLS]` and `[SEP]` in the model's vocabulary.
 const CLS: u32 = 101;
 const SEP: u32 = 102;
@@ -90,6 +94,37 @@ pub fn loaded() -> Option<&'static Transformer> {
     LOADED.get()
 }
 
+/// What the model must be for this tokenizer and this code: the same
+/// vocabulary (token ids index its embeddings), room for [`MAX_TOKENS`]
+/// positions, and a shape candle can build without dividing by zero.
+fn check_config(config: &Config, tokenizer: &WordPiece<'_>) -> Result<(), String> {
+    if config.vocab_size != tokenizer.vocabulary_size() {
+        return Err(format!(
+            "the model has {} tokens, the tokenizer {}: not all-MiniLM-L6-v2's vocabulary",
+            config.vocab_size,
+            tokenizer.vocabulary_size()
+        ));
+    }
+    if config.max_position_embeddings < MAX_TOKENS {
+        return Err(format!(
+            "the model reads at most {} tokens; {MAX_TOKENS} tokens are needed",
+            config.max_position_embeddings
+        ));
+    }
+    let heads = config.num_attention_heads;
+    if heads == 0 || config.hidden_size == 0 || !config.hidden_size.is_multiple_of(heads) {
+        return Err(format!(
+            "hidden size {} does not split into {heads} attention heads",
+            config.hidden_size
+        ));
+    }
+    if config.num_hidden_layers == 0 || config.num_hidden_layers > 64 || config.type_vocab_size == 0
+    {
+        return Err("not a BERT encoder of a usable size".to_owned());
+    }
+    Ok(())
+}
+
 impl Transformer {
     pub fn open(dir: &Path, tokenizer: &'static WordPiece<'static>) -> Result<Self, String> {
         let config_path = dir.join("config.json");
@@ -101,6 +136,8 @@ impl Transformer {
                 config_path.display()
             )
         })?;
+        check_config(&config, tokenizer)
+            .map_err(|problem| format!("{}: {problem}", config_path.display()))?;
         let weights = dir.join("model.safetensors");
         if !weights.is_file() {
             return Err(format!("{} is missing", weights.display()));
@@ -142,6 +179,15 @@ impl Transformer {
         let Some(stamp) = stamp else { return };
         let name: String = stamp[..8].iter().map(|b| format!("{b:02x}")).collect();
         let file = cache_dir.join(format!("minilm-vectors-{name}.bin"));
+        let size = std::fs::metadata(&file).map_or(0, |meta| meta.len());
+        if size > MAX_CACHE_BYTES {
+            tracing::warn!(
+                file = %file.display(),
+                size,
+                "the embedding cache is over 64 MB and is neither read nor written; delete it to start a new one"
+            );
+            return;
+        }
         if let Ok(bytes) = std::fs::read(&file) {
             let vectors = self
                 .vectors
@@ -253,6 +299,42 @@ fn append_record(file: &Path, key: &Key, vector: &[f32]) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A configuration that does not fit is refused before any weights are
+    /// read (candle would divide by zero heads, or index past the
+    /// embeddings).
+    #[test]
+    fn configurations_that_do_not_fit_are_refused() {
+        let table = crate::select::embedding::table().unwrap();
+        let good = serde_json::json!({
+            "vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6,
+            "num_attention_heads": 12, "intermediate_size": 1536, "hidden_act": "gelu",
+            "hidden_dropout_prob": 0.1, "max_position_embeddings": 512, "type_vocab_size": 2,
+            "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let open = |config: &serde_json::Value| {
+            std::fs::write(dir.path().join("config.json"), config.to_string()).unwrap();
+            Transformer::open(dir.path(), table.tokenizer()).unwrap_err()
+        };
+        // Without weights, a fitting configuration gets as far as them.
+        assert!(open(&good).contains("model.safetensors is missing"));
+        for (field, value, problem) in [
+            ("num_attention_heads", 0, "attention heads"),
+            ("hidden_size", 100, "attention heads"),
+            ("vocab_size", 50000, "vocabulary"),
+            ("max_position_embeddings", 128, "tokens are needed"),
+            ("num_hidden_layers", 0, "usable size"),
+        ] {
+            let mut config = good.clone();
+            config[field] = value.into();
+            let error = open(&config);
+            assert!(error.contains(problem), "{field}: {error}");
+        }
+        std::fs::write(dir.path().join("config.json"), "{ not json").unwrap();
+        let error = Transformer::open(dir.path(), table.tokenizer()).unwrap_err();
+        assert!(error.contains("not a BERT configuration"), "{error}");
+    }
 
     #[test]
     fn damaged_cache_records_are_skipped() {

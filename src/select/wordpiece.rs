@@ -35,6 +35,11 @@ impl<'v> WordPiece<'v> {
         Some(WordPiece { ids, unknown })
     }
 
+    /// How many tokens the vocabulary has.
+    pub fn vocabulary_size(&self) -> usize {
+        self.ids.len()
+    }
+
     /// The token ids of `text`, without `[CLS]`/`[SEP]`.
     pub fn encode(&self, text: &str, out: &mut Vec<u32>) {
         let mut word = String::new();

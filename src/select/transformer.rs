@@ -3,8 +3,9 @@
 //! model means, at a cost of milliseconds per text instead of microseconds.
 //! Built with the `transformer` feature and switched on with
 //! `--embedding-model DIR` (or `ZEN_EMBEDDING_MODEL`), a directory holding
-//! the model's `config.json` and `model.safetensors` (README: "Selection by
-//! meaning" says where to get them). Without it the static table serves.
+//! the model's `config.json` and `model.safetensors`
+//! (`scripts/embedding/fetch_model.sh DIR` fetches them). Without it the
+//! static table serves.
 //!
 //! A text's vector is the mean of the model's output over its tokens,
 //! `[CLS]` and `[SEP]` included, normalized: what sentence-transformers

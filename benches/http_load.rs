@@ -1,13 +1,24 @@
 //! Load on `zenmode serve --transport http`: 64 clients on loopback, each
-//! sending `zen_select_mode` calls back to back over a kept-alive
-//! connection, for a few seconds. Prints requests per second and the
-//! latency median, p99 and maximum, for stateless 2026-07-28 requests and
-//! for legacy sessions (`Mcp-Session-Id`). Not a criterion bench: the
-//! figure of interest is throughput under concurrency.
+//! over a kept-alive connection, for a few seconds, for stateless
+//! 2026-07-28 selects, legacy sessions (`Mcp-Session-Id`) and planner steps
+//! on each store. Not a criterion bench: the figures of interest are
+//! throughput and latency under concurrency.
 //!
-//! `cargo bench --bench http_load`; `ZEN_HTTP_CLIENTS`, `ZEN_HTTP_SECONDS`
-//! and `ZEN_HTTP_CLIENT_THREADS` change the defaults (64 clients, 5 s, one
-//! client thread).
+//! Every row runs twice:
+//! - **saturated**: each client sends its next request as soon as the last
+//!   one is answered. This finds the most requests per second; its latency
+//!   is queueing time, 64 clients over that rate (Little's law), so it says
+//!   little about how fast a request is served.
+//! - **paced**: the 64 clients together offer a fixed rate (5,000 requests
+//!   per second by default), each request on a schedule. Latency counts
+//!   from the moment a request was due, not when it left, so a server that
+//!   falls behind is charged for the wait (no coordinated omission), and
+//!   the timer's lateness (up to a millisecond) is charged too.
+//!
+//! `cargo bench --bench http_load`; `ZEN_HTTP_CLIENTS`, `ZEN_HTTP_SECONDS`,
+//! `ZEN_HTTP_RATE` (0 leaves out the paced runs) and
+//! `ZEN_HTTP_CLIENT_THREADS` change the defaults (64 clients, 5 s, 5,000
+//! requests/s, one client thread).
 //! Targets (issue 14): at least 5,000 requests/s, p99 at most 10 ms.
 
 use std::{
@@ -99,12 +110,56 @@ fn select_call(id: u64, task: &str, stateless: bool) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
 }
 
-/// One client: its own connection pool of one, requests back to back until
-/// `until`; returns each request's latency.
+/// When a client sends: as soon as it can, or on a schedule.
+struct Pace {
+    interval: Option<Duration>,
+    next: Instant,
+}
+
+impl Pace {
+    /// Back to back, or one request every `interval` from `first`.
+    fn new(interval: Option<Duration>, first: Instant) -> Self {
+        Pace {
+            interval,
+            next: first,
+        }
+    }
+
+    /// Waits for the next request's turn; returns the instant its latency
+    /// counts from (when it was due, for a paced client).
+    async fn turn(&mut self) -> Instant {
+        let Some(interval) = self.interval else {
+            return Instant::now();
+        };
+        let due = self.next;
+        self.next += interval;
+        tokio::time::sleep_until(due.into()).await;
+        due
+    }
+}
+
+/// The span a run measures: clients start earlier, so that connecting and
+/// first-use costs fall before `from`.
+#[derive(Clone, Copy)]
+struct Window {
+    from: Instant,
+    until: Instant,
+}
+
+impl Window {
+    fn counts(&self, start: Instant) -> bool {
+        start >= self.from
+    }
+}
+
+/// One client: its own connection pool of one, requests back to back (or
+/// paced) until the window ends; returns the latency of each request that
+/// started inside it.
 async fn client_loop(
     url: String,
     stateless: bool,
-    until: Instant,
+    window: Window,
+    mut pace: Pace,
 ) -> Result<Vec<Duration>, String> {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(1)
@@ -151,7 +206,7 @@ async fn client_loop(
     }
     let mut latencies = Vec::new();
     let mut id = 1u64;
-    while Instant::now() < until {
+    while Instant::now() < window.until {
         let body = select_call(id, TASKS[id as usize % TASKS.len()], stateless).to_string();
         let mut request = client
             .post(&url)
@@ -163,7 +218,7 @@ async fn client_loop(
         if let Some(session) = &session {
             request = request.header("mcp-session-id", session);
         }
-        let start = Instant::now();
+        let start = pace.turn().await;
         let response = request
             .body(body)
             .send()
@@ -171,7 +226,9 @@ async fn client_loop(
             .map_err(|error| error.to_string())?;
         let status = response.status();
         let text = response.text().await.map_err(|error| error.to_string())?;
-        latencies.push(start.elapsed());
+        if window.counts(start) {
+            latencies.push(start.elapsed());
+        }
         if !status.is_success() || !text.contains("\"mode\"") {
             return Err(format!("request {id}: {status} {text}"));
         }
@@ -183,7 +240,11 @@ async fn client_loop(
 /// One client of the planner workload (stateless requests): ten-step
 /// plans, each step continuing the thread the first one started, so every
 /// request reads and appends to the store.
-async fn planner_loop(url: String, until: Instant) -> Result<Vec<Duration>, String> {
+async fn planner_loop(
+    url: String,
+    window: Window,
+    mut pace: Pace,
+) -> Result<Vec<Duration>, String> {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(1)
         .build()
@@ -191,7 +252,7 @@ async fn planner_loop(url: String, until: Instant) -> Result<Vec<Duration>, Stri
     let mut latencies = Vec::new();
     let mut continuation: Option<String> = None;
     let mut step = 1u64;
-    while Instant::now() < until {
+    while Instant::now() < window.until {
         let mut request = json!({"step": format!("Step {step}: move the invoices table"),
             "step_number": step, "total_steps": 10, "next_step_required": step < 10});
         if let Some(id) = &continuation {
@@ -204,7 +265,7 @@ async fn planner_loop(url: String, until: Instant) -> Result<Vec<Duration>, Stri
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "http-load", "version": "1"}
         }}});
-        let start = Instant::now();
+        let start = pace.turn().await;
         let response = client
             .post(&url)
             .header("content-type", "application/json")
@@ -217,7 +278,9 @@ async fn planner_loop(url: String, until: Instant) -> Result<Vec<Duration>, Stri
             .await
             .map_err(|error| error.to_string())?;
         let reply: Value = response.json().await.map_err(|error| error.to_string())?;
-        latencies.push(start.elapsed());
+        if window.counts(start) {
+            latencies.push(start.elapsed());
+        }
         let result = &reply["result"];
         if result["isError"] != false {
             return Err(format!("planner step {step}: {reply}"));
@@ -244,6 +307,7 @@ fn percentile(sorted: &[Duration], share: f64) -> Duration {
     sorted[index]
 }
 
+/// A row: saturated, then paced at `ZEN_HTTP_RATE` requests per second.
 fn run(server: &Server, label: &str, clients: usize, seconds: u64, workload: Workload) {
     // ZEN_HTTP_ONLY=embedded runs only the rows whose label holds that text.
     if let Ok(only) = std::env::var("ZEN_HTTP_ONLY")
@@ -251,6 +315,26 @@ fn run(server: &Server, label: &str, clients: usize, seconds: u64, workload: Wor
     {
         return;
     }
+    let rate: f64 = std::env::var("ZEN_HTTP_RATE")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(5000.0);
+    measure(server, label, clients, seconds, workload, None);
+    if rate > 0.0 {
+        measure(server, label, clients, seconds, workload, Some(rate));
+    }
+}
+
+/// One run of a row; `rate` paces the clients, `None` lets them go as fast
+/// as the server answers.
+fn measure(
+    server: &Server,
+    label: &str,
+    clients: usize,
+    seconds: u64,
+    workload: Workload,
+    rate: Option<f64>,
+) {
     // One client thread by default: the load generator then leaves the
     // other core to the server and adds less scheduling noise of its own
     // to the latencies (select p99 6.4-6.9 ms with one, 8.3-8.5 ms with
@@ -265,35 +349,45 @@ fn run(server: &Server, label: &str, clients: usize, seconds: u64, workload: Wor
         .build()
         .unwrap();
     let url = format!("http://{}/mcp", server.address);
-    // Warm-up, so connection set-up and first-use parsing are not counted.
-    let warm_until = Instant::now() + Duration::from_millis(500);
-    let one = |url: String, until: Instant| async move {
+    let one = |url: String, window: Window, pace: Pace| async move {
         match workload {
-            Workload::Select { stateless } => client_loop(url, stateless, until).await,
-            Workload::Planner => planner_loop(url, until).await,
+            Workload::Select { stateless } => client_loop(url, stateless, window, pace).await,
+            Workload::Planner => planner_loop(url, window, pace).await,
         }
     };
-    runtime.block_on(async {
-        let _ = one(url.clone(), warm_until).await;
-    });
-    let cpu_before = server.cpu_time();
-    let start = Instant::now();
-    let until = start + Duration::from_secs(seconds);
-    let results = runtime.block_on(async {
+    // Each paced client sends every `clients / rate` seconds, the clients'
+    // schedules spread evenly over one interval. Half a second of warm-up
+    // (connections, first-use parsing, a paced schedule settling) is not
+    // counted.
+    let interval = rate.map(|rate| Duration::from_secs_f64(clients as f64 / rate));
+    let begin = Instant::now();
+    let window = Window {
+        from: begin + Duration::from_millis(500),
+        until: begin + Duration::from_millis(500) + Duration::from_secs(seconds),
+    };
+    let (results, cpu) = runtime.block_on(async {
         let tasks: Vec<_> = (0..clients)
-            .map(|_| tokio::spawn(one(url.clone(), until)))
+            .map(|client| {
+                let first = begin
+                    + interval.map_or(Duration::ZERO, |every| {
+                        every.mul_f64(client as f64 / clients as f64)
+                    });
+                tokio::spawn(one(url.clone(), window, Pace::new(interval, first)))
+            })
             .collect();
+        tokio::time::sleep_until(window.from.into()).await;
+        let cpu_before = server.cpu_time();
         let mut all = Vec::new();
         for task in tasks {
             all.push(task.await.expect("client task"));
         }
-        all
+        let cpu = server
+            .cpu_time()
+            .zip(cpu_before)
+            .map(|(after, before)| after.saturating_sub(before));
+        (all, cpu)
     });
-    let elapsed = start.elapsed();
-    let cpu = server
-        .cpu_time()
-        .zip(cpu_before)
-        .map(|(after, before)| after.saturating_sub(before));
+    let elapsed = window.until - window.from;
     let mut latencies = Vec::new();
     for result in results {
         match result {
@@ -310,8 +404,12 @@ fn run(server: &Server, label: &str, clients: usize, seconds: u64, workload: Wor
             )
         })
         .unwrap_or_else(|| "    ?".to_owned());
+    let how = match rate {
+        None => "saturated".to_owned(),
+        Some(rate) => format!("at {rate:.0}/s"),
+    };
     println!(
-        "http_load {label:<32} clients {clients:>3}  requests {:>7}  {:>7.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms  server CPU/request {cpu_per_request}",
+        "http_load {label:<32} {how:<10} clients {clients:>3}  requests {:>7}  {:>7.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>7.2} ms  server CPU/request {cpu_per_request}",
         latencies.len(),
         latencies.len() as f64 / elapsed.as_secs_f64(),
         percentile(&latencies, 0.50).as_secs_f64() * 1e3,

@@ -135,8 +135,8 @@ fn the_meaning_signal_runs_only_where_examples_are_missing() {
 
 /// Real requests the catalog has no tool for are flagged; requests it
 /// serves mostly are not. Floors sit a little under the measured figures
-/// (dev half: 0.760 flagged, 0.090 of relevant queries flagged; held-out
-/// half: 0.821).
+/// (dev half: 0.756 flagged, 0.090 of relevant queries flagged; held-out
+/// half: 0.807 and 0.090).
 #[test]
 fn no_fit_detection_on_irrelevant_requests() {
     let (multiple, mut pooled) = multiple();
@@ -261,11 +261,12 @@ fn built_in_modes_beside_imported_tools_keep_to_their_own_requests() {
 }
 
 /// MetaTool is where the static table falls furthest behind the full model
-/// (meaning alone 0.42 top-1 against the full model's 0.62; fused 0.52, see
+/// (meaning alone 0.53 top-1 against the full model's 0.62; fused 0.57, see
 /// docs/selection.md). Floors sit a little under the measured figures
-/// (dev half: top-1 0.524, MRR 0.621, 0.656 of the requests that need no
-/// tool flagged and 0.214 of the relevant ones; held-out: 0.521, 0.611,
-/// 0.701 and 0.227).
+/// (dev half: top-1 0.569, MRR 0.655, 0.734 of the requests that need no
+/// tool flagged and 0.299 of the relevant ones; held-out: 0.552, 0.640,
+/// 0.784 and 0.302). With the table before its refinement: 0.524, 0.621,
+/// 0.656 and 0.214 on the dev half.
 #[test]
 fn metatool_keeps_its_floors() {
     let (catalog, dev, heldout) = metatool();
@@ -273,14 +274,14 @@ fn metatool_keeps_its_floors() {
     for (half, labels) in [("dev", &dev), ("held-out", &heldout)] {
         let report = evaluate(&catalog, Ranker::Full, labels);
         assert!(
-            report.overall.top1 >= 0.50 && report.overall.mrr >= 0.59,
+            report.overall.top1 >= 0.53 && report.overall.mrr >= 0.62,
             "{half}: top-1 {:.3} / MRR {:.3}",
             report.overall.top1,
             report.overall.mrr
         );
         assert!(report.no_fit_queries > 200);
         assert!(
-            report.no_fit_flagged >= 0.62 && report.no_clear_fit <= 0.25,
+            report.no_fit_flagged >= 0.70 && report.no_clear_fit <= 0.33,
             "{half}: {:.3} of no-fit queries and {:.3} of relevant ones flagged",
             report.no_fit_flagged,
             report.no_clear_fit

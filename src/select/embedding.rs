@@ -8,7 +8,8 @@
 //! the model's output for that token alone, reduced by PCA, re-weighted so
 //! frequent tokens count less, refined so that sums of token vectors land
 //! near the full model's sentence embeddings, and stored as int8 with one
-//! scale per token (`scripts/embedding/distill.py` rebuilds it). A text's
+//! scale per token (`scripts/embedding/distill.py`, then `refine.py`,
+//! rebuild it). A text's
 //! vector is the sum of its tokens' vectors, normalized: one table lookup
 //! and a multiply-add per dimension per token.
 //!

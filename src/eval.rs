@@ -222,6 +222,52 @@ pub struct Report {
     pub misses: Vec<Miss>,
     /// Queries that have a right mode but were flagged as having no clear fit.
     pub flagged_relevant: Vec<String>,
+    /// What the best no-fit threshold for this set, picked in hindsight,
+    /// would flag (only with both kinds of queries).
+    pub no_fit_separation: Option<Separation>,
+}
+
+/// How well the scores part queries with a right mode from queries with
+/// none, whatever the threshold: the two trade-offs the selection
+/// targets are stated in (docs/selection.md, "No suitable mode").
+/// A query is flagged when its best score minus the no-fit score is at or
+/// below the threshold; zenmode's own threshold is 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Separation {
+    /// Share of no-fit queries flagged by the highest threshold that flags
+    /// at most a tenth of the relevant queries.
+    pub caught_with_a_tenth_flagged: f64,
+    /// Share of relevant queries flagged by the lowest threshold that
+    /// flags at least four fifths of the no-fit queries.
+    pub flagged_with_four_fifths_caught: f64,
+}
+
+/// [`Separation`] from each query's best score minus the no-fit score.
+pub fn separation(relevant: &[f32], no_fit: &[f32]) -> Option<Separation> {
+    if relevant.is_empty() || no_fit.is_empty() {
+        return None;
+    }
+    let sorted = |margins: &[f32]| {
+        let mut margins = margins.to_vec();
+        margins.sort_by(f32::total_cmp);
+        margins
+    };
+    let (relevant, no_fit) = (sorted(relevant), sorted(no_fit));
+    let share = |count: usize, of: &[f32]| count as f64 / of.len() as f64;
+    // Flag the relevant queries below the (allowed + 1)-th smallest margin.
+    let allowed = relevant.len() / 10;
+    let caught_with_a_tenth_flagged = match relevant.get(allowed) {
+        Some(&first_spared) => share(no_fit.partition_point(|&m| m < first_spared), &no_fit),
+        None => 1.0,
+    };
+    let wanted = (no_fit.len() * 4).div_ceil(5).max(1);
+    let threshold = no_fit[wanted - 1];
+    let flagged_with_four_fifths_caught =
+        share(relevant.partition_point(|&m| m <= threshold), &relevant);
+    Some(Separation {
+        caught_with_a_tenth_flagged,
+        flagged_with_four_fifths_caught,
+    })
 }
 
 #[derive(Default)]
@@ -278,9 +324,13 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
 
     let (mut no_fit_queries, mut no_fit_flagged) = (0usize, 0usize);
     let mut flagged_relevant = Vec::new();
+    // Per query: best score minus the no-fit score (flagged at or below 0).
+    let (mut relevant_margins, mut no_fit_margins) = (Vec::new(), Vec::new());
     for label in labels {
         let ranking = index.ranking(&label.query);
+        let margin = ranking.ranked.first().map_or(0.0, |best| best.score) - index.no_fit_score();
         let Some(expected) = &label.expected else {
+            no_fit_margins.push(margin);
             no_fit_queries += 1;
             no_fit_flagged += usize::from(ranking.no_clear_fit());
             continue;
@@ -290,6 +340,7 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
             .iter()
             .position(|r| catalog.modes()[r.mode_index].name() == expected)
             .map(|position| position + 1);
+        relevant_margins.push(margin);
         let top = name(&ranking, 0);
         let acceptable_first = top.as_ref().is_some_and(|t| label.acceptable.contains(t));
         overall.add(rank, acceptable_first);
@@ -358,6 +409,7 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
         no_fit_flagged: ratio(no_fit_flagged as f64, no_fit_queries),
         misses,
         flagged_relevant,
+        no_fit_separation: separation(&relevant_margins, &no_fit_margins),
     }
 }
 
@@ -389,6 +441,10 @@ pub fn to_json(report: &Report) -> Value {
         "no_fit_queries": report.no_fit_queries,
         "no_fit_flagged": round3(report.no_fit_flagged),
         "flagged_relevant": report.flagged_relevant,
+        "no_fit_separation": report.no_fit_separation.map(|s| json!({
+            "caught_with_a_tenth_flagged": round3(s.caught_with_a_tenth_flagged),
+            "flagged_with_four_fifths_caught": round3(s.flagged_with_four_fifths_caught),
+        })),
         "per_mode": report
             .per_mode
             .iter()
@@ -447,6 +503,13 @@ pub fn to_table(report: &Report, show_misses: bool) -> String {
             report.no_fit_queries, report.no_fit_flagged, report.no_clear_fit
         );
     }
+    if let Some(separation) = report.no_fit_separation {
+        let _ = writeln!(
+            out,
+            "best threshold in hindsight: {:.3} of no-fit queries caught with at most a tenth of relevant ones flagged; {:.3} of relevant ones flagged to catch four fifths\n",
+            separation.caught_with_a_tenth_flagged, separation.flagged_with_four_fifths_caught
+        );
+    }
     let width = report
         .per_mode
         .keys()
@@ -496,6 +559,31 @@ pub fn to_table(report: &Report, show_misses: bool) -> String {
 mod tests {
     use super::*;
     use crate::select::Ranker;
+
+    #[test]
+    fn separation_picks_the_thresholds_in_hindsight() {
+        // Twenty relevant margins 0.1, 0.2 ... 2.0; ten no-fit margins.
+        let relevant: Vec<f32> = (1..=20).map(|i| i as f32 / 10.0).collect();
+        let no_fit = [-1.0, -0.5, 0.0, 0.05, 0.15, 0.25, 0.5, 0.9, 1.5, 3.0];
+        let s = separation(&relevant, &no_fit).unwrap();
+        // A tenth of twenty: 0.1 and 0.2 may be flagged, 0.3 must not be;
+        // the no-fit margins below 0.3 are six of ten.
+        assert!((s.caught_with_a_tenth_flagged - 0.6).abs() < 1e-9, "{s:?}");
+        // Four fifths of ten: up to the eighth smallest, 0.9, which flags
+        // the nine relevant margins up to 0.9.
+        assert!(
+            (s.flagged_with_four_fifths_caught - 0.45).abs() < 1e-9,
+            "{s:?}"
+        );
+
+        let apart = separation(&[1.0, 2.0], &[-1.0, -2.0]).unwrap();
+        assert_eq!(apart.caught_with_a_tenth_flagged, 1.0);
+        assert_eq!(apart.flagged_with_four_fifths_caught, 0.0);
+        let mixed = separation(&[0.0, 0.0], &[0.0, 0.0]).unwrap();
+        assert_eq!(mixed.caught_with_a_tenth_flagged, 0.0);
+        assert_eq!(mixed.flagged_with_four_fifths_caught, 1.0);
+        assert!(separation(&[], &[1.0]).is_none() && separation(&[1.0], &[]).is_none());
+    }
 
     #[test]
     fn parses_labels_and_skips_blank_lines() {

@@ -22,7 +22,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
     Clock, ConversationStore, MemoryConfig, MemoryError, SystemClock, Thread, Turn, encode_turn,
-    normalize_id,
+    normalize_id, turn_cache::TurnCache,
 };
 
 /// Waiting this long for another process's write is still a normal wait.
@@ -42,6 +42,8 @@ pub struct EmbeddedStore {
     /// their own, which WAL lets run beside a write.
     writer: Slot,
     reader: Slot,
+    /// Threads this process read or wrote last, decoded (see `turn_cache`).
+    cache: Arc<TurnCache>,
 }
 
 /// The queue of a thread that owns one connection. Jobs run one after
@@ -158,6 +160,7 @@ impl EmbeddedStore {
             clock,
             writer: Slot::default(),
             reader: Slot::default(),
+            cache: Arc::default(),
         }
     }
 
@@ -545,6 +548,25 @@ fn forget_the_oldest_gone_ids(transaction: &Connection) -> rusqlite::Result<()> 
 /// same plan (the `(thread, seq)` index, no sort) without that mark.
 const TURNS_OF_A_THREAD: &str = "SELECT body FROM turn_log WHERE thread = +?1 ORDER BY seq";
 
+/// Every turn of the thread `key`, parsed, in order.
+fn read_turns(connection: &Connection, key: i64) -> Result<Vec<Turn>, MemoryError> {
+    let bodies: Vec<String> = connection
+        .prepare_cached(TURNS_OF_A_THREAD)
+        .and_then(|mut statement| {
+            statement
+                .query_map(params![key], |row| row.get(0))?
+                .collect::<Result<_, _>>()
+        })
+        .map_err(unavailable)?;
+    bodies
+        .iter()
+        .map(|body| serde_json::from_str::<Turn>(body))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| MemoryError::Unavailable {
+            reason: format!("a stored turn is unreadable: {error}"),
+        })
+}
+
 /// Why `id` has no thread.
 fn gone_error(connection: &Connection, id: &str) -> Result<MemoryError, MemoryError> {
     let why: Option<String> = connection
@@ -571,18 +593,20 @@ impl ConversationStore for EmbeddedStore {
                 max_bytes: self.config.max_total_bytes,
             });
         }
-        self.writing(move |connection, limits| {
+        let created = self.writing(move |connection, limits| {
             // A savepoint inside the batch's transaction (see `spawn_worker`).
             let transaction = connection.savepoint().map_err(unavailable)?;
             let id = uuid::Uuid::new_v4().hyphenated().to_string();
+            let mut key = 0;
             exec(&transaction,
                     "INSERT INTO threads (id, created_ms, updated_ms, turns, bytes) VALUES (?1, ?2, ?2, 1, ?3)",
                     params![id, limits.now, bytes as i64],
                 )
                 .and_then(|_| {
+                    key = transaction.last_insert_rowid();
                     exec(&transaction,
                         "INSERT INTO turn_log (thread, seq, body) VALUES (?1, 0, ?2)",
-                        params![transaction.last_insert_rowid(), body],
+                        params![key, body],
                     )
                 })
                 .and_then(|_| {
@@ -594,46 +618,55 @@ impl ConversationStore for EmbeddedStore {
                 .and_then(|_| enforce_bounds(&transaction, limits, &id))
                 .and_then(|()| transaction.commit())
                 .map_err(unavailable)?;
-            Ok(id)
+            Ok((id, key))
         })
-        .await
+        .await?;
+        let (id, key) = created;
+        self.cache.keep(&id, key, vec![first], bytes);
+        Ok(id)
     }
 
     async fn get(&self, id: &str) -> Result<Thread, MemoryError> {
         let id = normalize_id(id)?;
+        let cache = Arc::clone(&self.cache);
         self.reading(move |connection, limits| {
-            let found: Option<(i64, i64, i64)> = connection
-                .prepare_cached("SELECT rowid, created_ms, updated_ms FROM threads WHERE id = ?1")
+            let found: Option<(i64, i64, i64, i64, i64)> = connection
+                .prepare_cached(
+                    "SELECT rowid, created_ms, updated_ms, turns, bytes FROM threads WHERE id = ?1",
+                )
                 .and_then(|mut statement| {
                     statement.query_row(params![id], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                        Ok((
+                            row.get(0)?,
+                            row.get(1)?,
+                            row.get(2)?,
+                            row.get(3)?,
+                            row.get(4)?,
+                        ))
                     })
                 })
                 .optional()
                 .map_err(unavailable)?;
-            let Some((key, created, updated)) = found else {
+            let Some((key, created, updated, count, bytes)) = found else {
+                cache.forget(&id);
                 return Err(gone_error(connection, &id)?);
             };
             // An expired thread stays until the next write sweeps it (and
             // remembers why); until then it reads as expired all the same.
             if updated <= limits.expired_before() {
+                cache.forget(&id);
                 return Err(MemoryError::Expired { id });
             }
-            let bodies: Vec<String> = connection
-                .prepare_cached(TURNS_OF_A_THREAD)
-                .and_then(|mut statement| {
-                    statement
-                        .query_map(params![key], |row| row.get(0))?
-                        .collect::<Result<_, _>>()
-                })
-                .map_err(unavailable)?;
-            let turns = bodies
-                .iter()
-                .map(|body| serde_json::from_str::<Turn>(body))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|error| MemoryError::Unavailable {
-                    reason: format!("a stored turn is unreadable: {error}"),
-                })?;
+            let count = usize::try_from(count).unwrap_or(usize::MAX);
+            let turns = match cache.turns(&id, key, count) {
+                Some(turns) => turns,
+                None => {
+                    let turns = read_turns(connection, key)?;
+                    let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+                    cache.keep(&id, key, turns.clone(), bytes);
+                    turns
+                }
+            };
             Ok(Thread {
                 id,
                 created: time_of(created),
@@ -647,7 +680,9 @@ impl ConversationStore for EmbeddedStore {
     async fn append(&self, id: &str, turn: Turn) -> Result<usize, MemoryError> {
         let id = normalize_id(id)?;
         let body = encode_turn(&turn)?;
-        self.writing(move |connection, limits| {
+        let size = body.len();
+        let cache_id = id.clone();
+        let appended = self.writing(move |connection, limits| {
             // A savepoint inside the batch's transaction (see `spawn_worker`).
             let transaction = connection.savepoint().map_err(unavailable)?;
             let found: Option<(i64, i64, i64, i64)> = transaction
@@ -698,9 +733,19 @@ impl ConversationStore for EmbeddedStore {
                 .and_then(|_| enforce_bounds(&transaction, limits, &id))
                 .and_then(|()| transaction.commit())
                 .map_err(unavailable)?;
-            Ok(turns as usize + 1)
+            Ok((key, turns as usize + 1))
         })
-        .await
+        .await;
+        match appended {
+            Ok((key, count)) => {
+                self.cache.appended(&cache_id, key, count, turn, size);
+                Ok(count)
+            }
+            Err(error) => {
+                self.cache.forget(&cache_id);
+                Err(error)
+            }
+        }
     }
 }
 
@@ -928,6 +973,55 @@ mod tests {
                 task.await.unwrap();
             }
             assert_eq!(two.get(&id).await.unwrap().turns.len(), 101);
+            // Each store's cache saw only part of the appends: what both
+            // read must still be the file's turns, in the file's order.
+            let fresh = EmbeddedStore::new(dir.path().join("t.db"), MemoryConfig::default());
+            let truth = fresh.get(&id).await.unwrap().turns;
+            assert_eq!(one.get(&id).await.unwrap().turns, truth);
+            assert_eq!(two.get(&id).await.unwrap().turns, truth);
+        });
+    }
+
+    /// Two processes take turns on one thread: every read, cached or not,
+    /// gives exactly what a store with no cache reads from the file.
+    #[test]
+    fn a_thread_continued_elsewhere_is_read_again_not_served_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        runtime().block_on(async {
+            let path = dir.path().join("t.db");
+            let one = EmbeddedStore::new(path.clone(), MemoryConfig::default());
+            let two = EmbeddedStore::new(path.clone(), MemoryConfig::default());
+            let id = one.create(Turn::user("chat", "0")).await.unwrap();
+            for i in 1..12 {
+                let (writer, reader) = if i % 3 == 0 {
+                    (&two, &one)
+                } else {
+                    (&one, &two)
+                };
+                // Read first so the reader's cache holds the thread as it was.
+                let before = reader.get(&id).await.unwrap().turns.len();
+                writer
+                    .append(&id, Turn::user("chat", i.to_string()))
+                    .await
+                    .unwrap();
+                let truth = EmbeddedStore::new(path.clone(), MemoryConfig::default())
+                    .get(&id)
+                    .await
+                    .unwrap()
+                    .turns;
+                assert_eq!(truth.len(), before + 1);
+                assert_eq!(reader.get(&id).await.unwrap().turns, truth, "turn {i}");
+                assert_eq!(writer.get(&id).await.unwrap().turns, truth, "turn {i}");
+            }
+            // A thread that ended elsewhere is not served from a cache.
+            let other = two.create(Turn::user("chat", "x")).await.unwrap();
+            assert_eq!(one.get(&other).await.unwrap().turns.len(), 1);
+            let connection = open(&path).unwrap();
+            remove(&connection, &other, "evicted", 0).unwrap();
+            assert!(matches!(
+                one.get(&other).await,
+                Err(MemoryError::Evicted { .. })
+            ));
         });
     }
 

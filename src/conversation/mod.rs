@@ -15,6 +15,7 @@ mod history;
 mod memory;
 mod redis_store;
 mod store_url;
+mod turn_cache;
 
 use std::time::{Duration, SystemTime};
 

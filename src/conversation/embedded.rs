@@ -663,7 +663,11 @@ impl ConversationStore for EmbeddedStore {
                 None => {
                     let turns = read_turns(connection, key)?;
                     let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
-                    cache.keep(&id, key, turns.clone(), bytes);
+                    if TurnCache::worth_keeping(bytes) {
+                        cache.keep(&id, key, turns.clone(), bytes);
+                    } else {
+                        cache.forget(&id);
+                    }
                     turns
                 }
             };

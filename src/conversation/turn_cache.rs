@@ -61,9 +61,15 @@ impl TurnCache {
         Some(entry.turns.clone())
     }
 
+    /// Whether a thread of `bytes` is kept at all: a very large one would
+    /// push out everything else (and cost a copy to keep).
+    pub(super) fn worth_keeping(bytes: usize) -> bool {
+        bytes <= MAX_BYTES / 4
+    }
+
     /// Keeps the whole thread as just read from (or written to) the file.
     pub(super) fn keep(&self, id: &str, key: i64, turns: Vec<Turn>, bytes: usize) {
-        if bytes > MAX_BYTES / 4 {
+        if !Self::worth_keeping(bytes) {
             self.forget(id);
             return;
         }

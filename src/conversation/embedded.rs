@@ -622,7 +622,7 @@ impl ConversationStore for EmbeddedStore {
         })
         .await?;
         let (id, key) = created;
-        self.cache.keep(&id, key, vec![first], bytes);
+        self.cache.keep(&id, key, vec![first]);
         Ok(id)
     }
 
@@ -664,7 +664,7 @@ impl ConversationStore for EmbeddedStore {
                     let turns = read_turns(connection, key)?;
                     let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
                     if TurnCache::worth_keeping(bytes) {
-                        cache.keep(&id, key, turns.clone(), bytes);
+                        cache.keep(&id, key, turns.clone());
                     } else {
                         cache.forget(&id);
                     }
@@ -684,7 +684,6 @@ impl ConversationStore for EmbeddedStore {
     async fn append(&self, id: &str, turn: Turn) -> Result<usize, MemoryError> {
         let id = normalize_id(id)?;
         let body = encode_turn(&turn)?;
-        let size = body.len();
         let cache_id = id.clone();
         let appended = self.writing(move |connection, limits| {
             // A savepoint inside the batch's transaction (see `spawn_worker`).
@@ -742,7 +741,7 @@ impl ConversationStore for EmbeddedStore {
         .await;
         match appended {
             Ok((key, count)) => {
-                self.cache.appended(&cache_id, key, count, turn, size);
+                self.cache.appended(&cache_id, key, count, turn);
                 Ok(count)
             }
             Err(error) => {

@@ -340,7 +340,7 @@ const THREAD_OVERHEAD: usize = std::mem::size_of::<Entry>() + 64;
 /// more memory than it is charged for: `[""]` is 4 bytes of JSON but a whole
 /// `Value` (tens of bytes) in memory, so a million empty strings would be
 /// charged 3 MB while holding about 70 MB.
-fn turn_bytes(turn: &Turn) -> usize {
+pub(super) fn turn_bytes(turn: &Turn) -> usize {
     let files: usize = turn.files.iter().map(|file| file.capacity()).sum::<usize>()
         + turn.files.capacity() * size_of::<String>();
     size_of::<Turn>()

@@ -13,12 +13,13 @@ use std::{
     sync::{Mutex, PoisonError},
 };
 
-use super::Turn;
+use super::{Turn, memory::turn_bytes};
 
 /// Threads kept at most: well above the threads a busy server continues
 /// at once, so under load nearly every continuation is a hit.
 const MAX_THREADS: usize = 1024;
-/// Stored size (encoded turns) kept at most.
+/// Memory the decoded turns may take, counted as the in-memory store
+/// counts it (every string and JSON value node).
 const MAX_BYTES: usize = 32 << 20;
 
 #[derive(Default)]
@@ -61,14 +62,16 @@ impl TurnCache {
         Some(entry.turns.clone())
     }
 
-    /// Whether a thread of `bytes` is kept at all: a very large one would
-    /// push out everything else (and cost a copy to keep).
-    pub(super) fn worth_keeping(bytes: usize) -> bool {
-        bytes <= MAX_BYTES / 4
+    /// Whether a thread stored in `stored_bytes` may be kept at all: a very
+    /// large one would push out everything else (and cost a copy to keep).
+    /// Decoded turns never take less memory than their JSON text.
+    pub(super) fn worth_keeping(stored_bytes: usize) -> bool {
+        stored_bytes <= MAX_BYTES / 4
     }
 
     /// Keeps the whole thread as just read from (or written to) the file.
-    pub(super) fn keep(&self, id: &str, key: i64, turns: Vec<Turn>, bytes: usize) {
+    pub(super) fn keep(&self, id: &str, key: i64, turns: Vec<Turn>) {
+        let bytes: usize = turns.iter().map(turn_bytes).sum();
         if !Self::worth_keeping(bytes) {
             self.forget(id);
             return;
@@ -92,7 +95,8 @@ impl TurnCache {
     /// Records a committed append that made the thread `count` turns long.
     /// An entry one turn behind grows; any other is dropped, and the next
     /// load reads the file.
-    pub(super) fn appended(&self, id: &str, key: i64, count: usize, turn: Turn, bytes: usize) {
+    pub(super) fn appended(&self, id: &str, key: i64, count: usize, turn: Turn) {
+        let bytes = turn_bytes(&turn);
         let mut entries = self.entries();
         let Some(entry) = entries.by_id.get_mut(id) else {
             return;
@@ -158,7 +162,7 @@ mod tests {
     #[test]
     fn a_hit_needs_the_same_key_and_count() {
         let cache = TurnCache::default();
-        cache.keep("a", 7, turns(3), 30);
+        cache.keep("a", 7, turns(3));
         assert_eq!(cache.turns("a", 7, 3).map(|t| t.len()), Some(3));
         assert!(cache.turns("a", 7, 4).is_none(), "another process appended");
         assert!(cache.turns("a", 8, 3).is_none(), "another row");
@@ -168,17 +172,17 @@ mod tests {
     #[test]
     fn an_append_grows_only_an_entry_one_turn_behind() {
         let cache = TurnCache::default();
-        cache.keep("a", 1, turns(2), 20);
-        cache.appended("a", 1, 3, Turn::user("chat", "third"), 10);
+        cache.keep("a", 1, turns(2));
+        cache.appended("a", 1, 3, Turn::user("chat", "third"));
         let hit = cache.turns("a", 1, 3).expect("grown to three turns");
         assert_eq!(hit[2].content, "third");
         // Two turns were written elsewhere meanwhile: the entry cannot
         // know them, so it goes.
-        cache.appended("a", 1, 5, Turn::user("chat", "fifth"), 10);
+        cache.appended("a", 1, 5, Turn::user("chat", "fifth"));
         assert!(cache.turns("a", 1, 5).is_none());
         assert_eq!(cache.len(), 0);
         // A thread the cache never saw is not invented from one turn.
-        cache.appended("b", 2, 4, Turn::user("chat", "x"), 10);
+        cache.appended("b", 2, 4, Turn::user("chat", "x"));
         assert!(cache.turns("b", 2, 4).is_none());
     }
 
@@ -186,18 +190,32 @@ mod tests {
     fn bounds_drop_the_least_recently_used() {
         let cache = TurnCache::default();
         for i in 0..MAX_THREADS {
-            cache.keep(&format!("t{i}"), i as i64, turns(1), 10);
+            cache.keep(&format!("t{i}"), i as i64, turns(1));
         }
         // Touch the first so it is the most recently used.
         assert!(cache.turns("t0", 0, 1).is_some());
-        cache.keep("new", -1, turns(1), 10);
+        cache.keep("new", -1, turns(1));
         assert!(cache.len() <= MAX_THREADS * 7 / 8 + 1, "{}", cache.len());
         assert!(cache.turns("t0", 0, 1).is_some(), "recently used stays");
         assert!(cache.turns("new", -1, 1).is_some());
         assert!(cache.turns("t1", 1, 1).is_none(), "oldest went first");
 
-        // One thread too large to be worth keeping is not kept.
-        cache.keep("huge", 5, turns(1), MAX_BYTES);
+        // One thread too large to be worth keeping is not kept; its size
+        // is what it takes in memory (here mostly one long string).
+        let huge = vec![Turn::user("chat", "x".repeat(MAX_BYTES / 4 + 1))];
+        cache.keep("huge", 5, huge);
         assert!(cache.turns("huge", 5, 1).is_none());
+
+        // Many values charge their nodes, not their short JSON text: a
+        // million empty strings are tens of megabytes in memory.
+        let mut wide = Turn::user("chat", "wide");
+        wide.data = Some(serde_json::Value::Array(vec![
+            serde_json::Value::String(
+                String::new()
+            );
+            1_000_000
+        ]));
+        cache.keep("wide", 6, vec![wide]);
+        assert!(cache.turns("wide", 6, 1).is_none());
     }
 }

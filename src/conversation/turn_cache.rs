@@ -93,20 +93,23 @@ impl TurnCache {
     }
 
     /// Records a committed append that made the thread `count` turns long.
-    /// An entry one turn behind grows; any other is dropped, and the next
-    /// load reads the file.
+    /// An entry one turn behind grows (unless that makes it too large to
+    /// keep); one a read already brought to `count` stays; any other is
+    /// dropped, and the next load reads the file.
     pub(super) fn appended(&self, id: &str, key: i64, count: usize, turn: Turn) {
         let bytes = turn_bytes(&turn);
         let mut entries = self.entries();
         let Some(entry) = entries.by_id.get_mut(id) else {
             return;
         };
-        if entry.key == key && entry.turns.len() + 1 == count {
+        let behind = entry.key == key && entry.turns.len() + 1 == count;
+        let current = entry.key == key && entry.turns.len() == count;
+        if behind && Self::worth_keeping(entry.bytes + bytes) {
             entry.turns.push(turn);
             entry.bytes += bytes;
             entries.bytes += bytes;
             entries.make_room();
-        } else if entry.key != key || entry.turns.len() != count {
+        } else if !current {
             entries.remove(id);
         }
     }
@@ -184,6 +187,16 @@ mod tests {
         // A thread the cache never saw is not invented from one turn.
         cache.appended("b", 2, 4, Turn::user("chat", "x"));
         assert!(cache.turns("b", 2, 4).is_none());
+        // A read that already brought the entry to the new count keeps it.
+        let read = turns(2);
+        cache.keep("c", 3, read.clone());
+        cache.appended("c", 3, 2, Turn::user("chat", "already read"));
+        assert_eq!(cache.turns("c", 3, 2), Some(read));
+        // Growing past the size worth keeping drops the entry.
+        cache.keep("d", 4, turns(1));
+        cache.appended("d", 4, 2, Turn::user("chat", "x".repeat(MAX_BYTES / 4)));
+        assert!(cache.turns("d", 4, 2).is_none());
+        assert!(cache.turns("d", 4, 1).is_none());
     }
 
     #[test]

@@ -1,9 +1,10 @@
 """Builds the training corpus for refine.py and the model's sentence vectors for it.
 
-    python scripts/embedding/corpus.py [--model DIR] [--max 64000] [--seed 0]
-        [--docstrings-root DIR ...] [--man-root DIR] [--no-teacher]
+    python scripts/embedding/corpus.py [--model DIR] [--max 64000] [--extra-max 96000]
+        [--seed 0] [--docstrings-root DIR ...] [--man-root DIR] [--wordnet-root DIR]
+        [--threads N] [--no-teacher]
 
-Sources, in this order of priority:
+The first --max texts, in this order of priority:
 - the built-in mode manifests (modes/*.json in this repository);
 - the MCP catalogs in ../shared/catalogs/*.json (union_all.json skipped);
 - English man pages (--man-root, default /usr/share/man): the NAME line and
@@ -12,8 +13,17 @@ Sources, in this order of priority:
   (never imported), under each --docstrings-root (default: the running
   interpreter's site-packages and standard library).
 Modes and catalogs are all kept; man pages fill up to a third of the rest of
---max and docstrings the remainder, each sampled with --seed. Every text is
-cut to its first 64 WordPiece tokens and duplicates (ignoring case) dropped.
+--max and docstrings the remainder, each sampled with --seed.
+
+Then --extra-max more, so a larger corpus leaves the first part unchanged
+(refine.py --sources can still train on it alone):
+- the one-line descriptions of Debian's programs (`apt-cache dumpavail`;
+  libraries, bindings, fonts and -dev/-doc/-data packages left out);
+- WordNet 3.0 (Debian package wordnet-base, --wordnet-root): every verb
+  gloss, every example sentence, then noun, adjective and adverb glosses in
+  a seeded shuffle.
+Every text is cut to its first 64 WordPiece tokens and duplicates (ignoring
+case) dropped.
 
 The evaluation sets (tests/data/foreign, ../shared/routing, MetaTool, BFCL)
 are never read.
@@ -22,8 +32,9 @@ Writes corpus.jsonl ({"text", "source"}) and teacher.npy (the unit-length
 all-MiniLM-L6-v2 sentence vector of each text, float32, same order) to the
 cache folder (minilm.py's CACHE / "refine", outside the repository). DIR is a
 folder filled by fetch_model.sh (tokenizer.json and the sentence-transformers
-files); the vectors come from sentence-transformers on the CPU, one thread.
-The shipped table was built with the defaults: 64,000 texts, about 13 minutes.
+files); the vectors come from sentence-transformers on the CPU.
+The shipped table was built with the defaults and --threads 2: 160,000
+texts (21,489 package descriptions, 74,511 WordNet texts), about 33 minutes.
 """
 from __future__ import annotations
 
@@ -186,6 +197,57 @@ def manpages(root):
             yield desc
 
 
+def debian_packages():
+    """Short descriptions of the Debian archive's programs ("fzy: fast, simple
+    fuzzy text selector"): what a tool does in one line, like a catalog's
+    descriptions but from tens of thousands of authors. Libraries, language
+    bindings, fonts and -dev/-doc/-data splits are left out: their lines
+    repeat one pattern thousands of times."""
+    import subprocess
+
+    try:
+        dump = subprocess.run(["apt-cache", "dumpavail"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as err:
+        print(f"apt-cache dumpavail failed ({err}); no Debian descriptions", file=sys.stderr)
+        return
+    skip_prefix = re.compile(r"^(lib|golang-|node-|ruby-|r-cran-|librust-|fonts-|texlive|python3?-|php-|perl-|haskell-|ocaml-|elpa-|xfonts-)")
+    skip_suffix = re.compile(r"-(dev|doc|dbg|dbgsym|data|common|examples|tests?)$")
+    package = None
+    for line in dump.splitlines():
+        if line.startswith("Package: "):
+            package = line[9:].strip()
+        elif line.startswith("Description: ") and package:
+            if skip_prefix.match(package) or skip_suffix.search(package):
+                continue
+            yield f"{package.replace('-', ' ')}: {line[13:].strip()}"
+
+
+def wordnet(root, rng):
+    """WordNet's glosses and example sentences: everyday English in short
+    texts, the register of people's requests more than of API docs. All verb
+    glosses (actions are what tools do), all example sentences, then noun,
+    adjective and adverb glosses in a seeded shuffle."""
+    verbs, examples, others = [], [], []
+    for pos in ("verb", "noun", "adj", "adv"):
+        path = os.path.join(root, f"data.{pos}")
+        if not os.path.exists(path):
+            print(f"{path} not found (apt-get install wordnet-base); no WordNet texts", file=sys.stderr)
+            return []
+        for line in open(path, encoding="latin-1"):
+            if line.startswith("  "):  # the licence header
+                continue
+            head, _, gloss = line.partition(" | ")
+            fields = head.split()
+            word = re.sub(r"\(\w+\)$", "", fields[4]).replace("_", " ")
+            parts = [p.strip() for p in gloss.strip().split(";")]
+            definitions = [p for p in parts if p and not p.startswith('"')]
+            if definitions:
+                (verbs if pos == "verb" else others).append(f"{word}: {definitions[0]}")
+            examples += [p.strip('"') for p in parts if p.startswith('"') and len(p.split()) >= 3]
+    rng.shuffle(others)
+    return verbs + examples + others
+
+
 def cut(tokenizer, texts):
     out = []
     for t, enc in zip(texts, tokenizer.encode_batch(texts, add_special_tokens=False)):
@@ -202,6 +264,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--docstrings-root", action="append", metavar="DIR", help="folder searched for *.py docstrings; repeatable (default: this interpreter's site-packages and standard library)")
     ap.add_argument("--man-root", default="/usr/share/man", metavar="DIR", help="man page folder holding man1..man8 (default /usr/share/man)")
+    ap.add_argument("--extra-max", type=int, default=96000, help="texts added after the --max ones: Debian package descriptions, then WordNet glosses and examples (default 96000, as shipped; 0 leaves them out)")
+    ap.add_argument("--wordnet-root", default="/usr/share/wordnet", metavar="DIR", help="WordNet 3.0 database (Debian package wordnet-base; default /usr/share/wordnet)")
+    ap.add_argument("--threads", type=int, default=1, help="CPU threads for the model (default 1; more changes the last bits of the vectors)")
     ap.add_argument("--no-teacher", action="store_true", help="write corpus.jsonl only")
     args = ap.parse_args()
     from tokenizers import Tokenizer
@@ -221,8 +286,11 @@ def main():
         "man": list(manpages(args.man_root)),
         "docstrings": list(docstrings(roots)),
     }
+    if args.extra_max:
+        pools["packages"] = list(debian_packages())
+        pools["wordnet"] = wordnet(args.wordnet_root, random.Random(args.seed))
     seen, corpus = set(), []
-    for source in ("modes", "catalogs", "man", "docstrings"):
+    for source in pools:
         texts = [t for t in pools[source] if t and len(t) >= 8]
         texts = cut(tok, texts)
         uniq = []
@@ -241,8 +309,12 @@ def main():
     docs = list(pools["docstrings"])
     rng.shuffle(docs)
     docs = docs[: room - len(man)]
-    src = {t: s for s in ("modes", "catalogs", "man", "docstrings") for t in pools[s]}
+    src = {t: s for s in pools for t in pools[s]}
     corpus = fixed + man + docs
+    if args.extra_max:
+        # after the --max texts, so those stay as they were and refine.py --sources can leave these out
+        extra = pools["packages"][: args.extra_max]
+        corpus += extra + pools["wordnet"][: args.extra_max - len(extra)]
     with open(CACHE_DIR / "corpus.jsonl", "w") as f:
         for t in corpus:
             f.write(json.dumps({"text": t, "source": src[t]}) + "\n")
@@ -255,7 +327,7 @@ def main():
     import numpy as np
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(args.model), device="cpu")

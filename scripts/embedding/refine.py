@@ -4,9 +4,10 @@
         [--batch 256] [--seed 0] [--valid 0.05] [--table-in PATH] [--out PATH]
 
 The shipped table is `refine.py --weights` with the other defaults, run after
-distill.py and corpus.py (it takes about four minutes on 160,000 texts). It was built with
-OMP_NUM_THREADS=1 MKL_NUM_THREADS=1; other BLAS thread counts can change the
-last bits of the least-squares start and so of the result.
+distill.py and corpus.py (about four minutes on corpus.py's 160,000 texts).
+It was built with OMP_NUM_THREADS=1 MKL_NUM_THREADS=1; other BLAS thread
+counts can change the last bits of the least-squares start and so of the
+result.
 
 Which table it starts from: distill.py writes the plain distilled table to
 data/embedding/minilm_l6_static.bin, and this script writes the refined one

@@ -46,6 +46,7 @@ import json
 import os
 import random
 import re
+import subprocess
 import sys
 import sysconfig
 import time
@@ -203,13 +204,10 @@ def debian_packages():
     descriptions but from tens of thousands of authors. Libraries, language
     bindings, fonts and -dev/-doc/-data splits are left out: their lines
     repeat one pattern thousands of times."""
-    import subprocess
-
     try:
         dump = subprocess.run(["apt-cache", "dumpavail"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError) as err:
-        print(f"apt-cache dumpavail failed ({err}); no Debian descriptions", file=sys.stderr)
-        return
+        raise SystemExit(f"apt-cache dumpavail failed ({err}): the Debian descriptions need apt, or pass --extra-max 0")
     skip_prefix = re.compile(r"^(lib|golang-|node-|ruby-|r-cran-|librust-|fonts-|texlive|python3?-|php-|perl-|haskell-|ocaml-|elpa-|xfonts-)")
     skip_suffix = re.compile(r"-(dev|doc|dbg|dbgsym|data|common|examples|tests?)$")
     package = None
@@ -231,8 +229,7 @@ def wordnet(root, rng):
     for pos in ("verb", "noun", "adj", "adv"):
         path = os.path.join(root, f"data.{pos}")
         if not os.path.exists(path):
-            print(f"{path} not found (apt-get install wordnet-base); no WordNet texts", file=sys.stderr)
-            return []
+            raise SystemExit(f"{path} not found: apt-get install wordnet-base, or pass --extra-max 0")
         for line in open(path, encoding="latin-1"):
             if line.startswith("  "):  # the licence header
                 continue

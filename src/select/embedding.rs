@@ -27,6 +27,18 @@ const MAGIC: &[u8; 8] = b"ZENEMB01";
 /// Tokens of a mode's text that count: MiniLM itself reads at most 256.
 pub const MAX_TEXT_TOKENS: usize = 256;
 
+/// Rows shorter than this share of the median row are filler words, which
+/// the word-by-word match skips: they barely move its average, and skipping
+/// them halves its cost.
+const FILLER_SHARE_OF_MEDIAN: f32 = 0.4;
+
+#[derive(Debug)]
+struct RowLengths {
+    lengths: Vec<f32>,
+    inverse: Vec<f32>,
+    filler: f32,
+}
+
 /// Token vectors and the tokenizer that indexes them.
 #[derive(Debug)]
 pub struct TokenTable {
@@ -38,6 +50,10 @@ pub struct TokenTable {
     /// values (ids, sizes, dates), not what it asks for, and as rare tokens
     /// they would weigh a lot.
     numeric: Vec<bool>,
+    /// Per token: the reciprocal length of its int8 row (0 for an all-zero
+    /// row), so a cosine with a unit vector needs no dequantized copy; and
+    /// the length below which a token is filler. Computed on first use.
+    lengths: OnceLock<RowLengths>,
 }
 
 /// The compiled-in table, parsed on first use; `None` if it is damaged
@@ -103,6 +119,7 @@ impl TokenTable {
             .collect();
         Some(TokenTable {
             numeric,
+            lengths: OnceLock::new(),
             tokenizer: WordPiece::new(tokens)?,
             dims,
             scales,
@@ -133,18 +150,77 @@ impl TokenTable {
         ids.retain(|&id| !self.numeric[id as usize]);
         ids.truncate(max_tokens);
         for &id in ids.iter() {
-            let id = id as usize;
-            let scale = f32::from_le_bytes(
-                self.scales[id * 4..id * 4 + 4]
-                    .try_into()
-                    .unwrap_or_default(),
-            );
-            let row = &self.vectors[id * self.dims..(id + 1) * self.dims];
-            for (total, &component) in sum.iter_mut().zip(row) {
-                *total += scale * f32::from(component as i8);
-            }
+            self.add_row(id, sum);
         }
         ids.len()
+    }
+
+    /// Adds token `id`'s vector to `sum` (length [`TokenTable::dims`]).
+    pub fn add_row(&self, id: u32, sum: &mut [f32]) {
+        let id = id as usize;
+        let Some(scale) = self.scales.get(id * 4..id * 4 + 4) else {
+            return;
+        };
+        let scale = f32::from_le_bytes(scale.try_into().unwrap_or_default());
+        let Some(row) = self.vectors.get(id * self.dims..(id + 1) * self.dims) else {
+            return;
+        };
+        for (total, &component) in sum.iter_mut().zip(row) {
+            *total += scale * f32::from(component as i8);
+        }
+    }
+
+    /// Token `id`'s int8 components (empty for an unknown id).
+    fn raw_row(&self, id: u32) -> &[u8] {
+        let id = id as usize;
+        self.vectors
+            .get(id * self.dims..(id + 1) * self.dims)
+            .unwrap_or_default()
+    }
+
+    fn lengths(&self) -> &RowLengths {
+        self.lengths.get_or_init(|| {
+            let mut lengths: Vec<f32> = Vec::with_capacity(self.numeric.len());
+            let mut inverse = Vec::with_capacity(lengths.capacity());
+            for (id, row) in self.vectors.chunks_exact(self.dims).enumerate() {
+                let raw = row
+                    .iter()
+                    .map(|&c| f32::from(c as i8).powi(2))
+                    .sum::<f32>()
+                    .sqrt();
+                inverse.push(if raw > 0.0 { 1.0 / raw } else { 0.0 });
+                lengths.push(raw * self.scale(id as u32));
+            }
+            let mut sorted = lengths.clone();
+            let middle = sorted.len() / 2;
+            let median = sorted
+                .select_nth_unstable_by(middle, f32::total_cmp)
+                .1
+                .to_owned();
+            RowLengths {
+                lengths,
+                inverse,
+                filler: FILLER_SHARE_OF_MEDIAN * median,
+            }
+        })
+    }
+
+    fn scale(&self, id: u32) -> f32 {
+        let id = id as usize;
+        self.scales
+            .get(id * 4..id * 4 + 4)
+            .and_then(|bytes| bytes.try_into().ok())
+            .map_or(0.0, f32::from_le_bytes)
+    }
+
+    /// Whether token `id` carries content rather than filler ("the", "can",
+    /// "me"): refinement left filler rows short.
+    pub fn is_content(&self, id: u32) -> bool {
+        let lengths = self.lengths();
+        lengths
+            .lengths
+            .get(id as usize)
+            .is_some_and(|&l| l >= lengths.filler)
     }
 }
 
@@ -220,6 +296,22 @@ pub struct EmbeddingIndex {
     encoder: Encoder,
     /// `modes × dims`, row-major; an all-zero row for a mode without text.
     vectors: Vec<f32>,
+    /// With the table: each mode's distinct tokens, for [`Self::soft_match`];
+    /// mode `m`'s are `tokens[starts[m]..starts[m + 1]]`. Empty with the
+    /// full model, whose sentence vectors already weigh words in context.
+    tokens: Vec<u32>,
+    starts: Vec<usize>,
+}
+
+/// A request as the meaning signal sees it.
+#[derive(Debug, Clone, Default)]
+pub struct QueryMeaning {
+    /// Unit sentence vector.
+    pub vector: Vec<f32>,
+    /// With the table: each token's unit row (`tokens × dims`) and its
+    /// weight (the row's length, which refinement made small for filler).
+    token_rows: Vec<f32>,
+    token_weights: Vec<f32>,
 }
 
 impl EmbeddingIndex {
@@ -227,19 +319,70 @@ impl EmbeddingIndex {
     pub fn build<'t>(encoder: Encoder, texts: impl Iterator<Item = &'t str>) -> Self {
         let dims = encoder.dims();
         let mut vectors = Vec::new();
+        let mut tokens = Vec::new();
+        let mut starts = vec![0];
+        let mut ids = Vec::new();
         for text in texts {
-            match encoder.embed(text, true) {
+            let vector = match encoder {
+                Encoder::Table(table) => {
+                    let mut vector = vec![0.0; dims];
+                    table.add_text(text, MAX_TEXT_TOKENS, &mut ids, &mut vector);
+                    ids.retain(|&id| table.is_content(id));
+                    ids.sort_unstable();
+                    ids.dedup();
+                    tokens.extend_from_slice(&ids);
+                    starts.push(tokens.len());
+                    normalize(&mut vector).then_some(vector)
+                }
+                #[cfg(feature = "transformer")]
+                Encoder::Model(_) => encoder.embed(text, true),
+            };
+            match vector {
                 Some(vector) => vectors.extend(vector),
                 None => vectors.resize(vectors.len() + dims, 0.0),
             }
         }
-        EmbeddingIndex { encoder, vectors }
+        EmbeddingIndex {
+            encoder,
+            vectors,
+            tokens,
+            starts,
+        }
     }
 
-    /// The query's unit vector, or `None` when it has no known token.
+    /// The query's vector, or `None` when it has no known token.
     /// `probe`: a fixed calibration text, worth keeping on disk.
-    pub fn embed_query(&self, query: &str, probe: bool) -> Option<Vec<f32>> {
-        self.encoder.embed(query, probe)
+    pub fn embed_query(&self, query: &str, probe: bool) -> Option<QueryMeaning> {
+        let _ = probe;
+        match self.encoder {
+            Encoder::Table(table) => {
+                let dims = table.dims();
+                let mut vector = vec![0.0; dims];
+                let mut ids = Vec::new();
+                table.add_text(query, MAX_TEXT_TOKENS, &mut ids, &mut vector);
+                if !normalize(&mut vector) {
+                    return None;
+                }
+                ids.retain(|&id| table.is_content(id));
+                let mut token_rows = vec![0.0; ids.len() * dims];
+                let mut token_weights = Vec::with_capacity(ids.len());
+                for (&id, row) in ids.iter().zip(token_rows.chunks_exact_mut(dims)) {
+                    table.add_row(id, row);
+                    let length = row.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    token_weights.push(if normalize(row) { length } else { 0.0 });
+                }
+                Some(QueryMeaning {
+                    vector,
+                    token_rows,
+                    token_weights,
+                })
+            }
+            #[cfg(feature = "transformer")]
+            Encoder::Model(_) => self.encoder.embed(query, probe).map(|vector| QueryMeaning {
+                vector,
+                ..QueryMeaning::default()
+            }),
+        }
     }
 
     /// Cosine similarity of the query with every mode, in catalog order.
@@ -249,6 +392,93 @@ impl EmbeddingIndex {
             .map(|row| row.iter().zip(query).map(|(a, b)| a * b).sum())
             .collect()
     }
+
+    /// How closely each mode's words cover the query's, word by word: for
+    /// each query token the cosine of the mode's closest token, averaged
+    /// with the tokens' weights; 0..1 per mode of `modes`, in that order.
+    /// Empty without token data (the full model).
+    ///
+    /// A sentence vector is a sum, so the words of a long, chatty request
+    /// that name what it wants drown among the others; matched word by
+    /// word they count in full. It also sees near-synonyms
+    /// the lexical signal cannot ("movie" and "film": cosine 0.86).
+    pub fn soft_matches(&self, query: &QueryMeaning, modes: &[usize]) -> Vec<f32> {
+        // Without the `transformer` feature the table is the only encoder.
+        #[allow(clippy::infallible_destructuring_match)]
+        let table = match self.encoder {
+            Encoder::Table(table) => table,
+            #[cfg(feature = "transformer")]
+            Encoder::Model(_) => return Vec::new(),
+        };
+        let dims = table.dims();
+        let words = query.token_weights.len();
+        let total: f32 = query.token_weights.iter().sum();
+        if words == 0 || total <= 0.0 || self.starts.len() < 2 {
+            return vec![0.0; modes.len()];
+        }
+        // Each distinct token of the candidates once: (token, candidate).
+        let mut pairs: Vec<(u32, usize)> = Vec::new();
+        for (slot, &mode) in modes.iter().enumerate() {
+            let (Some(&from), Some(&to)) = (self.starts.get(mode), self.starts.get(mode + 1))
+            else {
+                continue;
+            };
+            pairs.extend(self.tokens[from..to].iter().map(|&id| (id, slot)));
+        }
+        pairs.sort_unstable();
+        let inverse_lengths = &table.lengths().inverse;
+        let mut best = vec![0.0f32; modes.len() * words];
+        let mut cosines = vec![0.0f32; words];
+        let mut previous = None;
+        for (id, slot) in pairs {
+            if previous != Some(id) {
+                previous = Some(id);
+                let row = table.raw_row(id);
+                let inverse = inverse_lengths.get(id as usize).copied().unwrap_or(0.0);
+                for (cos, query_row) in cosines.iter_mut().zip(query.token_rows.chunks_exact(dims))
+                {
+                    *cos = inverse * dot_int8(query_row, row);
+                }
+            }
+            for (best, &cos) in best[slot * words..(slot + 1) * words]
+                .iter_mut()
+                .zip(&cosines)
+            {
+                *best = best.max(cos);
+            }
+        }
+        best.chunks_exact(words)
+            .map(|best| {
+                (best
+                    .iter()
+                    .zip(&query.token_weights)
+                    .map(|(&cos, &weight)| weight * cos)
+                    .sum::<f32>()
+                    / total)
+                    .min(1.0)
+            })
+            .collect()
+    }
+}
+
+/// Dot product of a float vector with an int8 row, in eight lanes so the
+/// compiler can vectorize it.
+fn dot_int8(a: &[f32], b: &[u8]) -> f32 {
+    let mut sums = [0.0f32; 8];
+    let mut a_chunks = a.chunks_exact(8);
+    let mut b_chunks = b.chunks_exact(8);
+    for (x, y) in (&mut a_chunks).zip(&mut b_chunks) {
+        for ((sum, x), &y) in sums.iter_mut().zip(x).zip(y) {
+            *sum += x * f32::from(y as i8);
+        }
+    }
+    let tail: f32 = a_chunks
+        .remainder()
+        .iter()
+        .zip(b_chunks.remainder())
+        .map(|(x, &y)| x * f32::from(y as i8))
+        .sum();
+    sums.iter().sum::<f32>() + tail
 }
 
 #[cfg(test)]
@@ -286,6 +516,53 @@ mod tests {
     }
 
     #[test]
+    fn filler_words_are_told_from_content_words() {
+        let table = table().unwrap();
+        let id = |word: &str| {
+            let mut ids = Vec::new();
+            table.tokenizer.encode(word, &mut ids);
+            assert_eq!(ids.len(), 1, "{word}");
+            ids[0]
+        };
+        for filler in ["the", "of", "to", "can", "me"] {
+            assert!(!table.is_content(id(filler)), "{filler}");
+        }
+        for content in ["weather", "flight", "music", "forecast"] {
+            assert!(table.is_content(id(content)), "{content}");
+        }
+    }
+
+    /// Scores stay within 0..1; a word shared exactly counts in full,
+    /// whatever else the mode's text says; no text or no such mode is 0.
+    #[test]
+    fn the_word_by_word_match_counts_shared_words_in_full() {
+        let table = table().unwrap();
+        let index = EmbeddingIndex::build(
+            Encoder::Table(table),
+            [
+                "weather: current conditions and forecast for a city",
+                "party planner: invite friends and plan a get-together",
+                "",
+            ]
+            .into_iter(),
+        );
+        let query = index
+            .embed_query(
+                "my friends and I planned a picnic in the park on Saturday, so will the weather hold up",
+                false,
+            )
+            .unwrap();
+        let soft = index.soft_matches(&query, &[0, 1, 2, 99]);
+        assert_eq!(soft.len(), 4);
+        assert!(soft.iter().all(|s| (0.0..=1.0).contains(s)), "{soft:?}");
+        assert_eq!((soft[2], soft[3]), (0.0, 0.0), "no text, no such mode");
+        let alone = index.embed_query("weather", false).unwrap();
+        let exact = index.soft_matches(&alone, &[0, 1]);
+        assert!(exact[0] > 0.99, "a word matches itself: {exact:?}");
+        assert!(exact[1] < 0.8, "{exact:?}");
+    }
+
+    #[test]
     fn related_texts_are_closer_than_unrelated_ones() {
         let table = table().unwrap();
         let index = EmbeddingIndex::build(
@@ -299,7 +576,7 @@ mod tests {
         let query = index
             .embed_query("I need a plane ticket to Paris", false)
             .unwrap();
-        let similarities = index.similarities(&query);
+        let similarities = index.similarities(&query.vector);
         assert!(similarities[0] > similarities[1], "{similarities:?}");
         assert!(index.embed_query("", false).is_none());
     }

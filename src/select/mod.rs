@@ -50,7 +50,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use analyze::{Analyzer, Options, Term, TermKind, Vocabulary, query_terms};
 use bm25::{Bm25F, Document, Field, FieldParams, FieldTable};
-use embedding::EmbeddingIndex;
+use embedding::{EmbeddingIndex, QueryMeaning};
 use examples::ExampleIndex;
 use phrasing::{PhrasingCounts, PhrasingModel};
 
@@ -79,6 +79,15 @@ pub struct Tuning {
     /// Cosine similarity that counts as no shared meaning at all: the
     /// meaning signal is `(cos - floor) / (1 - floor)`, clamped at 0.
     pub semantic_floor: f32,
+    /// With the table: weight of the word-by-word match
+    /// ([`EmbeddingIndex::soft_match`]) beside the sentence cosine; the
+    /// meaning signal's cosine becomes `(cos + w * soft) / (1 + w)`.
+    pub soft_match_weight: f32,
+    /// With the table: how many modes (the best by sentence cosine) get the
+    /// word-by-word match; the rest keep their cosine. It costs a few
+    /// microseconds per mode, and a mode the sentence vector ranks far down
+    /// did not reach the top with it on the dev halves.
+    pub soft_match_candidates: usize,
     /// In the phrasing model: weight of a name, title, summary or keyword
     /// phrase relative to one example task.
     pub intent_text_weight: f32,
@@ -112,12 +121,13 @@ impl Tuning {
     /// The settings for the full model (`--embedding-model`). Its cosines
     /// are sharper than the table's: unrelated texts sit near 0 instead of
     /// about 0.2, and the right tool stands further above the rest. So the
-    /// meaning signal weighs twice as much, has no floor, and a request
-    /// must beat a higher quantile of the no-fit probes (chosen on the dev
-    /// halves; docs/selection.md has the grid).
+    /// meaning signal weighs more (2 against the table's 1.5), has no
+    /// floor, and a request must beat a higher quantile of the no-fit probes
+    /// (chosen on the dev halves; docs/selection.md has the grid). The
+    /// word-by-word match does not run: the model weighs words in context.
     pub const fn for_full_model(self) -> Tuning {
         Tuning {
-            semantic_weight: self.semantic_weight * 2.0,
+            semantic_weight: self.semantic_weight * (4.0 / 3.0),
             semantic_floor: 0.0,
             no_fit_quantile: 0.8,
             ..self
@@ -139,8 +149,10 @@ impl Tuning {
         lexical_weight: 1.0,
         example_weight: 1.0,
         phrasing_weight: 1.0,
-        semantic_weight: 1.0,
+        semantic_weight: 1.5,
         semantic_floor: 0.2,
+        soft_match_weight: 0.5,
+        soft_match_candidates: 16,
         intent_text_weight: 3.0,
         description_phrasing_weight: 0.5,
         phrasing_smoothing: 0.2,
@@ -149,7 +161,7 @@ impl Tuning {
         topic_weight: 0.5,
         temperature: 0.2,
         no_fit_score: 0.4,
-        no_fit_quantile: 0.65,
+        no_fit_quantile: 0.67,
         no_fit_margin: 1.0,
         evidence_scale: 8.0,
     };
@@ -554,12 +566,17 @@ impl Index {
                 // theirs (built-in modes beside the live catalog: top-1 on
                 // its dev half 0.558 with it, 0.646 without).
                 let alone = self.ranker == Ranker::Embed;
-                index
-                    .similarities(meaning)
+                let mut cosines: Vec<f32> = index
+                    .similarities(&meaning.vector)
                     .into_iter()
                     .zip(&self.has_examples)
-                    .map(|(cos, &has)| {
-                        if has && !alone {
+                    .map(|(cos, &has)| if has && !alone { f32::NAN } else { cos })
+                    .collect();
+                self.add_soft_match(index, meaning, &mut cosines);
+                cosines
+                    .into_iter()
+                    .map(|cos| {
+                        if cos.is_nan() {
                             0.0
                         } else {
                             ((cos - floor) / (1.0 - floor)).max(0.0)
@@ -582,6 +599,27 @@ impl Index {
             })
             .collect();
         (signals, ceiling + example_only)
+    }
+
+    /// Blends the word-by-word match into the cosines (NaN: a mode the
+    /// signal skips) of the best [`Tuning::soft_match_candidates`] modes.
+    fn add_soft_match(&self, index: &EmbeddingIndex, meaning: &QueryMeaning, cosines: &mut [f32]) {
+        let weight = self.tuning.soft_match_weight;
+        if weight <= 0.0 || self.tuning.soft_match_candidates == 0 {
+            return;
+        }
+        let mut order: Vec<usize> = (0..cosines.len())
+            .filter(|&m| !cosines[m].is_nan())
+            .collect();
+        let keep = self.tuning.soft_match_candidates.min(order.len());
+        if keep < order.len() {
+            order.select_nth_unstable_by(keep, |&a, &b| cosines[b].total_cmp(&cosines[a]));
+            order.truncate(keep);
+        }
+        let soft = index.soft_matches(meaning, &order);
+        for (mode, soft) in order.into_iter().zip(soft) {
+            cosines[mode] = (cosines[mode] + weight * soft) / (1.0 + weight);
+        }
     }
 
     /// [`Index::rank`] plus the no-fit share of the confidence.
@@ -733,8 +771,9 @@ fn field_texts(manifest: &Manifest) -> Vec<(Field, &str)> {
 struct Query {
     terms: Vec<(Term, f32)>,
     ids: Vec<(Option<u32>, f32)>,
-    /// The static embedding of the whole query, when the index has one.
-    meaning: Option<Vec<f32>>,
+    /// The query's meaning vector (and, with the table, its token rows),
+    /// when the index has one.
+    meaning: Option<QueryMeaning>,
 }
 
 /// Adds terms to a field; only words count toward its length.

@@ -155,17 +155,18 @@ impl TokenTable {
         ids.len()
     }
 
+    /// The unit sum of `text`'s token vectors (`None` when it has no known
+    /// token); `ids` gets the tokens that went into it.
+    pub fn embed_text(&self, text: &str, ids: &mut Vec<u32>) -> Option<Vec<f32>> {
+        let mut vector = vec![0.0; self.dims];
+        self.add_text(text, MAX_TEXT_TOKENS, ids, &mut vector);
+        normalize(&mut vector).then_some(vector)
+    }
+
     /// Adds token `id`'s vector to `sum` (length [`TokenTable::dims`]).
     pub fn add_row(&self, id: u32, sum: &mut [f32]) {
-        let id = id as usize;
-        let Some(scale) = self.scales.get(id * 4..id * 4 + 4) else {
-            return;
-        };
-        let scale = f32::from_le_bytes(scale.try_into().unwrap_or_default());
-        let Some(row) = self.vectors.get(id * self.dims..(id + 1) * self.dims) else {
-            return;
-        };
-        for (total, &component) in sum.iter_mut().zip(row) {
+        let scale = self.scale(id);
+        for (total, &component) in sum.iter_mut().zip(self.raw_row(id)) {
             *total += scale * f32::from(component as i8);
         }
     }
@@ -216,11 +217,16 @@ impl TokenTable {
     /// Whether token `id` carries content rather than filler ("the", "can",
     /// "me"): refinement left filler rows short.
     pub fn is_content(&self, id: u32) -> bool {
-        let lengths = self.lengths();
-        lengths
+        self.length(id) >= self.lengths().filler
+    }
+
+    /// The length of token `id`'s vector (0 for an unknown id).
+    fn length(&self, id: u32) -> f32 {
+        self.lengths()
             .lengths
             .get(id as usize)
-            .is_some_and(|&l| l >= lengths.filler)
+            .copied()
+            .unwrap_or(0.0)
     }
 }
 
@@ -278,12 +284,7 @@ impl Encoder {
     pub fn embed(&self, text: &str, keep: bool) -> Option<Vec<f32>> {
         let _ = keep;
         match self {
-            Encoder::Table(table) => {
-                let mut vector = vec![0.0; table.dims()];
-                let mut ids = Vec::new();
-                table.add_text(text, MAX_TEXT_TOKENS, &mut ids, &mut vector);
-                normalize(&mut vector).then_some(vector)
-            }
+            Encoder::Table(table) => table.embed_text(text, &mut Vec::new()),
             #[cfg(feature = "transformer")]
             Encoder::Model(model) => model.embed(text, keep),
         }
@@ -296,7 +297,7 @@ pub struct EmbeddingIndex {
     encoder: Encoder,
     /// `modes × dims`, row-major; an all-zero row for a mode without text.
     vectors: Vec<f32>,
-    /// With the table: each mode's distinct tokens, for [`Self::soft_match`];
+    /// With the table: each mode's distinct tokens, for [`Self::soft_matches`];
     /// mode `m`'s are `tokens[starts[m]..starts[m + 1]]`. Empty with the
     /// full model, whose sentence vectors already weigh words in context.
     tokens: Vec<u32>,
@@ -325,14 +326,13 @@ impl EmbeddingIndex {
         for text in texts {
             let vector = match encoder {
                 Encoder::Table(table) => {
-                    let mut vector = vec![0.0; dims];
-                    table.add_text(text, MAX_TEXT_TOKENS, &mut ids, &mut vector);
+                    let vector = table.embed_text(text, &mut ids);
                     ids.retain(|&id| table.is_content(id));
                     ids.sort_unstable();
                     ids.dedup();
                     tokens.extend_from_slice(&ids);
                     starts.push(tokens.len());
-                    normalize(&mut vector).then_some(vector)
+                    vector
                 }
                 #[cfg(feature = "transformer")]
                 Encoder::Model(_) => encoder.embed(text, true),
@@ -357,20 +357,15 @@ impl EmbeddingIndex {
         match self.encoder {
             Encoder::Table(table) => {
                 let dims = table.dims();
-                let mut vector = vec![0.0; dims];
                 let mut ids = Vec::new();
-                table.add_text(query, MAX_TEXT_TOKENS, &mut ids, &mut vector);
-                if !normalize(&mut vector) {
-                    return None;
-                }
+                let vector = table.embed_text(query, &mut ids)?;
                 ids.retain(|&id| table.is_content(id));
                 let mut token_rows = vec![0.0; ids.len() * dims];
-                let mut token_weights = Vec::with_capacity(ids.len());
                 for (&id, row) in ids.iter().zip(token_rows.chunks_exact_mut(dims)) {
                     table.add_row(id, row);
-                    let length = row.iter().map(|x| x * x).sum::<f32>().sqrt();
-                    token_weights.push(if normalize(row) { length } else { 0.0 });
+                    normalize(row);
                 }
+                let token_weights = ids.iter().map(|&id| table.length(id)).collect();
                 Some(QueryMeaning {
                     vector,
                     token_rows,

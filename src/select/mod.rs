@@ -80,7 +80,7 @@ pub struct Tuning {
     /// meaning signal is `(cos - floor) / (1 - floor)`, clamped at 0.
     pub semantic_floor: f32,
     /// With the table: weight of the word-by-word match
-    /// ([`EmbeddingIndex::soft_match`]) beside the sentence cosine; the
+    /// ([`EmbeddingIndex::soft_matches`]) beside the sentence cosine; the
     /// meaning signal's cosine becomes `(cos + w * soft) / (1 + w)`.
     pub soft_match_weight: f32,
     /// With the table: how many modes (the best by sentence cosine) get the

@@ -80,7 +80,7 @@ pub struct CatalogArgs {
     /// How long start-up waits for upstreams whose catalog is not cached yet
     #[arg(long, value_name = "SECS", global = true, default_value_t = 20.0)]
     pub upstream_wait_secs: f64,
-    /// Rank tools without example phrasings with the full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors) instead of the distilled table; needs a build with the `transformer` feature
+    /// Back the distilled table with the full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors): it ranks the requests for tools without example phrasings that the table is unsure of; needs a build with the `transformer` feature
     #[arg(long, value_name = "DIR", global = true, env = "ZEN_EMBEDDING_MODEL")]
     pub embedding_model: Option<PathBuf>,
 }

@@ -225,6 +225,9 @@ pub struct Report {
     /// What the best no-fit threshold for this set, picked in hindsight,
     /// would flag (only with both kinds of queries).
     pub no_fit_separation: Option<Separation>,
+    /// Share of all queries (no-fit ones included) the full model ranked
+    /// because the table was unsure; 0 without the model.
+    pub asked_model: f64,
 }
 
 /// How well the scores part queries with a right mode from queries with
@@ -323,12 +326,15 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
     let mut bins = [(0usize, 0.0f64, 0usize); CALIBRATION_BINS];
 
     let (mut no_fit_queries, mut no_fit_flagged) = (0usize, 0usize);
+    let mut asked_model = 0usize;
     let mut flagged_relevant = Vec::new();
     // Per query: best score minus the no-fit score (flagged at or below 0).
     let (mut relevant_margins, mut no_fit_margins) = (Vec::new(), Vec::new());
     for label in labels {
         let ranking = index.ranking(&label.query);
-        let margin = ranking.ranked.first().map_or(0.0, |best| best.score) - index.no_fit_score();
+        let margin =
+            ranking.ranked.first().map_or(0.0, |best| best.score) - index.no_fit_score_of(&ranking);
+        asked_model += usize::from(ranking.by_model);
         let Some(expected) = &label.expected else {
             no_fit_margins.push(margin);
             no_fit_queries += 1;
@@ -410,6 +416,7 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
         misses,
         flagged_relevant,
         no_fit_separation: separation(&relevant_margins, &no_fit_margins),
+        asked_model: ratio(asked_model as f64, labels.len()),
     }
 }
 
@@ -440,6 +447,7 @@ pub fn to_json(report: &Report) -> Value {
         "calibration_error": round3(report.calibration_error),
         "no_fit_queries": report.no_fit_queries,
         "no_fit_flagged": round3(report.no_fit_flagged),
+        "asked_model": round3(report.asked_model),
         "flagged_relevant": report.flagged_relevant,
         "no_fit_separation": report.no_fit_separation.map(|s| json!({
             "caught_with_a_tenth_flagged": round3(s.caught_with_a_tenth_flagged),
@@ -496,6 +504,13 @@ pub fn to_table(report: &Report, show_misses: bool) -> String {
         report.mean_confidence,
         report.calibration_error
     );
+    if report.asked_model > 0.0 {
+        let _ = writeln!(
+            out,
+            "ranked by the full model (the table was unsure): {:.3} of queries\n",
+            report.asked_model
+        );
+    }
     if report.no_fit_queries > 0 {
         let _ = writeln!(
             out,

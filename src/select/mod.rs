@@ -115,6 +115,10 @@ pub struct Tuning {
     /// How much query evidence (summed IDF of the query's known terms) makes
     /// a ranking count fully; see [`Index::ranking`].
     pub evidence_scale: f32,
+    /// With the full model loaded: the table's ranking answers when its best
+    /// mode's confidence reaches this; below it, the model ranks the
+    /// request ([`Index::ranking`]). 0 never asks the model, above 1 always.
+    pub ask_model_below: f32,
 }
 
 impl Tuning {
@@ -164,6 +168,7 @@ impl Tuning {
         no_fit_quantile: 0.67,
         no_fit_margin: 1.0,
         evidence_scale: 8.0,
+        ask_model_below: 0.3,
     };
 }
 
@@ -270,6 +275,8 @@ pub struct Ranking {
     /// The "none of these" share of the confidence; with the modes'
     /// confidences it sums to 1.
     pub no_fit: f32,
+    /// The full model ranked this request (the table's ranking was unsure).
+    pub by_model: bool,
 }
 
 impl Ranking {
@@ -309,6 +316,10 @@ pub struct Index {
     /// or calibrated per catalog when the meaning signal runs.
     no_fit_score: f32,
     modes: usize,
+    /// With the full model loaded (fused ranker only): the same catalog
+    /// indexed with the model as the meaning signal, asked when this
+    /// index's own ranking is unsure ([`Tuning::ask_model_below`]).
+    model: Option<Box<Index>>,
 }
 
 /// Requests from unrelated domains that calibrate the no-fit score.
@@ -336,7 +347,46 @@ impl Index {
     }
 
     /// [`Index::build_with`] with other constants, for evaluations.
+    ///
+    /// With the full model loaded, the fused ranker builds two indexes: one
+    /// with the table (answers in microseconds) and one with the model
+    /// (milliseconds per request), asked only when the first is unsure.
+    /// A signal alone (`--ranker embed`) uses the model directly.
     pub fn build_tuned(catalog: &Catalog, ranker: Ranker, tuning: Tuning) -> Self {
+        let needs_meaning = catalog
+            .modes()
+            .iter()
+            .any(|m| m.manifest().examples.is_empty());
+        let encoder = (ranker.tuning(tuning).semantic_weight > 0.0 && needs_meaning)
+            .then(embedding::Encoder::current)
+            .flatten();
+        match encoder {
+            Some(model) if model.is_full_model() && ranker == Ranker::Full => {
+                let mut index = Self::build_encoded(
+                    catalog,
+                    ranker,
+                    tuning,
+                    embedding::table().map(embedding::Encoder::Table),
+                );
+                index.model = Some(Box::new(Self::build_encoded(
+                    catalog,
+                    ranker,
+                    tuning,
+                    Some(model),
+                )));
+                index
+            }
+            _ => Self::build_encoded(catalog, ranker, tuning, encoder),
+        }
+    }
+
+    /// One index, with `encoder` (if any) as the meaning signal.
+    fn build_encoded(
+        catalog: &Catalog,
+        ranker: Ranker,
+        tuning: Tuning,
+        encoder: Option<embedding::Encoder>,
+    ) -> Self {
         let full = ranker != Ranker::Bm25;
         // Modes with example phrasings are routed well without the meaning
         // signal; the table is only parsed when some mode has none
@@ -347,9 +397,6 @@ impl Index {
             .map(|m| !m.manifest().examples.is_empty())
             .collect();
         let needs_meaning = has_examples.contains(&false);
-        let encoder = (ranker.tuning(tuning).semantic_weight > 0.0 && needs_meaning)
-            .then(embedding::Encoder::current)
-            .flatten();
         let tuning = match encoder {
             Some(encoder) if encoder.is_full_model() => ranker.tuning(tuning.for_full_model()),
             _ => ranker.tuning(tuning),
@@ -459,6 +506,7 @@ impl Index {
             has_examples,
             no_fit_score: tuning.no_fit_score,
             modes: catalog.len(),
+            model: None,
         };
         if index.semantic.is_some() {
             index.no_fit_score = index.calibrated_no_fit_score();
@@ -479,6 +527,15 @@ impl Index {
     /// The score below which the "no mode fits" candidate wins.
     pub fn no_fit_score(&self) -> f32 {
         self.no_fit_score
+    }
+
+    /// [`Index::no_fit_score`] of the index that produced `ranking` (the
+    /// model's scores have another scale).
+    pub fn no_fit_score_of(&self, ranking: &Ranking) -> f32 {
+        match &self.model {
+            Some(model) if ranking.by_model => model.no_fit_score,
+            _ => self.no_fit_score,
+        }
     }
 
     /// Modes with a positive score, best first; ties break by catalog order.
@@ -630,7 +687,31 @@ impl Index {
     /// evidence is the summed IDF of the query's known terms: the order of
     /// the modes is unchanged, but a thin query gets flatter confidences and
     /// loses to the no-fit candidate more easily.
+    ///
+    /// With the full model loaded, the table ranks first and the model is
+    /// asked only when the table's best mode has a confidence under
+    /// [`Tuning::ask_model_below`]: a sure answer costs microseconds, an
+    /// unsure one the model's milliseconds, and its answer is the model's
+    /// whole ranking (confidences and no-fit share included).
     pub fn ranking(&self, query: &str) -> Ranking {
+        let ranking = self.own_ranking(query);
+        let unsure = |ranking: &Ranking| {
+            ranking
+                .ranked
+                .first()
+                .is_none_or(|best| best.confidence < self.tuning.ask_model_below)
+        };
+        match &self.model {
+            Some(model) if unsure(&ranking) => Ranking {
+                by_model: true,
+                ..model.own_ranking(query)
+            },
+            _ => ranking,
+        }
+    }
+
+    /// This index's ranking, without asking the model.
+    fn own_ranking(&self, query: &str) -> Ranking {
         let query = self.query(query);
         let tuning = &self.tuning;
         let scores = self.scores(&query);
@@ -654,7 +735,11 @@ impl Index {
         for entry in ranked.iter_mut().take(EXPLAINED) {
             entry.matched = self.matched_words(&query, entry.mode_index);
         }
-        Ranking { ranked, no_fit }
+        Ranking {
+            ranked,
+            no_fit,
+            by_model: false,
+        }
     }
 
     /// Every mode's weighted score, in catalog order.

@@ -5,7 +5,8 @@
 //! `--embedding-model DIR` (or `ZEN_EMBEDDING_MODEL`), a directory holding
 //! the model's `config.json` and `model.safetensors`
 //! (`scripts/embedding/fetch_model.sh DIR` fetches them). Without it the
-//! static table serves.
+//! static table serves alone; with it the table still ranks first and the
+//! model ranks the requests the table is unsure of (`Index::ranking`).
 //!
 //! A text's vector is the mean of the model's output over its tokens,
 //! `[CLS]` and `[SEP]` included, normalized: what sentence-transformers

@@ -603,7 +603,7 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     }
     let strategy_kind = args.strategy()?;
     let runtime = runtime(args.transport != TransportKind::Stdio)?;
-    let engine = Arc::new(serving_engine(catalog, access, &runtime)?);
+    let engine = Arc::new(serving_engine(catalog, access, &runtime)?.build_model_later());
     let gateway = engine.services().gateway.clone();
     let strategy = surface::build(strategy_kind, &engine, &args.surface_options())
         .map_err(anyhow::Error::msg)?;

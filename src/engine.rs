@@ -74,6 +74,9 @@ pub struct UnknownMode {
 pub struct Engine {
     catalog: Catalog,
     index: OnceLock<Index>,
+    /// Build the full model's index on another thread
+    /// ([`Index::build_model_later`]): set by servers, not one-shot commands.
+    model_later: bool,
     /// One cell per mode; filled with its executor on the mode's first request.
     executors: HashMap<String, OnceLock<Option<StartedExecutor>>>,
     services: Services,
@@ -109,6 +112,7 @@ impl Engine {
         Ok(Engine {
             catalog,
             index: OnceLock::new(),
+            model_later: false,
             executors,
             services,
         })
@@ -118,9 +122,23 @@ impl Engine {
         &self.catalog
     }
 
+    /// For a server: the first select does not wait for the full model to
+    /// encode every tool (the table answers alone until it has). One-shot
+    /// commands keep waiting, since they exit after one answer.
+    pub fn build_model_later(mut self) -> Self {
+        self.model_later = true;
+        self
+    }
+
     /// The selection index, built on first use.
     pub fn index(&self) -> &Index {
-        self.index.get_or_init(|| Index::build(&self.catalog))
+        self.index.get_or_init(|| {
+            if self.model_later {
+                Index::build_model_later(&self.catalog)
+            } else {
+                Index::build(&self.catalog)
+            }
+        })
     }
 
     pub fn services(&self) -> &Services {

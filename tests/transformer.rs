@@ -159,6 +159,36 @@ fn the_model_is_asked_only_when_the_table_is_unsure() {
     assert!(default > 0.2 && default < 0.8, "{default}");
 }
 
+/// A server builds the model's index on a thread (`Index::build_model_later`);
+/// once it is ready, requests are ranked as by an index built in one go.
+#[test]
+fn a_server_builds_the_model_index_on_a_thread() {
+    use_model();
+    let metatool = catalog(root().join("tests/data/foreign/metatool/catalog.json"));
+    let labels = labels(root().join("tests/data/foreign/metatool/dev.jsonl"));
+    let later = Index::build_model_later(&metatool);
+    let started = std::time::Instant::now();
+    while later.model_pending() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(900),
+            "the model's index was never ready"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let at_once = Index::build(&metatool);
+    let modes = |ranking: &zenmode::select::Ranking| -> Vec<usize> {
+        ranking.ranked.iter().map(|r| r.mode_index).collect()
+    };
+    let mut asked = 0;
+    for label in labels.iter().take(200) {
+        let (a, b) = (later.ranking(&label.query), at_once.ranking(&label.query));
+        assert_eq!(a.by_model, b.by_model, "{}", label.query);
+        assert_eq!(modes(&a), modes(&b), "{}", label.query);
+        asked += usize::from(a.by_model);
+    }
+    assert!(asked > 0, "no request reached the model");
+}
+
 /// On bfcl_multiple with its irrelevant requests, no-fit detection meets
 /// the target on the held-out half and misses it by a hair on the dev
 /// half (measured: 0.070 of relevant requests flagged on each; 0.799 and

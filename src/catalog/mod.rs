@@ -211,7 +211,8 @@ impl LoadError {
 }
 
 /// Every known mode, in a stable order (by name), with lookup by name.
-#[derive(Debug)]
+/// Cloning shares the modes.
+#[derive(Debug, Clone)]
 pub struct Catalog {
     modes: Vec<Arc<Mode>>,
     by_name: HashMap<String, usize>,

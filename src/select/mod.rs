@@ -33,7 +33,8 @@
 //! full ranker.
 //!
 //! The index is built once per process, on the first query (the engine keeps
-//! it in a `OnceLock`).
+//! it in a `OnceLock`). With the full model loaded, a server builds the
+//! model's part on a thread ([`Index::build_model_later`]).
 
 pub mod analyze;
 pub mod bm25;
@@ -45,6 +46,8 @@ pub mod text;
 #[cfg(feature = "transformer")]
 pub mod transformer;
 pub mod wordpiece;
+
+use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -318,8 +321,10 @@ pub struct Index {
     modes: usize,
     /// With the full model loaded (fused ranker only): the same catalog
     /// indexed with the model as the meaning signal, asked when this
-    /// index's own ranking is unsure ([`Tuning::ask_model_below`]).
-    model: Option<Box<Index>>,
+    /// index's own ranking is unsure ([`Tuning::ask_model_below`]). Empty
+    /// while [`Index::build_model_later`]'s thread is still encoding the
+    /// tools; the table answers alone until then.
+    model: Option<Arc<OnceLock<Index>>>,
 }
 
 /// Requests from unrelated domains that calibrate the no-fit score.
@@ -353,6 +358,21 @@ impl Index {
     /// (milliseconds per request), asked only when the first is unsure.
     /// A signal alone (`--ranker embed`) uses the model directly.
     pub fn build_tuned(catalog: &Catalog, ranker: Ranker, tuning: Tuning) -> Self {
+        Self::build_choosing(catalog, ranker, tuning, false)
+    }
+
+    /// [`Index::build`] for a server that lives on: with the full model
+    /// loaded, the table's index is returned at once and the model's is
+    /// built on another thread. The first build puts every tool through the
+    /// model (seconds for a hundred tools, most of a minute for a thousand,
+    /// before the vectors are cached on disk), and no request should wait
+    /// for that: until the model's index is ready, the table ranks alone.
+    /// Without the model this is [`Index::build`].
+    pub fn build_model_later(catalog: &Catalog) -> Self {
+        Self::build_choosing(catalog, Ranker::Full, Tuning::DEFAULT, true)
+    }
+
+    fn build_choosing(catalog: &Catalog, ranker: Ranker, tuning: Tuning, later: bool) -> Self {
         let needs_meaning = catalog
             .modes()
             .iter()
@@ -368,12 +388,30 @@ impl Index {
                     tuning,
                     embedding::table().map(embedding::Encoder::Table),
                 );
-                index.model = Some(Box::new(Self::build_encoded(
-                    catalog,
-                    ranker,
-                    tuning,
-                    Some(model),
-                )));
+                let slot = Arc::new(OnceLock::new());
+                index.model = Some(Arc::clone(&slot));
+                if !later {
+                    let _ = slot.set(Self::build_encoded(catalog, ranker, tuning, Some(model)));
+                    return index;
+                }
+                let filled = Arc::clone(&slot);
+                let owned = catalog.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("zenmode-model-index".into())
+                    .spawn(move || {
+                        let started = std::time::Instant::now();
+                        let _ =
+                            filled.set(Self::build_encoded(&owned, ranker, tuning, Some(model)));
+                        tracing::info!(
+                            modes = owned.len(),
+                            seconds = started.elapsed().as_secs_f32(),
+                            "the embedding model's index is ready"
+                        );
+                    });
+                if let Err(error) = spawned {
+                    tracing::warn!(%error, "cannot build the model's index on a thread; building it now");
+                    let _ = slot.set(Self::build_encoded(catalog, ranker, tuning, Some(model)));
+                }
                 index
             }
             _ => Self::build_encoded(catalog, ranker, tuning, encoder),
@@ -532,10 +570,21 @@ impl Index {
     /// [`Index::no_fit_score`] of the index that produced `ranking` (the
     /// model's scores have another scale).
     pub fn no_fit_score_of(&self, ranking: &Ranking) -> f32 {
-        match &self.model {
+        match self.ready_model() {
             Some(model) if ranking.by_model => model.no_fit_score,
             _ => self.no_fit_score,
         }
+    }
+
+    /// The model's index, once it is built.
+    fn ready_model(&self) -> Option<&Index> {
+        self.model.as_ref().and_then(|slot| slot.get())
+    }
+
+    /// Whether a model index is due (the full model is loaded) but still
+    /// being built on another thread ([`Index::build_model_later`]).
+    pub fn model_pending(&self) -> bool {
+        self.model.is_some() && self.ready_model().is_none()
     }
 
     /// Modes with a positive score, best first; ties break by catalog order.
@@ -701,7 +750,7 @@ impl Index {
                 .first()
                 .is_none_or(|best| best.confidence < self.tuning.ask_model_below)
         };
-        match &self.model {
+        match self.ready_model() {
             Some(model) if unsure(&ranking) => Ranking {
                 by_model: true,
                 ..model.own_ranking(query)
@@ -898,6 +947,21 @@ fn assign_confidences(ranked: &mut [Ranked], tuning: &Tuning, no_fit_score: f32)
 mod tests {
     use super::*;
 
+    /// Modes without example phrasings, each text its title, summary and
+    /// description.
+    fn catalog_of<const N: usize>(modes: [(&str, &str); N]) -> Catalog {
+        Catalog::from_modes(modes.map(|(name, text)| {
+            let manifest = serde_json::json!({
+                "name": name, "title": text, "summary": text, "description": text,
+                "category": "utility", "schema": {"type": "object", "properties": {}}
+            });
+            crate::catalog::Mode::new(
+                Manifest::parse(&manifest.to_string(), None).unwrap(),
+                crate::catalog::Origin::Builtin,
+            )
+        }))
+    }
+
     fn builtin_index() -> (Catalog, Index) {
         let catalog = Catalog::builtin().unwrap();
         let index = Index::build(&catalog);
@@ -986,22 +1050,9 @@ mod tests {
         );
     }
 
-    /// A one-mode catalog whose only text is `words`.
-    fn catalog_of(name: &str, words: &str) -> Catalog {
-        let manifest = serde_json::json!({
-            "name": name, "title": words, "summary": words, "description": words,
-            "category": "utility", "schema": {"type": "object", "properties": {}}
-        });
-        let manifest = Manifest::parse(&manifest.to_string(), None).unwrap();
-        Catalog::from_modes([crate::catalog::Mode::new(
-            manifest,
-            crate::catalog::Origin::Builtin,
-        )])
-    }
-
     #[test]
     fn the_baseline_ranks_without_stemming() {
-        let catalog = catalog_of("demo", "find the crash");
+        let catalog = catalog_of([("demo", "find the crash")]);
         let plain = Index::build_with(&catalog, Ranker::Bm25);
         let full = Index::build(&catalog);
         assert_eq!(plain.ranker(), Ranker::Bm25);
@@ -1015,22 +1066,10 @@ mod tests {
 
     #[test]
     fn exact_forms_outrank_inflections() {
-        let catalog = Catalog::from_modes(
-            [
-                ("list_branches", "list branches"),
-                ("create_branch", "create branch"),
-            ]
-            .map(|(name, words)| {
-                let manifest = serde_json::json!({
-                    "name": name, "title": words, "summary": words, "description": words,
-                    "category": "utility", "schema": {"type": "object", "properties": {}}
-                });
-                crate::catalog::Mode::new(
-                    Manifest::parse(&manifest.to_string(), None).unwrap(),
-                    crate::catalog::Origin::Builtin,
-                )
-            }),
-        );
+        let catalog = catalog_of([
+            ("list_branches", "list branches"),
+            ("create_branch", "create branch"),
+        ]);
         let index = Index::build(&catalog);
         let name = |query: &str| {
             catalog.modes()[index.rank(query)[0].mode_index]
@@ -1039,6 +1078,53 @@ mod tests {
         };
         assert_eq!(name("which branches are there"), "list_branches");
         assert_eq!(name("make a branch"), "create_branch");
+    }
+
+    /// While the model's index is still being built the table answers
+    /// alone; once it is there, unsure requests go to it. (A plain BM25
+    /// index stands in for the model's, which needs the weights.)
+    #[test]
+    fn the_table_answers_alone_until_the_model_index_is_ready() {
+        let catalog = catalog_of([
+            ("book_flight", "Books a seat on an airline flight."),
+            ("hotel_search", "Finds hotel rooms for given dates."),
+        ]);
+        let always_unsure = Tuning {
+            ask_model_below: 1.01,
+            ..Tuning::DEFAULT
+        };
+        let mut index = Index::build_tuned(&catalog, Ranker::Full, always_unsure);
+        assert!(!index.model_pending(), "no model is loaded in unit tests");
+        let stand_in = Index::build_with(&catalog, Ranker::Bm25);
+        let query = "reserve a hotel room";
+        let order = |ranking: &Ranking| -> Vec<(usize, u32)> {
+            ranking
+                .ranked
+                .iter()
+                .map(|r| (r.mode_index, r.score.to_bits()))
+                .collect()
+        };
+
+        let slot = Arc::new(OnceLock::new());
+        index.model = Some(Arc::clone(&slot));
+        assert!(index.model_pending());
+        let before = index.ranking(query);
+        assert!(!before.by_model);
+        assert_eq!(order(&before), order(&index.own_ranking(query)));
+        assert_eq!(index.no_fit_score_of(&before), index.no_fit_score());
+
+        slot.set(stand_in).unwrap();
+        assert!(!index.model_pending());
+        let after = index.ranking(query);
+        assert!(after.by_model);
+        let model = slot.get().unwrap();
+        assert_eq!(order(&after), order(&model.own_ranking(query)));
+        assert_ne!(
+            order(&after),
+            order(&before),
+            "the stand-in must rank differently"
+        );
+        assert_eq!(index.no_fit_score_of(&after), model.no_fit_score());
     }
 
     #[test]

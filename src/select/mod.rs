@@ -390,28 +390,31 @@ impl Index {
                 );
                 let slot = Arc::new(OnceLock::new());
                 index.model = Some(Arc::clone(&slot));
-                if !later {
-                    let _ = slot.set(Self::build_encoded(catalog, ranker, tuning, Some(model)));
-                    return index;
+                let build = move |catalog: &Catalog| {
+                    Self::build_encoded(catalog, ranker, tuning, Some(model))
+                };
+                if later {
+                    let (filled, owned) = (Arc::clone(&slot), catalog.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name("zenmode-model-index".into())
+                        .spawn(move || {
+                            let started = std::time::Instant::now();
+                            let _ = filled.set(build(&owned));
+                            tracing::info!(
+                                modes = owned.len(),
+                                seconds = started.elapsed().as_secs_f32(),
+                                "the embedding model's index is ready"
+                            );
+                        });
+                    match spawned {
+                        Ok(_) => return index,
+                        Err(error) => tracing::warn!(
+                            %error,
+                            "cannot build the model's index on a thread; building it now"
+                        ),
+                    }
                 }
-                let filled = Arc::clone(&slot);
-                let owned = catalog.clone();
-                let spawned = std::thread::Builder::new()
-                    .name("zenmode-model-index".into())
-                    .spawn(move || {
-                        let started = std::time::Instant::now();
-                        let _ =
-                            filled.set(Self::build_encoded(&owned, ranker, tuning, Some(model)));
-                        tracing::info!(
-                            modes = owned.len(),
-                            seconds = started.elapsed().as_secs_f32(),
-                            "the embedding model's index is ready"
-                        );
-                    });
-                if let Err(error) = spawned {
-                    tracing::warn!(%error, "cannot build the model's index on a thread; building it now");
-                    let _ = slot.set(Self::build_encoded(catalog, ranker, tuning, Some(model)));
-                }
+                let _ = slot.set(build(catalog));
                 index
             }
             _ => Self::build_encoded(catalog, ranker, tuning, encoder),
@@ -741,7 +744,9 @@ impl Index {
     /// asked only when the table's best mode has a confidence under
     /// [`Tuning::ask_model_below`]: a sure answer costs microseconds, an
     /// unsure one the model's milliseconds, and its answer is the model's
-    /// whole ranking (confidences and no-fit share included).
+    /// whole ranking (confidences and no-fit share included). While the
+    /// model's index is still being built ([`Index::build_model_later`]),
+    /// the table answers every request.
     pub fn ranking(&self, query: &str) -> Ranking {
         let ranking = self.own_ranking(query);
         let unsure = |ranking: &Ranking| {

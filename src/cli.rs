@@ -314,6 +314,9 @@ impl ServeArgs {
                 .map(|token| token.trim().to_owned())
                 .filter(|token| !token.is_empty()),
         };
+        if let Some(token) = &auth_token {
+            crate::redact::register(&crate::redact::Redactor::new(vec![token.clone()]));
+        }
         let allowed_hosts = if !self.allow_hosts.is_empty() {
             Some(self.allow_hosts.clone())
         } else if self.allow_remote {

@@ -8,7 +8,8 @@
 //! 1. **catalog**: [`catalog`] loads the mode manifests (embedded,
 //!    `--modes-dir`, foreign catalogs) and compiles each schema lazily;
 //!    [`describe`] derives field summaries, example requests and readable
-//!    validation errors; [`select`] is the ranking index.
+//!    validation errors; [`select`] is the ranking index; [`redact`] hides
+//!    secrets in text and in every log line.
 //! 2. **services**: [`services`] bundles what executors use (per process:
 //!    [`providers`], [`files`] confined to the allowed roots,
 //!    [`conversation`] threads (in memory, SQLite or Redis), CLI
@@ -46,6 +47,7 @@ pub mod http;
 pub mod listener;
 pub mod logging;
 pub mod providers;
+pub mod redact;
 pub mod select;
 pub mod server;
 pub mod services;

@@ -11,6 +11,10 @@
 //! - at exit, [`Guard`] waits a moment (at most [`FLUSH_WAIT`]) for the
 //!   queue to drain, and never longer.
 //!
+//! Every line, whoever emits it (zenmode, rmcp, hyper), passes through
+//! [`crate::redact::for_log`] before it is queued, so a secret an upstream
+//! echoes into a library's error line never reaches stderr.
+//!
 //! [`RateLimit`] keeps one noisy call site (a client sending thousands of
 //! malformed lines) from flooding the log.
 
@@ -66,8 +70,10 @@ impl Queue {
         Queue { sender }
     }
 
-    /// Never blocks: a full queue drops the line.
+    /// Never blocks: a full queue drops the line. Every line is cleaned of
+    /// known secrets and URL credentials first, whoever wrote it.
     fn push(&self, line: Vec<u8>) {
+        let line = without_secrets(line);
         match self.sender.try_send(Message::Line(line)) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
@@ -75,6 +81,14 @@ impl Queue {
             }
             Err(TrySendError::Disconnected(_)) => {}
         }
+    }
+}
+
+/// `line` with [`crate::redact::for_log`] applied.
+fn without_secrets(line: Vec<u8>) -> Vec<u8> {
+    match crate::redact::for_log(&String::from_utf8_lossy(&line)) {
+        Some(cleaned) => cleaned.into_bytes(),
+        None => line,
     }
 }
 
@@ -195,7 +209,7 @@ pub fn print(line: &str) {
     match QUEUE.get() {
         Some(queue) => queue.push(bytes),
         None => {
-            let _ = io::stderr().write_all(&bytes);
+            let _ = io::stderr().write_all(&without_secrets(bytes));
         }
     }
 }

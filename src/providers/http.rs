@@ -98,6 +98,10 @@ pub(crate) struct Secret(String);
 
 impl Secret {
     pub(crate) fn new(value: String) -> Self {
+        // Log lines are cleaned of it too, whoever writes them.
+        if value.chars().count() >= MIN_REDACTED_KEY_CHARS {
+            crate::redact::register(&crate::redact::Redactor::new(vec![value.clone()]));
+        }
         Secret(value)
     }
 
@@ -114,25 +118,7 @@ impl Secret {
         if key.chars().count() < MIN_REDACTED_KEY_CHARS || !text.contains(key) {
             return text.to_owned();
         }
-        let is_token_char = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
-        let mut out = String::with_capacity(text.len());
-        let mut copied = 0;
-        for (start, _) in text.match_indices(key) {
-            if start < copied {
-                continue; // overlaps a replaced occurrence
-            }
-            let end = start + key.len();
-            let before = text[..start].chars().next_back();
-            let after = text[end..].chars().next();
-            if before.is_some_and(is_token_char) || after.is_some_and(is_token_char) {
-                continue;
-            }
-            out.push_str(&text[copied..start]);
-            out.push_str("[redacted]");
-            copied = end;
-        }
-        out.push_str(&text[copied..]);
-        out
+        crate::redact::replace_whole_tokens(text, key)
     }
 }
 

@@ -8,6 +8,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod fake_provider;
+pub mod gateway;
 pub mod sets;
 
 use std::{
@@ -142,6 +143,11 @@ impl Client {
             child: None,
             socket: Some(socket),
         }
+    }
+
+    /// The spawned server's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     pub fn send_raw(&mut self, line: &str) {

@@ -8,6 +8,11 @@
 //! arguments, every mode's validation, and the executors that run without a
 //! model (workflows with their threads and files, planner, challenge,
 //! apilookup, version, listmodels; chat, consensus and clink answer errors).
+//! Behind the gateway sits a hostile upstream (`fault_server.py --chaos`):
+//! seeded from the same seed, it answers the calls that reach it with
+//! garbage, unknown ids, double or missing replies, replies over its limit,
+//! huge errors, notification floods, stderr without newlines or UTF-8, and
+//! its own secret echoed everywhere.
 //!
 //! Asserted:
 //! - no panic (none reported on stderr) and the process never exits;
@@ -16,6 +21,7 @@
 //! - every stdout line is a JSON-RPC 2.0 message: a response (a `result` or
 //!   an `error` with an integer code) whose id is null or one the harness
 //!   sent, or a notification;
+//! - the upstream's secret never reaches stdout or stderr;
 //! - bounded memory: the server's peak resident set (VmHWM) stays under
 //!   [`RSS_CEILING_MIB`].
 //!
@@ -126,7 +132,26 @@ fn scratch_root() -> tempfile::TempDir {
     root
 }
 
-/// The built-in mode names, from the manifests.
+/// The upstream behind the gateway during the campaign: the fault server
+/// misbehaving at random (`--chaos`), with this value in its environment.
+/// It must never reach the client or the log.
+const CHAOS_SECRET: &str = "chaos-secret-31337";
+/// The chaos upstream's tools, as modes.
+const CHAOS_TOOLS: &[&str] = &[
+    "echo",
+    "hang",
+    "crash",
+    "slow",
+    "count",
+    "ask",
+    "stderr",
+    "big",
+    "env_error",
+    "fail",
+];
+
+/// The mode names: the built-in ones, from the manifests, and the chaos
+/// upstream's.
 fn mode_names() -> Vec<String> {
     let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("modes");
     let mut names: Vec<String> = std::fs::read_dir(directory)
@@ -136,6 +161,7 @@ fn mode_names() -> Vec<String> {
             (path.extension()? == "json").then(|| path.file_stem()?.to_str().map(str::to_owned))?
         })
         .collect();
+    names.extend(CHAOS_TOOLS.iter().map(|tool| format!("chaos__{tool}")));
     names.sort();
     names
 }
@@ -149,6 +175,8 @@ struct Tally {
     tool_results: u64,
     tool_errors: u64,
     error_codes: BTreeMap<i64, u64>,
+    /// Failures of calls that reached the chaos upstream, by kind.
+    upstream_errors: BTreeMap<String, u64>,
     /// The first few violations, for the failure message.
     violations: Vec<String>,
     violation_count: u64,
@@ -172,6 +200,8 @@ struct Shared {
     /// Continuation ids handed out lately (the mutator reuses them).
     threads: Mutex<Vec<String>>,
     panicked: AtomicBool,
+    /// The chaos upstream's secret appeared on stderr.
+    secret_logged: AtomicBool,
     stderr_tail: Mutex<Vec<String>>,
     stderr_lines: AtomicU64,
 }
@@ -195,11 +225,23 @@ fn register_ids(shared: &Shared, line: &[u8]) {
     }
 }
 
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
 /// Checks one stdout line; returns the ping number it answers, if it does.
 fn check_line(shared: &Shared, line: &[u8]) -> Option<u64> {
     let mut tally = shared.tally.lock().unwrap();
     tally.lines += 1;
     let shown = || String::from_utf8_lossy(&line[..line.len().min(300)]).into_owned();
+    if contains(line, CHAOS_SECRET.as_bytes()) {
+        tally.violation(format!(
+            "the upstream's secret reached the client: {}",
+            shown()
+        ));
+    }
     let message: Value = match serde_json::from_slice(line) {
         Ok(Value::Object(message)) => Value::Object(message),
         Ok(_) | Err(_) => {
@@ -233,6 +275,11 @@ fn check_line(shared: &Shared, line: &[u8]) -> Option<u64> {
                 if flag == true {
                     tally.tool_errors += 1;
                 }
+            }
+            if result["structuredContent"]["server"] == "chaos"
+                && let Some(kind) = result["structuredContent"]["error"].as_str()
+            {
+                *tally.upstream_errors.entry(kind.to_owned()).or_default() += 1;
             }
             if let Some(thread) = result["structuredContent"]["continuation_id"].as_str() {
                 let mut threads = shared.threads.lock().unwrap();
@@ -279,14 +326,33 @@ impl Server {
                 .to_string(),
         )
         .unwrap();
+        // The chaos upstream: small limits so its faults are cheap to hit.
+        let upstreams = config.path().join("upstreams.json");
+        let fault_server =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstreams/fault_server.py");
+        let seed = env_number("ZEN_FUZZ_SEED", DEFAULT_SEED) % 1_000_000;
+        std::fs::write(
+            &upstreams,
+            json!({"mcpServers": {"chaos": {
+                "command": "python3",
+                "args": [fault_server, "--chaos", seed.to_string()],
+                "env": {"CHAOS_SECRET": CHAOS_SECRET},
+                "timeout": 2, "max_reply_bytes": 65536, "idle_shutdown": 0}}})
+            .to_string(),
+        )
+        .unwrap();
         let mut child = common::zenmode(&[
             "serve",
             "--max-message-bytes",
             &MAX_MESSAGE_BYTES.to_string(),
         ])
         .current_dir(root.path())
+        .env("ZEN_UPSTREAMS", &upstreams)
+        .env("ZEN_CACHE_DIR", config.path().join("cache"))
+        .env("ZEN_STATE_DIR", config.path().join("state"))
         .env("ZEN_CLINK_CONFIG", &clink)
-        .env("RUST_LOG", "warn")
+        // Upstream stderr is logged, so a leaked secret would show.
+        .env("RUST_LOG", "warn,zenmode::upstream=info")
         .env_remove("CONVERSATION_TIMEOUT_HOURS")
         .env_remove("MAX_CONVERSATION_TURNS")
         .stdin(Stdio::piped())
@@ -325,6 +391,9 @@ impl Server {
                 stderr_shared.stderr_lines.fetch_add(1, Ordering::Relaxed);
                 if line.contains("panicked") {
                     stderr_shared.panicked.store(true, Ordering::Relaxed);
+                }
+                if line.contains(CHAOS_SECRET) {
+                    stderr_shared.secret_logged.store(true, Ordering::Relaxed);
                 }
                 let mut tail = stderr_shared.stderr_tail.lock().unwrap();
                 if tail.len() >= 20 {
@@ -533,6 +602,10 @@ fn fuzz_campaign_over_stdio() {
         tally.error_codes
     );
     eprintln!(
+        "fuzz: failed calls to the chaos upstream, by kind: {:?}",
+        tally.upstream_errors
+    );
+    eprintln!(
         "fuzz: slowest ping {:.1} ms; server peak RSS {} MiB (ceiling {RSS_CEILING_MIB} MiB), {} stderr lines",
         slowest_ping.as_secs_f64() * 1000.0,
         peak / 1024,
@@ -547,6 +620,15 @@ fn fuzz_campaign_over_stdio() {
     assert!(
         !shared.panicked.load(Ordering::Relaxed),
         "the server panicked"
+    );
+    assert!(
+        !shared.secret_logged.load(Ordering::Relaxed),
+        "the chaos upstream's secret reached the log"
+    );
+    assert!(
+        tally.upstream_errors.len() >= 3,
+        "the chaos upstream's faults were reached: {:?}",
+        tally.upstream_errors
     );
     assert!(status.success(), "the server exited with {status:?}");
     assert!(

@@ -209,9 +209,38 @@ def garbage():
     write("garbage.jsonl", lines)
 
 
+# The chaos upstream behind the gateway (tests/upstreams/fault_server.py
+# --chaos, prefix "chaos"): its tools called every way a client can.
+UPSTREAM_CALLS = [
+    ("echo", {"text": "hello through the gateway"}),
+    ("stderr", {"hex": "fffe0a", "repeat": 3, "newline": True}),
+    ("stderr", {"hex": "61", "repeat": 70000, "newline": False}),
+    ("big", {"bytes": 1000}),
+    ("big", {"bytes": 70000}),
+    ("env_error", {"name": "CHAOS_SECRET"}),
+    ("fail", {"bytes": 100000}),
+    ("slow", {"seconds": 0.05}),
+    ("count", {}),
+    ("hang", {}),
+    ("crash", {}),
+]
+
+
+def upstream():
+    lines = []
+    for tool, arguments in UPSTREAM_CALLS:
+        lines.append(call("zen_execute", {"mode": "chaos__" + tool, "request": arguments}))
+        lines.append(call("chaos__" + tool, arguments))
+        lines.append(call("zen_execute", {"mode": "chaos__" + tool, "request": arguments}, meta=True))
+    lines.append(call("zen_select_mode", {"task_description": "echo some text back through the gateway"}))
+    lines.append(call("zen_select_mode", {"mode": "chaos__big"}))
+    write("upstream.jsonl", lines)
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     protocol()
     select()
     execute()
     garbage()
+    upstream()

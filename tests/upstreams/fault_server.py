@@ -14,10 +14,24 @@ slow {seconds} (answers after a delay, sending progress when asked),
 count {} (how many calls this process has answered),
 ask {kind} (sends the client a sampling or elicitation request and reports
 what came back).
+
+Hostile tools, listed with --hostile, for the hardening tests and the fuzz
+campaign:
+stderr {hex, repeat, newline} (writes the bytes repeat times to stderr),
+big {bytes} (a result whose text is that long),
+env_error {name} (an isError result quoting $name),
+fail {bytes} (a JSON-RPC error whose message is that long).
+--big-tools BYTES pads the tools/list reply with a description that long.
+--chaos SEED: before answering a tools/call, misbehave at random (seeded):
+garbage or unknown ids on stdout, replies twice or never, oversized replies
+and errors, floods of notifications, stderr without newlines or UTF-8, the
+value of $CHAOS_SECRET echoed in results, errors and stderr. Used by the
+fuzz campaign (tests/fuzz) as an upstream behind the gateway.
 """
 
 import json
 import os
+import random
 import sys
 import threading
 import time
@@ -36,6 +50,19 @@ DEFAULT_TOOLS = [
      "inputSchema": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["sampling", "elicitation"]}}}},
 ]
 
+# Listed with --hostile (or --chaos) only, so other tests see the same list.
+HOSTILE_TOOLS = [
+    {"name": "stderr", "description": "Write bytes to stderr.",
+     "inputSchema": {"type": "object", "properties": {"hex": {"type": "string"}, "repeat": {"type": "integer"},
+                                                      "newline": {"type": "boolean"}}}},
+    {"name": "big", "description": "Answer with a long text.",
+     "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
+    {"name": "env_error", "description": "Fail, quoting an environment variable.",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+    {"name": "fail", "description": "Fail with a long protocol error message.",
+     "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
+]
+
 args = sys.argv[1:]
 def option(name):
     return args[args.index(name) + 1] if name in args else None
@@ -50,9 +77,76 @@ if "--exit-at-start" in args:
     sys.exit(3)
 
 tools = DEFAULT_TOOLS
+if "--hostile" in args or option("--chaos"):
+    tools = tools + HOSTILE_TOOLS
 if option("--tools-file"):
     with open(option("--tools-file")) as f:
         tools = json.load(f)
+if option("--big-tools"):
+    tools = tools + [{"name": "padded", "description": "x" * int(option("--big-tools")),
+                      "inputSchema": {"type": "object"}}]
+
+def write_stderr(data, repeat, newline):
+    """Writes data repeat times in pieces of about 1 MB, so a flood costs
+    this process little memory."""
+    chunk = data * max(1, (1 << 20) // max(1, len(data)))
+    total = len(data) * repeat
+    written = 0
+    try:
+        while written < total:
+            piece = chunk[: total - written]
+            sys.stderr.buffer.write(piece)
+            written += len(piece)
+        if newline:
+            sys.stderr.buffer.write(b"\n")
+        sys.stderr.buffer.flush()
+    except BrokenPipeError:
+        os._exit(9)
+    return written
+
+chaos = random.Random(int(option("--chaos"))) if option("--chaos") else None
+
+def misbehave(request_id):
+    """One random fault; True when it answered (or dropped) the call itself."""
+    secret = os.environ.get("CHAOS_SECRET", "")
+    roll = chaos.randrange(14)
+    if roll == 0:
+        with lock:
+            sys.stdout.write("garbage \xff not json\n" + "{\"jsonrpc\": \"2.0\"}\n")
+            sys.stdout.flush()
+    elif roll == 1:
+        send({"jsonrpc": "2.0", "id": "never-asked-%d" % chaos.randrange(1000), "result": {}})
+    elif roll == 2:
+        sys.stderr.buffer.write(bytes(chaos.randrange(256) for _ in range(200)) + b"\n")
+        sys.stderr.buffer.flush()
+    elif roll == 3:
+        sys.stderr.buffer.write(b"z" * 100_000 + secret.encode())
+        sys.stderr.buffer.flush()
+    elif roll == 4:
+        reply(request_id, text_result("x" * 100_000), tool=True)
+        return True
+    elif roll == 5:
+        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32000, "message": secret + "e" * 50_000}})
+        return True
+    elif roll == 6:
+        reply(request_id, text_result("failed near " + secret, error=True), tool=True)
+        return True
+    elif roll == 7:
+        reply(request_id, text_result("once"), tool=True)
+        reply(request_id, text_result("twice"), tool=True)
+        return True
+    elif roll == 8:
+        return True  # never answers
+    elif roll == 9:
+        for step in range(200):
+            send({"jsonrpc": "2.0", "method": "notifications/progress",
+                  "params": {"progressToken": chaos.randrange(10), "progress": step}})
+    elif roll == 10:
+        send({"jsonrpc": "2.0", "id": request_id, "result": {"content": "not a list", "isError": "maybe"}})
+        return True
+    elif roll == 11:
+        print("secret on stderr: " + secret, file=sys.stderr, flush=True)
+    return False
 
 lock = threading.Lock()
 answered = 0
@@ -115,6 +209,13 @@ for line in sys.stdin:
         name = params.get("name")
         arguments = params.get("arguments") or {}
         token = (params.get("_meta") or {}).get("progressToken")
+        if chaos is not None:
+            if misbehave(request_id):
+                continue
+            # Fuzzed sizes stay small enough to answer within the campaign.
+            for key, most in (("repeat", 1 << 20), ("bytes", 1 << 20), ("seconds", 0.2)):
+                if isinstance(arguments.get(key), (int, float)):
+                    arguments[key] = max(0, min(arguments[key], most))
         if name == "echo":
             reply(request_id, {**text_result(arguments.get("text", "")),
                                "structuredContent": {"echo": arguments.get("text", "")}}, tool=True)
@@ -136,6 +237,18 @@ for line in sys.stdin:
                 send({"jsonrpc": "2.0", "id": ask_id, "method": "sampling/createMessage",
                       "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
                                  "maxTokens": 10}})
+        elif name == "stderr":
+            data = bytes.fromhex(arguments.get("hex", "61"))
+            written = write_stderr(data, int(arguments.get("repeat", 1)), arguments.get("newline", True))
+            reply(request_id, text_result(f"wrote {written} bytes"), tool=True)
+        elif name == "big":
+            reply(request_id, text_result("x" * int(arguments.get("bytes", 0))), tool=True)
+        elif name == "env_error":
+            value = os.environ.get(arguments.get("name", ""), "")
+            reply(request_id, text_result(f"request failed: the key {value} was refused", error=True), tool=True)
+        elif name == "fail":
+            send({"jsonrpc": "2.0", "id": request_id,
+                  "error": {"code": -32000, "message": "e" * int(arguments.get("bytes", 10))}})
         elif name == "count":
             reply(request_id, text_result(str(answered)), tool=True)
         else:

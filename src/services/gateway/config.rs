@@ -11,8 +11,9 @@
 //! }}
 //! ```
 //!
-//! Every value in `env` and `headers` is treated as a secret: it is hashed
-//! into the cache key but never printed (see [`Redactor`]).
+//! Values in `env` and `headers`, and credentials inside `url`, are treated
+//! as secrets: hashed into the cache key but never printed (see
+//! [`crate::redact`] for exactly which values are hidden).
 
 use std::{
     collections::BTreeMap,
@@ -24,7 +25,12 @@ use std::{
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::catalog::upstream::{SEPARATOR, is_valid_tool_name};
+pub use super::reply_guard::DEFAULT_MAX_REPLY_BYTES;
+pub use crate::redact::Redactor;
+use crate::{
+    catalog::upstream::{SEPARATOR, is_valid_tool_name},
+    redact::url_for_display,
+};
 
 /// How long a call may take when the entry gives no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -50,6 +56,7 @@ const KNOWN_KEYS: &[&str] = &[
     "allow_tools",
     "deny_tools",
     "inherit_env",
+    "max_reply_bytes",
 ];
 
 /// When an upstream is started.
@@ -92,7 +99,7 @@ impl fmt::Debug for Transport {
                 .finish(),
             Transport::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", url)
+                .field("url", &url_for_display(url))
                 .field("headers", &headers.keys().collect::<Vec<_>>())
                 .finish(),
         }
@@ -114,6 +121,9 @@ pub struct UpstreamConfig {
     pub startup: Startup,
     pub allow_tools: Vec<String>,
     pub deny_tools: Vec<String>,
+    /// The largest message the server may send (one line over stdio, one
+    /// event over HTTP); a larger reply fails its call at once.
+    pub max_reply_bytes: usize,
 }
 
 impl UpstreamConfig {
@@ -176,57 +186,28 @@ impl UpstreamConfig {
                 }
                 self.redactor().redact(&text)
             }
-            Transport::Http { url, .. } => format!("http {}", self.redactor().redact(url)),
+            Transport::Http { url, .. } => format!("http {}", url_for_display(url)),
         }
     }
 
-    /// Hides this entry's secrets in any text.
+    /// Hides this entry's secrets in any text (see [`crate::redact`] for
+    /// which values count).
     pub fn redactor(&self) -> Redactor {
-        let secrets = match &self.transport {
-            Transport::Stdio { env, .. } => env.values().cloned().collect(),
-            Transport::Http { headers, .. } => headers
-                .values()
-                .flat_map(|value| {
-                    // "Bearer abc": hide the credential as well as the whole value.
-                    let mut parts = vec![value.clone()];
-                    parts.extend(value.split_whitespace().skip(1).map(str::to_owned));
-                    parts
-                })
-                .collect(),
-        };
-        Redactor::new(secrets)
-    }
-}
-
-/// Replaces secret values in text with `[redacted]`.
-#[derive(Debug, Clone, Default)]
-pub struct Redactor {
-    /// Longest first, so a value that contains another is hidden whole.
-    secrets: Vec<String>,
-}
-
-/// Shorter values are left alone: hiding `1` or `yes` would mangle every message.
-const MIN_SECRET_CHARS: usize = 6;
-
-impl Redactor {
-    pub fn new(secrets: Vec<String>) -> Self {
-        let mut secrets: Vec<String> = secrets
-            .into_iter()
-            .filter(|s| s.chars().count() >= MIN_SECRET_CHARS)
-            .collect();
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        secrets.dedup();
-        Redactor { secrets }
-    }
-
-    pub fn redact(&self, text: &str) -> String {
-        let mut text = text.to_owned();
-        for secret in &self.secrets {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), "[redacted]");
+        let mut redactor = Redactor::default();
+        match &self.transport {
+            Transport::Stdio { env, .. } => {
+                for (name, value) in env {
+                    redactor.add_named(name, value);
+                }
+            }
+            Transport::Http { url, headers } => {
+                redactor.add_url(url);
+                for (name, value) in headers {
+                    redactor.add_named(name, value);
+                }
             }
         }
-        text
+        redactor.sorted()
     }
 }
 
@@ -284,7 +265,12 @@ pub fn load(path: &Path) -> Result<UpstreamsFile, ConfigError> {
     };
     let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read: {e}")))?;
     let value: Value = serde_json::from_str(&text).map_err(|e| error(format!("not JSON: {e}")))?;
-    parse(&value).map_err(error)
+    let file = parse(&value).map_err(error)?;
+    // From here on no log line, whoever writes it, shows these secrets.
+    for server in &file.servers {
+        crate::redact::register(&server.redactor());
+    }
+    Ok(file)
 }
 
 /// Checks the JSON of an upstreams file (`{"mcpServers": {...}}`).
@@ -378,6 +364,16 @@ fn parse_entry(name: &str, entry: &Value) -> Result<(UpstreamConfig, Vec<String>
         startup,
         allow_tools: string_list(entry.get("allow_tools"), "allow_tools")?,
         deny_tools: string_list(entry.get("deny_tools"), "deny_tools")?,
+        max_reply_bytes: match entry.get("max_reply_bytes") {
+            None => DEFAULT_MAX_REPLY_BYTES,
+            Some(value) => value
+                .as_u64()
+                .filter(|n| (1024..=1 << 30).contains(n))
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or(
+                    "\"max_reply_bytes\" must be a whole number of bytes from 1024 to 1073741824",
+                )?,
+        },
     };
     Ok((config, warnings))
 }
@@ -551,6 +547,10 @@ mod tests {
             (json!({"command": "x", "prefix": "a b"}), "prefix"),
             (json!({"command": "x", "prefix": "a__b"}), "prefix"),
             (json!({"command": "x", "args": "y"}), "list of strings"),
+            (
+                json!({"command": "x", "max_reply_bytes": 10}),
+                "max_reply_bytes",
+            ),
         ];
         for (entry, expected) in cases {
             let error = parse(&json!({"mcpServers": {"broken": entry}})).unwrap_err();

@@ -3,7 +3,8 @@
 //!
 //! - [`config`]: the `mcpServers` file and zenmode's per-server options;
 //! - [`store`]: cached catalogs and the pins of approved tool definitions;
-//! - [`upstream`]: one server's process (or HTTP session), started lazily.
+//! - [`upstream`]: one server's process (or HTTP session), started lazily;
+//! - [`reply_guard`]: a stdio server's replies held to its size limit.
 //!
 //! Opening the gateway reads cached catalogs and spawns nothing; a server
 //! without a cached catalog is started once, in parallel with the others
@@ -13,6 +14,7 @@
 //! A server never seen before is approved on first use (its pins written).
 
 pub mod config;
+pub mod reply_guard;
 pub mod store;
 pub mod upstream;
 

@@ -16,6 +16,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{
     ClientHandler, ErrorData, RoleClient, ServiceExt,
     model::{
@@ -33,15 +34,22 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use super::{
     GatewayError,
     config::{Redactor, Transport, UpstreamConfig},
+    reply_guard,
     store::{self, GatewayDirs, Pins, Verdict},
 };
 use crate::services::{CallContext, ProgressSink};
 
 /// Lines of an upstream's stderr kept for error messages.
 const STDERR_TAIL_LINES: usize = 12;
+/// Characters of one stderr line that reach the log.
 const STDERR_LINE_CHARS: usize = 400;
+/// Bytes of one stderr line held while reading it: a line without an end
+/// keeps only its last bytes, so a flood costs this much at most.
+const STDERR_LINE_KEPT_BYTES: usize = 16 * 1024;
 /// The longest wait before restarting a server that keeps failing.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The longest error message relayed to the caller, in characters.
+const MAX_ERROR_CHARS: usize = 2_000;
 /// How long a start (spawn, initialize, list tools) may take at most.
 const MAX_START: Duration = Duration::from_secs(60);
 /// Environment variables a stdio upstream gets from zenmode's own
@@ -136,6 +144,8 @@ struct Connection {
     live: HashMap<String, Value>,
     /// Process group of a stdio server (its leader's pid).
     group: Option<u32>,
+    /// A stdio server's process, killed if the connection is dropped.
+    _child: Option<tokio::process::Child>,
     started: Instant,
     last_used: Mutex<Instant>,
     in_flight: AtomicUsize,
@@ -219,6 +229,8 @@ pub struct Upstream {
     pins: Mutex<Option<Pins>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     routes: ProgressRoutes,
+    /// An oversized reply the guard could not match to a call.
+    oversize_note: reply_guard::OversizeNote,
     /// Failures in a row (reset by a successful call).
     failures: Mutex<u32>,
 }
@@ -230,14 +242,17 @@ pub struct Started {
 
 impl Upstream {
     pub fn new(config: UpstreamConfig, dirs: GatewayDirs, pins: Option<Pins>) -> Self {
+        let redactor = config.redactor();
+        crate::redact::register(&redactor);
         Upstream {
-            redactor: config.redactor(),
+            redactor,
             config,
             dirs,
             slot: tokio::sync::Mutex::new(Slot::Stopped),
             pins: Mutex::new(pins),
             stderr_tail: Arc::default(),
             routes: Arc::default(),
+            oversize_note: Arc::default(),
             failures: Mutex::new(0),
         }
     }
@@ -354,9 +369,16 @@ impl Upstream {
             return Err(self.error("cancelled", "the call was cancelled".to_owned()));
         };
         match answer.map_err(|e| self.service_error(e))? {
-            ServerResult::CallToolResult(result) => serde_json::to_value(result).map_err(|e| {
-                self.error("upstream_error", format!("unreadable result: {e}"))
-            }),
+            ServerResult::CallToolResult(result) => {
+                let mut result = serde_json::to_value(result).map_err(|e| {
+                    self.error("upstream_error", format!("unreadable result: {e}"))
+                })?;
+                // An upstream that echoes its own credentials (an error
+                // quoting the request, a tool printing its environment)
+                // does not hand them to the client.
+                hide_secrets(&mut result, &self.redactor);
+                Ok(result)
+            }
             _ => Err(self.error(
                 "upstream_error",
                 format!(
@@ -453,7 +475,7 @@ impl Upstream {
             server: self.name().to_owned(),
             routes: self.routes.clone(),
         };
-        let (service, group) = match &self.config.transport {
+        let (service, group, child) = match &self.config.transport {
             Transport::Stdio {
                 command,
                 args,
@@ -479,21 +501,39 @@ impl Upstream {
                 // rather than a pre-exec hook, so the fast spawn path stays.
                 #[cfg(unix)]
                 command_line.process_group(0);
-                let (process, stderr) = rmcp::transport::TokioChildProcess::builder(command_line)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| {
-                        format!(
-                            "server {:?} could not be started ({}): {e}",
-                            self.name(),
-                            self.config.describe()
-                        )
-                    })?;
-                let group = process.id();
-                if let Some(stderr) = stderr {
+                command_line
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                let mut child = command_line.spawn().map_err(|e| {
+                    format!(
+                        "server {:?} could not be started ({}): {e}",
+                        self.name(),
+                        self.config.describe()
+                    )
+                })?;
+                let group = child.id();
+                if let Some(stderr) = child.stderr.take() {
                     self.drain_stderr(stderr);
                 }
-                let service = handler.serve(process).await.map_err(|e| {
+                let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                    signal_group(group, Signal::Kill);
+                    return Err(format!("server {:?}: no pipes to talk to it", self.name()));
+                };
+                // Its replies reach rmcp through the size guard, so a reply
+                // over the limit fails its call at once.
+                let limit = self.config.max_reply_bytes;
+                let (guarded, from_guard) = tokio::io::duplex(64 * 1024);
+                tokio::spawn(reply_guard::guard_replies(
+                    stdout,
+                    guarded,
+                    limit,
+                    self.name().to_owned(),
+                    self.oversize_note.clone(),
+                ));
+                let transport = AsyncRwTransport::<RoleClient, _, _>::new(from_guard, stdin)
+                    .with_max_line_length(limit);
+                let service = handler.serve(transport).await.map_err(|e| {
                     signal_group(group, Signal::Kill);
                     format!(
                         "server {:?} did not complete the MCP handshake: {}{}",
@@ -502,7 +542,7 @@ impl Upstream {
                         self.stderr_note()
                     )
                 })?;
-                (service, group)
+                (service, group, Some(child))
             }
             Transport::Http { url, headers } => {
                 super::install_tls_provider();
@@ -515,8 +555,9 @@ impl Upstream {
                         header_map.insert(name, value);
                     }
                 }
-                let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.clone())
+                let mut config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.clone())
                     .custom_headers(header_map);
+                config.max_sse_event_size = self.config.max_reply_bytes;
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
                 let service = handler.serve(transport).await.map_err(|e| {
                     format!(
@@ -526,7 +567,7 @@ impl Upstream {
                         self.redactor.redact(&e.to_string())
                     )
                 })?;
-                (service, None)
+                (service, None, None)
             }
         };
         let tools = match service.peer().list_all_tools().await {
@@ -536,7 +577,7 @@ impl Upstream {
                 return Err(format!(
                     "server {:?} started but its tools/list failed: {}{}",
                     self.name(),
-                    self.redactor.redact(&e.to_string()),
+                    self.service_error(e).message,
                     self.stderr_note()
                 ));
             }
@@ -560,6 +601,7 @@ impl Upstream {
             service: tokio::sync::Mutex::new(Some(service)),
             live,
             group,
+            _child: child,
             started: Instant::now(),
             last_used: Mutex::new(Instant::now()),
             in_flight: AtomicUsize::new(0),
@@ -577,24 +619,38 @@ impl Upstream {
         }
     }
 
+    /// Logs the server's stderr line by line until it closes. Reads bytes,
+    /// never text: invalid UTF-8 is replaced, not a reason to stop (a pipe
+    /// left unread would block the server, a closed one would kill it). A
+    /// line without an end keeps only its last [`STDERR_LINE_KEPT_BYTES`].
     fn drain_stderr(&self, stderr: tokio::process::ChildStderr) {
         let tail = self.stderr_tail.clone();
         let redactor = self.redactor.clone();
         let server = self.name().to_owned();
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let line: String = redactor
-                    .redact(&line)
-                    .chars()
-                    .take(STDERR_LINE_CHARS)
-                    .collect();
-                tracing::info!(target: "zenmode::upstream", "[{server}] {line}");
-                let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
-                if tail.len() == STDERR_TAIL_LINES {
-                    tail.pop_front();
+            let mut reader = BufReader::new(stderr);
+            let mut line = BoundedLine::default();
+            loop {
+                let (consumed, ended) = match reader.fill_buf().await {
+                    Ok([]) | Err(_) => break,
+                    Ok(bytes) => match bytes.iter().position(|&b| b == b'\n') {
+                        Some(at) => {
+                            line.push(&bytes[..at]);
+                            (at + 1, true)
+                        }
+                        None => {
+                            line.push(bytes);
+                            (bytes.len(), false)
+                        }
+                    },
+                };
+                reader.consume(consumed);
+                if ended {
+                    log_stderr_line(&server, &redactor, &tail, line.take());
                 }
-                tail.push_back(line);
+            }
+            if !line.is_empty() {
+                log_stderr_line(&server, &redactor, &tail, line.take());
             }
         });
     }
@@ -659,14 +715,26 @@ impl Upstream {
 
     fn service_error(&self, error: ServiceError) -> GatewayError {
         match error {
-            ServiceError::Timeout { timeout } => self.error(
-                "upstream_timeout",
-                format!(
-                    "server {:?} did not answer within {}s; the call was cancelled upstream",
-                    self.name(),
-                    timeout.as_secs_f64()
-                ),
-            ),
+            ServiceError::Timeout { timeout } => {
+                let oversize = self
+                    .oversize_note
+                    .lock()
+                    .ok()
+                    .and_then(|mut note| note.take())
+                    .map(|note| format!(" (earlier: {note})"))
+                    .unwrap_or_default();
+                self.error(
+                    "upstream_timeout",
+                    format!(
+                        "server {:?} did not answer within {}s; the call was cancelled upstream{oversize}",
+                        self.name(),
+                        timeout.as_secs_f64()
+                    ),
+                )
+            }
+            ServiceError::McpError(data) if data.code.0 == reply_guard::TOO_LARGE_CODE => {
+                self.error("upstream_reply_too_large", data.message.into_owned())
+            }
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => self.error(
                 "upstream_crashed",
                 format!(
@@ -691,13 +759,113 @@ impl Upstream {
         }
     }
 
+    /// An error for the caller: secrets hidden, and at most
+    /// [`MAX_ERROR_CHARS`] of the message (an upstream's own error text can
+    /// be any size).
     fn error(&self, kind: &'static str, message: String) -> GatewayError {
         GatewayError {
             kind,
             server: self.name().to_owned(),
-            message: self.redactor.redact(&message),
+            message: capped(&self.redactor.redact(&message), MAX_ERROR_CHARS),
         }
     }
+}
+
+/// Every string in `value` with the redactor's secrets hidden.
+fn hide_secrets(value: &mut Value, redactor: &Redactor) {
+    if redactor.is_empty() {
+        return;
+    }
+    match value {
+        Value::String(text) if redactor.finds_in(text) => *text = redactor.redact(text),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| hide_secrets(item, redactor)),
+        Value::Object(members) => members
+            .values_mut()
+            .for_each(|member| hide_secrets(member, redactor)),
+        _ => {}
+    }
+}
+
+/// `text` cut to `max` characters, saying how many were left out.
+fn capped(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((at, _)) => {
+            let left_out = text[at..].chars().count();
+            format!("{}… ({left_out} more characters cut)", &text[..at])
+        }
+    }
+}
+
+/// One stderr line being read: at most [`STDERR_LINE_KEPT_BYTES`] of it,
+/// its end, and how many bytes before that were dropped.
+#[derive(Default)]
+struct BoundedLine {
+    kept: Vec<u8>,
+    dropped: u64,
+}
+
+impl BoundedLine {
+    fn push(&mut self, bytes: &[u8]) {
+        if bytes.len() >= STDERR_LINE_KEPT_BYTES {
+            self.dropped += (self.kept.len() + bytes.len() - STDERR_LINE_KEPT_BYTES) as u64;
+            self.kept.clear();
+            self.kept
+                .extend_from_slice(&bytes[bytes.len() - STDERR_LINE_KEPT_BYTES..]);
+            return;
+        }
+        self.kept.extend_from_slice(bytes);
+        if self.kept.len() > STDERR_LINE_KEPT_BYTES {
+            let excess = self.kept.len() - STDERR_LINE_KEPT_BYTES;
+            self.kept.drain(..excess);
+            self.dropped += excess as u64;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.kept.is_empty() && self.dropped == 0
+    }
+
+    /// The line as text (invalid UTF-8 replaced), with a note of what was
+    /// cut; starts over.
+    fn take(&mut self) -> String {
+        let dropped = std::mem::take(&mut self.dropped);
+        let kept = std::mem::take(&mut self.kept);
+        let text = String::from_utf8_lossy(&kept);
+        let text = text.trim_end_matches('\r');
+        if dropped == 0 {
+            return text.to_owned();
+        }
+        // The cut may split a secret: start the kept part at a word boundary.
+        let start = text
+            .char_indices()
+            .take(256)
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(0, |(at, c)| at + c.len_utf8());
+        let cut = dropped + start as u64;
+        format!("[{cut} bytes cut] {}", &text[start..])
+    }
+}
+
+fn log_stderr_line(
+    server: &str,
+    redactor: &Redactor,
+    tail: &Mutex<VecDeque<String>>,
+    line: String,
+) {
+    let line: String = redactor
+        .redact(&line)
+        .chars()
+        .take(STDERR_LINE_CHARS)
+        .collect();
+    tracing::info!(target: "zenmode::upstream::stderr", server, "[{server}] {line}");
+    let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+    if tail.len() == STDERR_TAIL_LINES {
+        tail.pop_front();
+    }
+    tail.push_back(line);
 }
 
 /// The wait before the next start after `failures` failures in a row: none

@@ -1,0 +1,353 @@
+//! Hiding secrets in text: in what an upstream or provider sends back, and
+//! in every log line whoever wrote it (zenmode, rmcp, hyper).
+//!
+//! Secrets are values the user gave zenmode to pass on: upstream `env` and
+//! `headers` values, credentials inside an upstream URL, provider keys and
+//! the HTTP front's bearer token. [`Redactor`] hides a known set of them;
+//! [`register`] adds a set to the process-wide one that [`for_log`] applies
+//! to each log line, together with [`hide_url_credentials`] for URLs the
+//! process never saw configured.
+//!
+//! What is hidden, and what is not, on purpose:
+//! - a value of 6 characters or more is hidden wherever it appears;
+//! - a shorter value is hidden where it stands as a whole token, but only
+//!   when it is a credential: a header or `env` name that looks like one
+//!   (see [`looks_secret`]), an `Authorization` credential, or a URL's
+//!   password or secret query parameter. Other short values (`DEBUG=1`,
+//!   `LOG_LEVEL=info`) are left alone: hiding them would blank every `1` or
+//!   `info` in a server's messages.
+
+use std::sync::{PoisonError, RwLock};
+
+/// What a hidden secret becomes.
+pub const MASK: &str = "[redacted]";
+
+/// Values at least this long are hidden wherever they appear.
+const MIN_ANYWHERE_CHARS: usize = 6;
+
+/// Replaces known secret values in text with [`MASK`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Redactor {
+    /// Hidden wherever they appear; longest first, so a value that contains
+    /// another is hidden whole.
+    anywhere: Vec<String>,
+    /// Short credentials, hidden only as whole tokens.
+    whole_tokens: Vec<String>,
+}
+
+impl Redactor {
+    /// A redactor for values that are all credentials: long ones are hidden
+    /// anywhere, short ones as whole tokens.
+    pub fn new(secrets: Vec<String>) -> Self {
+        let mut redactor = Redactor::default();
+        for secret in secrets {
+            redactor.add(secret, true);
+        }
+        redactor.sorted()
+    }
+
+    /// Adds one value; `credential` says a short one is still a secret.
+    pub fn add(&mut self, value: String, credential: bool) {
+        let value = value.trim().to_owned();
+        if value.is_empty() {
+            return;
+        }
+        if value.chars().count() >= MIN_ANYWHERE_CHARS {
+            self.anywhere.push(value);
+        } else if credential {
+            self.whole_tokens.push(value);
+        }
+    }
+
+    /// Adds a named value (an `env` variable or a header): every value of 6
+    /// characters or more, and shorter ones when the name looks secret. For
+    /// `Bearer abc` the credential alone is added too.
+    pub fn add_named(&mut self, name: &str, value: &str) {
+        let credential = looks_secret(name);
+        self.add(value.to_owned(), credential);
+        let mut words = value.split_whitespace();
+        if let (Some(_scheme), Some(rest)) = (words.next(), words.next()) {
+            self.add(rest.to_owned(), credential);
+        }
+    }
+
+    /// Adds the credentials inside a URL (its user information and the
+    /// values of secret-looking query parameters).
+    pub fn add_url(&mut self, url: &str) {
+        for secret in url_secrets(url) {
+            self.add(secret, true);
+        }
+    }
+
+    /// Sorts and deduplicates; call after the last `add`.
+    pub fn sorted(mut self) -> Self {
+        for list in [&mut self.anywhere, &mut self.whole_tokens] {
+            list.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+            list.dedup();
+        }
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.anywhere.is_empty() && self.whole_tokens.is_empty()
+    }
+
+    /// `text` with every known secret replaced by [`MASK`].
+    pub fn redact(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for secret in &self.anywhere {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), MASK);
+            }
+        }
+        for secret in &self.whole_tokens {
+            text = replace_whole_tokens(&text, secret);
+        }
+        text
+    }
+
+    /// Whether `text` holds a secret this redactor would hide.
+    pub fn finds_in(&self, text: &str) -> bool {
+        self.anywhere.iter().any(|s| text.contains(s.as_str()))
+            || self
+                .whole_tokens
+                .iter()
+                .any(|s| replace_whole_tokens(text, s) != text)
+    }
+
+    fn merge(&mut self, other: &Redactor) {
+        self.anywhere.extend(other.anywhere.iter().cloned());
+        self.whole_tokens.extend(other.whole_tokens.iter().cloned());
+        *self = std::mem::take(self).sorted();
+    }
+}
+
+/// Whether an `env` or header name says its value is a credential.
+pub fn looks_secret(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASS",
+        "PWD",
+        "AUTH",
+        "CREDENTIAL",
+        "COOKIE",
+        "SESSION",
+        "PRIVATE",
+        "SIGNATURE",
+        "CERT",
+    ];
+    let upper = name.to_ascii_uppercase();
+    WORDS.iter().any(|word| upper.contains(word))
+}
+
+/// `text` with `secret` replaced where it stands as a whole token: not
+/// inside a longer run of letters, digits, `-` or `_`.
+pub fn replace_whole_tokens(text: &str, secret: &str) -> String {
+    if secret.is_empty() || !text.contains(secret) {
+        return text.to_owned();
+    }
+    let is_token_char = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (start, _) in text.match_indices(secret) {
+        if start < copied {
+            continue; // overlaps a replaced occurrence
+        }
+        let end = start + secret.len();
+        let before = text[..start].chars().next_back();
+        let after = text[end..].chars().next();
+        if before.is_some_and(is_token_char) || after.is_some_and(is_token_char) {
+            continue;
+        }
+        out.push_str(&text[copied..start]);
+        out.push_str(MASK);
+        copied = end;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// Query parameters whose values are credentials.
+fn is_secret_parameter(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    looks_secret(name)
+        || matches!(
+            lower.as_str(),
+            "key" | "sig" | "code" | "pw" | "apikey" | "api-key" | "jwt" | "bearer"
+        )
+}
+
+/// The credentials in a URL: the user information (both parts) and the
+/// values of secret-looking query parameters.
+fn url_secrets(url: &str) -> Vec<String> {
+    let mut secrets = Vec::new();
+    if let Some((_, after_scheme)) = url.split_once("://") {
+        let authority = after_scheme
+            .split(['/', '?', '#'])
+            .next()
+            .unwrap_or_default();
+        if let Some((user_info, _host)) = authority.rsplit_once('@') {
+            match user_info.split_once(':') {
+                Some((user, password)) => {
+                    secrets.push(password.to_owned());
+                    secrets.push(user.to_owned());
+                }
+                None => secrets.push(user_info.to_owned()),
+            }
+        }
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        let query = query.split('#').next().unwrap_or_default();
+        for pair in query.split('&') {
+            if let Some((name, value)) = pair.split_once('=')
+                && is_secret_parameter(name)
+            {
+                secrets.push(value.to_owned());
+            }
+        }
+    }
+    secrets.retain(|s| !s.is_empty());
+    secrets
+}
+
+/// `url` as it may be shown: user information and secret query values
+/// replaced by [`MASK`], the rest kept so the user recognises the server.
+pub fn url_for_display(url: &str) -> String {
+    let mut shown = url.to_owned();
+    if let Some(scheme_end) = shown.find("://").map(|at| at + 3) {
+        let rest = &shown[scheme_end..];
+        let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_len].rfind('@') {
+            shown.replace_range(scheme_end..scheme_end + at, MASK);
+        }
+    }
+    let Some(query_start) = shown.find('?').map(|at| at + 1) else {
+        return shown;
+    };
+    let fragment_start = shown[query_start..]
+        .find('#')
+        .map_or(shown.len(), |at| query_start + at);
+    let query: Vec<String> = shown[query_start..fragment_start]
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, value)) if is_secret_parameter(name) && !value.is_empty() => {
+                format!("{name}={MASK}")
+            }
+            _ => pair.to_owned(),
+        })
+        .collect();
+    shown.replace_range(query_start..fragment_start, &query.join("&"));
+    shown
+}
+
+/// Hides the user information of every `scheme://user:password@` in
+/// `text`, known or not.
+pub fn hide_url_credentials(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (before, after) = rest.split_at(at + 3);
+        out.push_str(before);
+        let authority_len = after
+            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"')
+            .unwrap_or(after.len());
+        match after[..authority_len].rfind('@') {
+            Some(at_sign) if at_sign > 0 => {
+                out.push_str(MASK);
+                rest = &after[at_sign..];
+            }
+            _ => rest = after,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The secrets every log line is cleaned of.
+static LOG_SECRETS: RwLock<Option<Redactor>> = RwLock::new(None);
+
+/// Adds secrets to those hidden in every log line, from now on.
+pub fn register(redactor: &Redactor) {
+    if redactor.is_empty() {
+        return;
+    }
+    let mut known = LOG_SECRETS.write().unwrap_or_else(PoisonError::into_inner);
+    known.get_or_insert_with(Redactor::default).merge(redactor);
+}
+
+/// A log line with every registered secret and every URL's credentials
+/// hidden; `None` when nothing needed hiding (the common case, no copy).
+pub fn for_log(line: &str) -> Option<String> {
+    let known = LOG_SECRETS.read().unwrap_or_else(PoisonError::into_inner);
+    let needs_known = known.as_ref().is_some_and(|r| r.finds_in(line));
+    let needs_url = line.contains("://") && line.contains('@');
+    if !needs_known && !needs_url {
+        return None;
+    }
+    let mut cleaned = match known.as_ref() {
+        Some(redactor) if needs_known => redactor.redact(line),
+        _ => line.to_owned(),
+    };
+    if needs_url {
+        cleaned = hide_url_credentials(&cleaned);
+    }
+    Some(cleaned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_values_go_anywhere_and_short_credentials_as_whole_tokens() {
+        let mut redactor = Redactor::default();
+        redactor.add_named("API_KEY", "ab12");
+        redactor.add_named("DEBUG", "1");
+        redactor.add_named("Authorization", "Bearer tok123456");
+        let redactor = redactor.sorted();
+        assert_eq!(
+            redactor.redact("key ab12 in xab12 and 1 and Bearer tok123456."),
+            "key [redacted] in xab12 and 1 and [redacted]."
+        );
+        assert_eq!(redactor.redact("sent tok123456!"), "sent [redacted]!");
+        assert!(redactor.finds_in("(ab12)"));
+        assert!(!redactor.finds_in("1 2 3"));
+    }
+
+    #[test]
+    fn url_credentials_are_found_and_masked_for_display() {
+        let url =
+            "https://alice:pw-secret-99@api.example.com/mcp?team=x&api_key=qk7&token=t0k#frag";
+        assert_eq!(
+            url_for_display(url),
+            "https://[redacted]@api.example.com/mcp?team=x&api_key=[redacted]&token=[redacted]#frag"
+        );
+        let mut redactor = Redactor::default();
+        redactor.add_url(url);
+        let text = redactor
+            .sorted()
+            .redact("got pw-secret-99, qk7 and t0k; team x");
+        assert_eq!(text, "got [redacted], [redacted] and [redacted]; team x");
+        assert_eq!(url_for_display("http://h/mcp"), "http://h/mcp");
+        assert_eq!(
+            hide_url_credentials("GET http://u:p@h/x and \"https://v@h2\" mail a@b"),
+            "GET http://[redacted]@h/x and \"https://[redacted]@h2\" mail a@b"
+        );
+    }
+
+    #[test]
+    fn registered_secrets_leave_log_lines_whoever_wrote_them() {
+        assert_eq!(for_log("nothing to hide"), None);
+        register(&Redactor::new(vec!["reg-secret-777".into()]));
+        assert_eq!(
+            for_log("ERROR rmcp: HTTP 401 Bearer reg-secret-777").as_deref(),
+            Some("ERROR rmcp: HTTP 401 Bearer [redacted]")
+        );
+        assert_eq!(
+            for_log("connecting to https://me:pw@host/").as_deref(),
+            Some("connecting to https://[redacted]@host/")
+        );
+    }
+}

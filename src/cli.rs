@@ -292,7 +292,7 @@ pub struct ServeArgs {
     /// Largest accepted message (http: request body) in bytes; longer ones get an error and are discarded
     #[arg(long, default_value_t = DEFAULT_MAX_MESSAGE_BYTES, value_parser = clap::value_parser!(usize))]
     pub max_message_bytes: usize,
-    /// tcp, http: close a connection after this many seconds without a request (http: also ends an unused session)
+    /// tcp, http: close a connection after this many seconds without a request (http: --header-timeout-secs, if shorter, closes it first; also ends an unused session)
     #[arg(long, default_value_t = listener::TcpLimits::DEFAULT_IDLE_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     pub idle_timeout_secs: u64,
     /// tcp, http: most connections served at once; one more is refused and closed

@@ -292,7 +292,7 @@ pub struct ServeArgs {
     /// Largest accepted message (http: request body) in bytes; longer ones get an error and are discarded
     #[arg(long, default_value_t = DEFAULT_MAX_MESSAGE_BYTES, value_parser = clap::value_parser!(usize))]
     pub max_message_bytes: usize,
-    /// tcp, http: close a connection after this many seconds without a request (http: also ends an unused session)
+    /// tcp, http: close a connection after this many seconds without a request (http: --header-timeout-secs, if shorter, closes it first; also ends an unused session)
     #[arg(long, default_value_t = listener::TcpLimits::DEFAULT_IDLE_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     pub idle_timeout_secs: u64,
     /// tcp, http: most connections served at once; one more is refused and closed
@@ -301,6 +301,18 @@ pub struct ServeArgs {
     /// http: most requests in progress at once; one more gets 503
     #[arg(long, default_value_t = http::HttpOptions::DEFAULT_MAX_REQUESTS_IN_FLIGHT, value_parser = clap::value_parser!(usize))]
     pub max_requests_in_flight: usize,
+    /// http: most legacy sessions (`Mcp-Session-Id`) held at once; a new one past it ends the least recently used
+    #[arg(long, env = "ZEN_MAX_SESSIONS", default_value_t = http::HttpOptions::DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions: u64,
+    /// http: most connections from one IP address at once; one more is refused with 503
+    #[arg(long, env = "ZEN_MAX_CONNECTIONS_PER_IP", default_value_t = http::HttpOptions::DEFAULT_MAX_CONNECTIONS_PER_IP, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections_per_ip: u64,
+    /// http: seconds a client has to send a request's headers (also how long a kept-alive connection may wait for its next request)
+    #[arg(long, env = "ZEN_HEADER_TIMEOUT_SECS", default_value_t = http::HttpOptions::DEFAULT_HEADER_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_timeout_secs: u64,
+    /// http: seconds a client has to send a whole request body; a slower one gets 408
+    #[arg(long, env = "ZEN_BODY_TIMEOUT_SECS", default_value_t = http::HttpOptions::DEFAULT_BODY_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub body_timeout_secs: u64,
 }
 
 impl ServeArgs {
@@ -329,6 +341,11 @@ impl ServeArgs {
             max_connections: self.max_connections.max(1),
             max_requests_in_flight: self.max_requests_in_flight,
             idle_timeout: std::time::Duration::from_secs(self.idle_timeout_secs),
+            max_sessions: usize::try_from(self.max_sessions).unwrap_or(usize::MAX),
+            max_connections_per_ip: usize::try_from(self.max_connections_per_ip)
+                .unwrap_or(usize::MAX),
+            header_timeout: std::time::Duration::from_secs(self.header_timeout_secs),
+            body_timeout: std::time::Duration::from_secs(self.body_timeout_secs),
             auth_token,
             allowed_origins: self.allow_origins.clone(),
             allowed_hosts,

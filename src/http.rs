@@ -2,16 +2,27 @@
 //!
 //! rmcp's service speaks the protocol: POST for requests, SSE when a
 //! response streams (progress), legacy sessions (`Mcp-Session-Id`) and the
-//! stateless 2026-07-28 requests, the `Mcp-Method` / `Mcp-Name` headers, the
-//! `Origin` and `Host` checks and the body size limit. In front of it sits
-//! what a server on a network needs besides: bearer tokens, a health
-//! endpoint for load balancers, and bounds on connections, requests in
-//! flight and idle connections. hyper serves HTTP/1.1 underneath.
+//! stateless 2026-07-28 requests, the `Mcp-Method` / `Mcp-Name` headers and
+//! the `Origin` and `Host` checks. In front of it sits what a server on a
+//! network needs besides: bearer tokens, a health endpoint for load
+//! balancers, and bounds on what each client can hold: connections (in all
+//! and per IP address), time to send a request's headers and then its
+//! body, body size, requests in flight, idle connections, and legacy
+//! sessions (see [`sessions`]). hyper serves HTTP/1.1 underneath.
 
-use std::{convert::Infallible, io, net::SocketAddr, sync::Arc, time::Duration};
+mod sessions;
+
+use std::{
+    collections::HashMap,
+    convert::Infallible,
+    io,
+    net::{IpAddr, Ipv6Addr, SocketAddr},
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited, combinators::BoxBody};
 use hyper::{
     Method, Request, Response, StatusCode,
     body::Incoming,
@@ -23,6 +34,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
+use sessions::CappedSessions;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::{io::AsyncWriteExt, net::TcpListener, sync::Semaphore};
@@ -58,9 +70,25 @@ pub struct HttpOptions {
     pub max_connections: usize,
     /// Requests to `/mcp` in progress at once; one more gets 503.
     pub max_requests_in_flight: usize,
-    /// A connection that sends no request for this long is closed; a legacy
-    /// session unused for this long is ended.
+    /// A legacy session unused for this long is ended; a connection waiting
+    /// for its next request is closed after this or `header_timeout`,
+    /// whichever is shorter.
     pub idle_timeout: Duration,
+    /// Legacy sessions held at once; a new one past this ends the least
+    /// recently used session that has no response streaming (or gets 503
+    /// when every session is streaming).
+    pub max_sessions: usize,
+    /// Connections from one IP address at once; one more gets 503 and is
+    /// closed, so one address cannot take every connection.
+    pub max_connections_per_ip: usize,
+    /// A connection must send a request's headers within this long from
+    /// when the server starts waiting for them (hyper's one timer covers
+    /// both a slow client and a kept-alive connection waiting for its next
+    /// request); otherwise it is closed.
+    pub header_timeout: Duration,
+    /// A request's whole body must arrive within this long; otherwise the
+    /// request gets 408 and its slot in flight is freed.
+    pub body_timeout: Duration,
     /// When set, `/mcp` requires `Authorization: Bearer <token>`.
     pub auth_token: Option<String>,
     /// Browser origins allowed besides the loopback ones: a request with any
@@ -74,6 +102,10 @@ pub struct HttpOptions {
 
 impl HttpOptions {
     pub const DEFAULT_MAX_REQUESTS_IN_FLIGHT: usize = 256;
+    pub const DEFAULT_MAX_SESSIONS: u64 = 1000;
+    pub const DEFAULT_MAX_CONNECTIONS_PER_IP: u64 = 64;
+    pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
+    pub const DEFAULT_BODY_TIMEOUT_SECS: u64 = 30;
 }
 
 /// Refuses a listen address other machines can reach unless the user both
@@ -100,12 +132,62 @@ pub fn check_http_address(
 
 /// Everything a request handler needs, shared by all connections.
 struct Front {
-    mcp: StreamableHttpService<ZenServer, LocalSessionManager>,
+    mcp: StreamableHttpService<ZenServer, CappedSessions>,
+    sessions: Arc<CappedSessions>,
     /// SHA-256 of the expected token: comparing digests takes the same
     /// time whatever the length or content of what a client sends.
     token_digest: Option<[u8; 32]>,
     in_flight: Semaphore,
+    max_body_bytes: usize,
+    body_timeout: Duration,
     refusals: RateLimit,
+}
+
+/// Open connections per client address.
+type PerAddress = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
+/// What a client address is counted as: itself for IPv4 (an IPv4-mapped
+/// IPv6 address too), its /64 network for IPv6, since one host commonly
+/// holds a whole /64.
+fn address_key(address: IpAddr) -> IpAddr {
+    match address.to_canonical() {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX))),
+    }
+}
+
+/// One connection counted against its address; uncounted when dropped.
+struct AddressSlot {
+    counts: PerAddress,
+    address: IpAddr,
+}
+
+impl AddressSlot {
+    /// Counts a connection from `address`, unless it already has `max`.
+    fn take(counts: &PerAddress, address: IpAddr, max: usize) -> Option<Self> {
+        let mut map = counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = map.entry(address).or_insert(0);
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(AddressSlot {
+            counts: counts.clone(),
+            address,
+        })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut map = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = map.get_mut(&self.address) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                map.remove(&self.address);
+            }
+        }
+    }
 }
 
 /// Serves HTTP on `listener` until `shutdown` fires; open connections are
@@ -135,20 +217,28 @@ pub async fn serve_http(
         Some(hosts) if hosts.is_empty() => config = config.disable_allowed_hosts(),
         Some(hosts) => config = config.with_allowed_hosts(hosts.clone()),
     }
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(options.idle_timeout);
+    let mut local = LocalSessionManager::default();
+    local.session_config.keep_alive = Some(options.idle_timeout);
+    let sessions = Arc::new(CappedSessions::new(local, options.max_sessions));
     let mcp =
-        StreamableHttpService::new(move || Ok(server.new_session()), Arc::new(sessions), config);
+        StreamableHttpService::new(move || Ok(server.new_session()), sessions.clone(), config);
     let front = Arc::new(Front {
         mcp,
+        sessions,
         token_digest: options
             .auth_token
             .as_deref()
             .map(|token| Sha256::digest(token.as_bytes()).into()),
         in_flight: Semaphore::new(options.max_requests_in_flight.max(1)),
+        max_body_bytes: options.max_body_bytes,
+        body_timeout: options.body_timeout,
         refusals: RateLimit::new(10),
     });
     let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let per_address = PerAddress::default();
+    // hyper's header timer also runs while a kept-alive connection waits
+    // for its next request, so it bounds idling too.
+    let header_timeout = options.header_timeout.min(options.idle_timeout);
     // Tests and scripts read this line to find an ephemeral port.
     crate::logging::print(&format!("zenmode: listening on {address}"));
     tracing::info!(
@@ -162,7 +252,7 @@ pub async fn serve_http(
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
-        let (mut stream, _) = match accepted {
+        let (mut stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(error) => {
                 // Out of file descriptors and the like: wait, do not spin.
@@ -170,6 +260,25 @@ pub async fn serve_http(
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
+        };
+        let Some(address_slot) = AddressSlot::take(
+            &per_address,
+            address_key(peer.ip()),
+            options.max_connections_per_ip.max(1),
+        ) else {
+            if let Some(suppressed) = front.refusals.allow() {
+                tracing::warn!(
+                    address = %peer.ip(),
+                    max = options.max_connections_per_ip,
+                    suppressed,
+                    "connection refused: too many open from one address"
+                );
+            }
+            tokio::spawn(async move {
+                let _ = stream.write_all(TOO_MANY_FROM_ADDRESS).await;
+                let _ = stream.shutdown().await;
+            });
+            continue;
         };
         let Ok(permit) = connections.clone().try_acquire_owned() else {
             if let Some(suppressed) = front.refusals.allow() {
@@ -193,7 +302,6 @@ pub async fn serve_http(
         }
         let front = front.clone();
         let shutdown = shutdown.clone();
-        let idle_timeout = options.idle_timeout;
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let front = front.clone();
@@ -201,7 +309,7 @@ pub async fn serve_http(
             });
             let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(idle_timeout)
+                .header_read_timeout(header_timeout)
                 .serve_connection(TokioIo::new(stream), service);
             tokio::pin!(connection);
             tokio::select! {
@@ -216,12 +324,14 @@ pub async fn serve_http(
                 }
             }
             drop(permit);
+            drop(address_slot);
         });
     }
     Ok(())
 }
 
 const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 1\r\ncontent-type: text/plain\r\ncontent-length: 37\r\n\r\nToo many connections; try again soon\n";
+const TOO_MANY_FROM_ADDRESS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 1\r\ncontent-type: text/plain\r\ncontent-length: 55\r\n\r\nToo many connections from your address; try again soon\n";
 
 async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body> {
     match (request.method(), request.uri().path()) {
@@ -264,11 +374,44 @@ async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body>
                     .get(header::CONTENT_TYPE)
                     .and_then(|value| value.to_str().ok())
                     .is_some_and(|value| value.trim_start().starts_with("application/json"));
+            let session = request
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            let (parts, body) = request.into_parts();
+            let body = match read_body(front, body).await {
+                Ok(body) => body,
+                Err(response) => return response,
+            };
+            if session.is_none()
+                && front.sessions.all_busy()
+                && let Some(response) = refuse_initialize(front, &body)
+            {
+                return response;
+            }
+            let request = Request::from_parts(parts, Full::new(body));
             let mut mcp = front.mcp.clone();
             let mut response = match mcp.call(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
+            // A session ended to make room for newer ones: say so, so the
+            // client knows to initialize again.
+            if response.status() == StatusCode::NOT_FOUND
+                && session
+                    .as_deref()
+                    .is_some_and(|id| front.sessions.was_evicted(id))
+            {
+                return respond(
+                    StatusCode::NOT_FOUND,
+                    "text/plain; charset=utf-8",
+                    format!(
+                        "Not Found: this session was ended to make room for newer ones (the server keeps at most {} sessions); initialize a new session\n",
+                        front.sessions.max()
+                    ),
+                );
+            }
             // rmcp answers a JSON body it cannot parse with 415, as if the
             // media type were wrong; JSON-RPC calls it a parse error.
             if sends_json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
@@ -289,6 +432,101 @@ async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body>
             "Not found: MCP is served at /mcp, health at /healthz\n",
         ),
     }
+}
+
+/// The whole request body, read within the body timeout and size limit.
+/// The error is the response to send: 408 for a body too slow to arrive,
+/// 413 for one too large, 400 for one malformed (a broken chunked
+/// encoding, say).
+async fn read_body(front: &Front, body: Incoming) -> Result<Bytes, Response<Body>> {
+    let reading = Limited::new(body, front.max_body_bytes).collect();
+    let error = match tokio::time::timeout(front.body_timeout, reading).await {
+        Ok(Ok(collected)) => return Ok(collected.to_bytes()),
+        Ok(Err(error)) => error,
+        Err(_) => {
+            if let Some(suppressed) = front.refusals.allow() {
+                tracing::warn!(
+                    timeout_secs = front.body_timeout.as_secs_f64(),
+                    suppressed,
+                    "HTTP request refused: its body did not arrive in time"
+                );
+            }
+            let mut response = respond(
+                StatusCode::REQUEST_TIMEOUT,
+                "text/plain; charset=utf-8",
+                format!(
+                    "Request Timeout: the request body did not arrive within {} s\n",
+                    front.body_timeout.as_secs_f64()
+                ),
+            );
+            // The rest of the body may still be on its way: this connection
+            // cannot carry another request.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return Err(response);
+        }
+    };
+    if error.downcast_ref::<LengthLimitError>().is_some() {
+        return Err(respond(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "text/plain; charset=utf-8",
+            format!(
+                "Payload Too Large: request body exceeds {} bytes\n",
+                front.max_body_bytes
+            ),
+        ));
+    }
+    let mut detail = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        detail = format!("{detail}: {inner}");
+        cause = inner.source();
+    }
+    if let Some(suppressed) = front.refusals.allow() {
+        tracing::warn!(error = %detail, suppressed, "HTTP request refused: malformed body");
+    }
+    Err(respond(
+        StatusCode::BAD_REQUEST,
+        "text/plain; charset=utf-8",
+        format!("Bad Request: the request body could not be read: {detail}\n"),
+    ))
+}
+
+/// When `body` is an `initialize` request, the 503 that refuses it: every
+/// session is streaming a response, so none can be ended to make room.
+fn refuse_initialize(front: &Front, body: &[u8]) -> Option<Response<Body>> {
+    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    if message.get("method")?.as_str()? != "initialize" {
+        return None;
+    }
+    if let Some(suppressed) = front.refusals.allow() {
+        tracing::warn!(
+            max = front.sessions.max(),
+            suppressed,
+            "session refused: every session is streaming a response"
+        );
+    }
+    let reply = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": message.get("id").cloned().unwrap_or(serde_json::Value::Null),
+        "error": {
+            "code": -32000,
+            "message": format!(
+                "Too many sessions: all {} are in use; try again soon",
+                front.sessions.max()
+            ),
+        },
+    });
+    let mut response = respond(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "application/json",
+        reply.to_string(),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    Some(response)
 }
 
 /// True when no token is set, or the request carries it as a bearer token.
@@ -326,8 +564,12 @@ fn json_response(status: StatusCode, json: &'static str) -> Response<Body> {
     respond(status, "application/json", json)
 }
 
-fn respond(status: StatusCode, content_type: &'static str, text: &'static str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+fn respond(
+    status: StatusCode,
+    content_type: &'static str,
+    text: impl Into<Bytes>,
+) -> Response<Body> {
+    let mut response = Response::new(Full::new(text.into()).boxed());
     *response.status_mut() = status;
     response
         .headers_mut()
@@ -361,6 +603,32 @@ mod tests {
         let no_token = check_http_address(any, true, false).unwrap_err();
         assert!(no_token.contains("ZEN_AUTH_TOKEN"), "{no_token}");
         assert!(check_http_address(any, true, true).is_ok());
+    }
+
+    #[test]
+    fn connections_are_counted_per_address_and_per_ipv6_network() {
+        let v4: IpAddr = "192.0.2.7".parse().unwrap();
+        assert_eq!(address_key(v4), v4);
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(address_key(mapped), v4);
+        let one: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        let elsewhere: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(address_key(one), address_key(other));
+        assert_ne!(address_key(one), address_key(elsewhere));
+
+        let counts = PerAddress::default();
+        let first = AddressSlot::take(&counts, v4, 2).unwrap();
+        let second = AddressSlot::take(&counts, v4, 2).unwrap();
+        assert!(AddressSlot::take(&counts, v4, 2).is_none());
+        assert!(AddressSlot::take(&counts, address_key(one), 2).is_some());
+        drop(first);
+        let third = AddressSlot::take(&counts, v4, 2).unwrap();
+        drop((second, third));
+        assert!(
+            counts.lock().unwrap().is_empty(),
+            "an address with no connection is forgotten"
+        );
     }
 
     #[test]

@@ -396,3 +396,108 @@ fn redis_evicts_in_write_order_within_a_millisecond() {
         }
     });
 }
+
+/// One stateless `tools/call` of `zen_execute`, or why no reply came: the
+/// server's exit status when it died (a crash must fail the test with its
+/// signal, not with a connection error).
+async fn try_execute(
+    client: &reqwest::Client,
+    server: &mut TcpServer,
+    mode: &str,
+    request: Value,
+) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "zen_execute", "arguments": {"mode": mode, "request": request},
+        "_meta": stateless_meta()}});
+    let sent = client
+        .post(format!("http://{}/mcp", server.address))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", STATELESS_VERSION)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "zen_execute")
+        .body(body.to_string())
+        .send()
+        .await;
+    let reply = match sent {
+        Ok(response) => response.json::<Value>().await.map_err(|e| e.to_string()),
+        Err(error) => Err(error.to_string()),
+    };
+    match reply {
+        Ok(reply) => reply["result"].clone(),
+        Err(error) => {
+            std::thread::sleep(Duration::from_millis(200));
+            panic!(
+                "no reply ({error}); the server's status: {:?}",
+                server.child.try_wait()
+            )
+        }
+    }
+}
+
+/// A `continuation_id` written another way (upper case, a trailing space)
+/// continues the thread, and every reply gives the id as stored, in every
+/// store: the id echoed was the caller's spelling.
+#[test]
+fn a_continuation_id_in_another_spelling_is_echoed_canonical() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = Redis::start();
+    let mut stores = vec![
+        "memory:".to_owned(),
+        format!("sqlite:{}", dir.path().join("t.db").display()),
+    ];
+    if let Some(redis) = &redis {
+        stores.push(redis.url());
+    }
+    let client = client();
+    for store in stores {
+        let mut server = http_instance(&store);
+        runtime().block_on(async {
+            let started =
+                try_execute(&client, &mut server, "planner", planner_step(1, 3, None)).await;
+            let id = started["structuredContent"]["continuation_id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert_eq!(id, id.to_lowercase(), "{store}");
+            let spelled = format!("{} ", id.to_uppercase());
+            let next = try_execute(
+                &client,
+                &mut server,
+                "planner",
+                planner_step(2, 3, Some(&spelled)),
+            )
+            .await;
+            assert_eq!(
+                next["structuredContent"]["steps_in_plan"], 2,
+                "{store}: {next}"
+            );
+            assert_eq!(
+                next["structuredContent"]["continuation_id"], id,
+                "{store}: {next}"
+            );
+
+            // A workflow's reply and its instructions for the next step too.
+            let step = json!({"step": "Look", "step_number": 1, "total_steps": 3,
+                "next_step_required": true, "findings": "none yet", "files_checked": [],
+                "relevant_files": [], "relevant_context": [], "hypothesis": "h",
+                "confidence": "low"});
+            let first = try_execute(&client, &mut server, "debug", step.clone()).await;
+            let thread = first["structuredContent"]["continuation_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{store}: {first}"))
+                .to_owned();
+            let mut again = step;
+            again["step_number"] = json!(2);
+            again["continuation_id"] = json!(format!("{} ", thread.to_uppercase()));
+            let reply = try_execute(&client, &mut server, "debug", again).await;
+            let fields = &reply["structuredContent"];
+            assert_eq!(fields["continuation_id"], thread, "{store}: {reply}");
+            let next_steps = fields["next_steps"].as_str().unwrap();
+            assert!(
+                next_steps.contains(&format!("continuation_id \"{thread}\"")),
+                "{store}: {next_steps}"
+            );
+        });
+    }
+}

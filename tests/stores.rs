@@ -435,6 +435,171 @@ async fn try_execute(
     }
 }
 
+/// `chattr +i` on files for the length of a test; `chattr -i` on drop, so
+/// the temporary directory can be removed.
+struct Immutable(Vec<std::path::PathBuf>);
+
+impl Immutable {
+    /// `Err` with the reason when `chattr` cannot be used here (not root,
+    /// a file system without the flag).
+    fn set(paths: &[std::path::PathBuf]) -> Result<Self, String> {
+        let guard = Immutable(paths.to_vec());
+        let output = Command::new("chattr")
+            .arg("+i")
+            .args(paths)
+            .output()
+            .map_err(|error| format!("chattr cannot run: {error}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "chattr +i failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").args(&self.0).output();
+    }
+}
+
+fn sqlite_instance(path: &Path) -> TcpServer {
+    http_instance(&format!("sqlite:{}", path.display()))
+}
+
+/// Files that cannot be written any more (here made immutable) once faulted
+/// the SQLite wal-index mapped from `-shm`: SIGBUS ended the server and
+/// every session with it. The call must fail with `store_unavailable`, the
+/// failure be logged once, and the server go on (and work again once the
+/// files can be written).
+#[test]
+fn unwritable_store_files_fail_the_call_not_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let mut server = sqlite_instance(&db);
+    let client = client();
+    runtime().block_on(async {
+        let started = try_execute(&client, &mut server, "planner", planner_step(1, 4, None)).await;
+        assert_eq!(started["isError"], false, "{started}");
+        let id = started["structuredContent"]["continuation_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let files: Vec<_> = ["t.db", "t.db-wal", "t.db-shm"]
+            .iter()
+            .map(|name| dir.path().join(name))
+            .collect();
+        let immutable = match Immutable::set(&files) {
+            Ok(guard) => guard,
+            Err(reason) => {
+                eprintln!("skipped: {reason}");
+                return;
+            }
+        };
+        // A new thread (a write) and a continued one (a read, then a write),
+        // twice each: every call fails plainly.
+        for _ in 0..2 {
+            for request in [planner_step(1, 4, None), planner_step(2, 4, Some(&id))] {
+                let failed = try_execute(&client, &mut server, "planner", request).await;
+                assert_eq!(failed["isError"], true, "{failed}");
+                assert_eq!(
+                    failed["structuredContent"]["error"], "store_unavailable",
+                    "{failed}"
+                );
+                assert!(failed.to_string().contains("cannot be written"), "{failed}");
+            }
+        }
+        assert!(server.child.try_wait().unwrap().is_none());
+        drop(immutable);
+        let second = try_execute(
+            &client,
+            &mut server,
+            "planner",
+            planner_step(2, 4, Some(&id)),
+        )
+        .await;
+        assert_eq!(second["isError"], false, "{second}");
+        assert_eq!(second["structuredContent"]["steps_in_plan"], 2, "{second}");
+    });
+    let stderr = server.stop_and_read_stderr();
+    let logged = stderr.matches("cannot be written").count();
+    assert_eq!(logged, 1, "the failure is logged once: {stderr}");
+}
+
+/// The store's files removed under a running server: a thread started
+/// afterwards went to the deleted file, acknowledged but lost (neither the
+/// same server nor another process could continue it). It must land in a
+/// new file at the path, where every process looks.
+#[test]
+fn a_thread_started_after_the_store_file_was_deleted_is_not_lost() {
+    let state = tempfile::tempdir().unwrap();
+    let db = state.path().join("threads.db");
+    let mut server = sqlite_instance(&db);
+    let client = client();
+    runtime().block_on(async {
+        let before = try_execute(&client, &mut server, "planner", planner_step(1, 4, None)).await;
+        assert_eq!(before["isError"], false, "{before}");
+        let old = before["structuredContent"]["continuation_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let second = try_execute(
+            &client,
+            &mut server,
+            "planner",
+            planner_step(2, 4, Some(&old)),
+        )
+        .await;
+        assert_eq!(second["isError"], false, "{second}");
+        for name in ["threads.db", "threads.db-wal", "threads.db-shm"] {
+            std::fs::remove_file(state.path().join(name)).unwrap();
+        }
+        let started = try_execute(&client, &mut server, "planner", planner_step(1, 4, None)).await;
+        assert_eq!(started["isError"], false, "{started}");
+        let id = started["structuredContent"]["continuation_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(db.exists(), "the new thread is in no file");
+        let same = try_execute(
+            &client,
+            &mut server,
+            "planner",
+            planner_step(2, 4, Some(&id)),
+        )
+        .await;
+        assert_eq!(same["isError"], false, "the same server: {same}");
+        assert_eq!(same["structuredContent"]["steps_in_plan"], 2, "{same}");
+        // Another process, on the same file.
+        let other = exec_planner(state.path(), &planner_step(3, 4, Some(&id)));
+        assert_eq!(other["steps_in_plan"], 3, "another process: {other}");
+        // And back: the server reads what the other process wrote.
+        let last = try_execute(
+            &client,
+            &mut server,
+            "planner",
+            planner_step(4, 4, Some(&id)),
+        )
+        .await;
+        assert_eq!(
+            last["structuredContent"]["status"], "planning_complete",
+            "{last}"
+        );
+        // The threads of the deleted file went with it, and say so.
+        let gone = try_execute(
+            &client,
+            &mut server,
+            "planner",
+            planner_step(3, 4, Some(&old)),
+        )
+        .await;
+        assert_eq!(gone["isError"], true, "{gone}");
+        assert!(gone.to_string().contains("unknown"), "{gone}");
+    });
+}
+
 /// A `continuation_id` written another way (upper case, a trailing space)
 /// continues the thread, and every reply gives the id as stored, in every
 /// store: the id echoed was the caller's spelling.

@@ -396,3 +396,273 @@ fn redis_evicts_in_write_order_within_a_millisecond() {
         }
     });
 }
+
+/// One stateless `tools/call` of `zen_execute`, or why no reply came: the
+/// server's exit status when it died (a crash must fail the test with its
+/// signal, not with a connection error).
+async fn try_execute(
+    client: &reqwest::Client,
+    server: &mut TcpServer,
+    mode: &str,
+    request: Value,
+) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "zen_execute", "arguments": {"mode": mode, "request": request},
+        "_meta": stateless_meta()}});
+    let sent = client
+        .post(format!("http://{}/mcp", server.address))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", STATELESS_VERSION)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "zen_execute")
+        .body(body.to_string())
+        .send()
+        .await;
+    let reply = match sent {
+        Ok(response) => response.json::<Value>().await.map_err(|e| e.to_string()),
+        Err(error) => Err(error.to_string()),
+    };
+    match reply {
+        Ok(reply) => reply["result"].clone(),
+        Err(error) => {
+            std::thread::sleep(Duration::from_millis(200));
+            panic!(
+                "no reply ({error}); the server's status: {:?}",
+                server.child.try_wait()
+            )
+        }
+    }
+}
+
+/// `chattr +i` on files for the length of a test; `chattr -i` on drop, so
+/// the temporary directory can be removed.
+struct Immutable(Vec<std::path::PathBuf>);
+
+impl Immutable {
+    /// `Err` with the reason when `chattr` cannot be used here (not root,
+    /// a file system without the flag).
+    fn set(paths: &[std::path::PathBuf]) -> Result<Self, String> {
+        let guard = Immutable(paths.to_vec());
+        let output = Command::new("chattr")
+            .arg("+i")
+            .args(paths)
+            .output()
+            .map_err(|error| format!("chattr cannot run: {error}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "chattr +i failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").args(&self.0).output();
+    }
+}
+
+fn sqlite_instance(path: &Path) -> TcpServer {
+    http_instance(&format!("sqlite:{}", path.display()))
+}
+
+/// Files that cannot be written any more (here made immutable) once faulted
+/// the SQLite wal-index mapped from `-shm`: SIGBUS ended the server and
+/// every session with it. The call must fail with `store_unavailable`, the
+/// failure be logged once, and the server go on (and work again once the
+/// files can be written).
+#[test]
+fn unwritable_store_files_fail_the_call_not_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let mut server = sqlite_instance(&db);
+    let client = client();
+    runtime().block_on(async {
+        let started = try_execute(&client, &mut server, "planner", planner_step(1, 4, None)).await;
+        assert_eq!(started["isError"], false, "{started}");
+        let id = started["structuredContent"]["continuation_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let files: Vec<_> = ["t.db", "t.db-wal", "t.db-shm"]
+            .iter()
+            .map(|name| dir.path().join(name))
+            .collect();
+        let immutable = match Immutable::set(&files) {
+            Ok(guard) => guard,
+            Err(reason) => {
+                eprintln!("skipped: {reason}");
+                return;
+            }
+        };
+        // A new thread (a write) and a continued one (a read, then a write),
+        // twice each: every call fails plainly.
+        for _ in 0..2 {
+            for request in [planner_step(1, 4, None), planner_step(2, 4, Some(&id))] {
+                let failed = try_execute(&client, &mut server, "planner", request).await;
+                assert_eq!(failed["isError"], true, "{failed}");
+                assert_eq!(
+                    failed["structuredContent"]["error"], "store_unavailable",
+                    "{failed}"
+                );
+                assert!(failed.to_string().contains("cannot be written"), "{failed}");
+            }
+        }
+        assert!(server.child.try_wait().unwrap().is_none());
+        drop(immutable);
+        let second = try_execute(
+            &client,
+            &mut server,
+            "planner",
+            planner_step(2, 4, Some(&id)),
+        )
+        .await;
+        assert_eq!(second["isError"], false, "{second}");
+        assert_eq!(second["structuredContent"]["steps_in_plan"], 2, "{second}");
+    });
+    let stderr = server.stop_and_read_stderr();
+    let logged = stderr.matches("cannot be written").count();
+    assert_eq!(logged, 1, "the failure is logged once: {stderr}");
+}
+
+/// The store's files removed under a running server: a thread started
+/// afterwards went to the deleted file, acknowledged but lost (neither the
+/// same server nor another process could continue it). It must land in a
+/// new file at the path, where every process looks.
+#[test]
+fn a_thread_started_after_the_store_file_was_deleted_is_not_lost() {
+    let state = tempfile::tempdir().unwrap();
+    let db = state.path().join("threads.db");
+    let mut server = sqlite_instance(&db);
+    let client = client();
+    runtime().block_on(async {
+        let before = try_execute(&client, &mut server, "planner", planner_step(1, 4, None)).await;
+        assert_eq!(before["isError"], false, "{before}");
+        let old = before["structuredContent"]["continuation_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let second = try_execute(
+            &client,
+            &mut server,
+            "planner",
+            planner_step(2, 4, Some(&old)),
+        )
+        .await;
+        assert_eq!(second["isError"], false, "{second}");
+        for name in ["threads.db", "threads.db-wal", "threads.db-shm"] {
+            std::fs::remove_file(state.path().join(name)).unwrap();
+        }
+        let started = try_execute(&client, &mut server, "planner", planner_step(1, 4, None)).await;
+        assert_eq!(started["isError"], false, "{started}");
+        let id = started["structuredContent"]["continuation_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(db.exists(), "the new thread is in no file");
+        let same = try_execute(
+            &client,
+            &mut server,
+            "planner",
+            planner_step(2, 4, Some(&id)),
+        )
+        .await;
+        assert_eq!(same["isError"], false, "the same server: {same}");
+        assert_eq!(same["structuredContent"]["steps_in_plan"], 2, "{same}");
+        // Another process, on the same file.
+        let other = exec_planner(state.path(), &planner_step(3, 4, Some(&id)));
+        assert_eq!(other["steps_in_plan"], 3, "another process: {other}");
+        // And back: the server reads what the other process wrote.
+        let last = try_execute(
+            &client,
+            &mut server,
+            "planner",
+            planner_step(4, 4, Some(&id)),
+        )
+        .await;
+        assert_eq!(
+            last["structuredContent"]["status"], "planning_complete",
+            "{last}"
+        );
+        // The threads of the deleted file went with it, and say so.
+        let gone = try_execute(
+            &client,
+            &mut server,
+            "planner",
+            planner_step(3, 4, Some(&old)),
+        )
+        .await;
+        assert_eq!(gone["isError"], true, "{gone}");
+        assert!(gone.to_string().contains("unknown"), "{gone}");
+    });
+}
+
+/// A `continuation_id` written another way (upper case, a trailing space)
+/// continues the thread, and every reply gives the id as stored, in every
+/// store: the id echoed was the caller's spelling.
+#[test]
+fn a_continuation_id_in_another_spelling_is_echoed_canonical() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = Redis::start();
+    let mut stores = vec![
+        "memory:".to_owned(),
+        format!("sqlite:{}", dir.path().join("t.db").display()),
+    ];
+    if let Some(redis) = &redis {
+        stores.push(redis.url());
+    }
+    let client = client();
+    for store in stores {
+        let mut server = http_instance(&store);
+        runtime().block_on(async {
+            let started =
+                try_execute(&client, &mut server, "planner", planner_step(1, 3, None)).await;
+            let id = started["structuredContent"]["continuation_id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert_eq!(id, id.to_lowercase(), "{store}");
+            let spelled = format!("{} ", id.to_uppercase());
+            let next = try_execute(
+                &client,
+                &mut server,
+                "planner",
+                planner_step(2, 3, Some(&spelled)),
+            )
+            .await;
+            assert_eq!(
+                next["structuredContent"]["steps_in_plan"], 2,
+                "{store}: {next}"
+            );
+            assert_eq!(
+                next["structuredContent"]["continuation_id"], id,
+                "{store}: {next}"
+            );
+
+            // A workflow's reply and its instructions for the next step too.
+            let step = json!({"step": "Look", "step_number": 1, "total_steps": 3,
+                "next_step_required": true, "findings": "none yet", "files_checked": [],
+                "relevant_files": [], "relevant_context": [], "hypothesis": "h",
+                "confidence": "low"});
+            let first = try_execute(&client, &mut server, "debug", step.clone()).await;
+            let thread = first["structuredContent"]["continuation_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{store}: {first}"))
+                .to_owned();
+            let mut again = step;
+            again["step_number"] = json!(2);
+            again["continuation_id"] = json!(format!("{} ", thread.to_uppercase()));
+            let reply = try_execute(&client, &mut server, "debug", again).await;
+            let fields = &reply["structuredContent"];
+            assert_eq!(fields["continuation_id"], thread, "{store}: {reply}");
+            let next_steps = fields["next_steps"].as_str().unwrap();
+            assert!(
+                next_steps.contains(&format!("continuation_id \"{thread}\"")),
+                "{store}: {next_steps}"
+            );
+        });
+    }
+}

@@ -8,6 +8,15 @@
 //! to one thread never lose a turn or pass the turn cap. The limits are the
 //! in-memory store's: idle expiry, turns per thread, thread count and total
 //! bytes (least recently updated threads go first).
+//!
+//! The file can change under a running process. Before every batch of work
+//! each connection's thread checks that the files can still be written
+//! (else the call fails with `Unavailable`: SQLite would fault on its
+//! mapping of `-shm` and end the process) and that the file at the path is
+//! still the one it has open (device and inode); a file removed or
+//! replaced is opened again at the path, created if need be. A write is
+//! reported saved only if, after its commit, the file at the path is still
+//! the one written.
 
 use std::{
     path::{Path, PathBuf},
@@ -18,7 +27,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, config::DbConfig, params};
 
 use super::{
     Clock, ConversationStore, MemoryConfig, MemoryError, SystemClock, Thread, Turn, encode_turn,
@@ -44,6 +53,7 @@ pub struct EmbeddedStore {
     reader: Slot,
     /// Threads this process read or wrote last, decoded (see `turn_cache`).
     cache: Arc<TurnCache>,
+    health: Arc<Health>,
 }
 
 /// The queue of a thread that owns one connection. Jobs run one after
@@ -67,15 +77,23 @@ const BATCH: usize = 64;
 /// appends under load, and a job that fails undoes only itself. Results
 /// are delivered after the commit, so nothing is reported saved that was
 /// not.
-fn spawn_worker(path: PathBuf, writes: bool) -> Result<std::sync::mpsc::Sender<Job>, MemoryError> {
+///
+/// Before each batch the thread checks the files (see [`ready`]): files
+/// that cannot be written fail the batch (SQLite would fault on its
+/// mapping of the wal-index), and a file removed or replaced since the
+/// connection opened it is opened again at the path. After a commit it
+/// checks once more that the file it wrote is still the one at the path,
+/// so a write is reported saved only where every process will read it.
+fn spawn_worker(
+    path: PathBuf,
+    writes: bool,
+    health: Arc<Health>,
+) -> Result<std::sync::mpsc::Sender<Job>, MemoryError> {
     let (sender, jobs) = std::sync::mpsc::channel::<Job>();
-    // Shared with the checkpoint thread, which stops once this worker (the
-    // only owner) is gone.
-    let wal = Arc::new(WalState::default());
     std::thread::Builder::new()
         .name("zenmode-store".to_owned())
         .spawn(move || {
-            let mut connection: Option<Connection> = None;
+            let mut current: Option<Opened> = None;
             while let Ok(first) = jobs.recv() {
                 let mut batch = vec![first];
                 while writes && batch.len() < BATCH {
@@ -84,27 +102,18 @@ fn spawn_worker(path: PathBuf, writes: bool) -> Result<std::sync::mpsc::Sender<J
                         Err(_) => break,
                     }
                 }
-                if connection.is_none() {
-                    match open(&path).and_then(|opened| {
-                        if writes {
-                            hand_checkpoints_to_a_thread(&opened, &path, &wal)?;
-                        }
-                        Ok(opened)
-                    }) {
-                        Ok(opened) => connection = Some(opened),
-                        Err(reason) => {
-                            for job in batch {
-                                job(Err(reason.clone()))(None);
-                            }
-                            continue;
-                        }
+                if let Err(reason) = ready(&path, &mut current, writes, &health) {
+                    for job in batch {
+                        job(Err(reason.clone()))(None);
                     }
+                    continue;
                 }
-                let Some(connection) = connection.as_mut() else {
+                let Some(opened) = current.as_mut() else {
                     continue;
                 };
-                if writes && let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
+                if writes && let Err(error) = opened.connection.execute_batch("BEGIN IMMEDIATE") {
                     let reason = format!("SQLite: {error}");
+                    health.writes.failed(&path, &reason);
                     for job in batch {
                         job(Err(reason.clone()))(None);
                     }
@@ -112,14 +121,27 @@ fn spawn_worker(path: PathBuf, writes: bool) -> Result<std::sync::mpsc::Sender<J
                 }
                 let deliveries: Vec<Delivery> = batch
                     .into_iter()
-                    .map(|job| job(Ok(&mut *connection)))
+                    .map(|job| job(Ok(&mut opened.connection)))
                     .collect();
                 let failed = if writes {
-                    let failed = connection.execute_batch("COMMIT").err().map(|error| {
-                        let _ = connection.execute_batch("ROLLBACK");
-                        format!("SQLite: {error}")
-                    });
-                    wal.commits.fetch_add(1, Ordering::Relaxed);
+                    let connection = &opened.connection;
+                    let failed = match connection.execute_batch("COMMIT") {
+                        Err(error) => {
+                            let _ = connection.execute_batch("ROLLBACK");
+                            Some(format!("SQLite: {error}"))
+                        }
+                        // Written, but perhaps to a file nobody will read.
+                        Ok(()) => opened
+                            .replaced(&path)
+                            .map(|what| format!("{what} while this change was written to it")),
+                    };
+                    if let Some(wal) = &opened.wal {
+                        wal.commits.fetch_add(1, Ordering::Relaxed);
+                    }
+                    match &failed {
+                        Some(reason) => health.writes.failed(&path, reason),
+                        None => health.writes.succeeded(&path),
+                    }
                     failed
                 } else {
                     None
@@ -127,15 +149,229 @@ fn spawn_worker(path: PathBuf, writes: bool) -> Result<std::sync::mpsc::Sender<J
                 for deliver in deliveries {
                     deliver(failed.clone());
                 }
-                if writes && wal.restart_wanted.swap(false, Ordering::Relaxed) {
-                    restart_the_log(connection);
+                if let Some(wal) = &opened.wal
+                    && wal.restart_wanted.swap(false, Ordering::Relaxed)
+                    && unwritable(&path).is_none()
+                {
+                    restart_the_log(&opened.connection);
                 }
+            }
+            if let Some(opened) = current {
+                opened.close(&path);
             }
         })
         .map_err(|error| MemoryError::Unavailable {
             reason: format!("cannot start the store's thread: {error}"),
         })?;
     Ok(sender)
+}
+
+/// A connection and the files it opened.
+struct Opened {
+    connection: Connection,
+    /// The database, its WAL and its wal-index as they were once opened.
+    files: [Option<FileId>; 3],
+    /// Shared with the checkpoint thread of a writing connection, which
+    /// stops once this (its only owner) is gone.
+    wal: Option<Arc<WalState>>,
+}
+
+impl Opened {
+    /// Opens `path`; a writing connection gets its checkpoint thread.
+    fn new(path: &Path, writes: bool, health: &Arc<Health>) -> Result<Self, String> {
+        let connection = open(path)?;
+        let wal = if writes {
+            let wal = Arc::new(WalState::default());
+            hand_checkpoints_to_a_thread(&connection, path, &wal, health)?;
+            Some(wal)
+        } else {
+            None
+        };
+        Ok(Opened {
+            connection,
+            files: file_ids(path),
+            wal,
+        })
+    }
+
+    /// How the files at `path` differ from the ones this connection has:
+    /// `None` while they are the same.
+    fn replaced(&self, path: &Path) -> Option<String> {
+        let [database, wal, index] = file_ids(path);
+        if database.is_none() {
+            return Some(format!("{} was removed", path.display()));
+        }
+        let changed = database != self.files[0]
+            || (self.files[1].is_some() && wal != self.files[1])
+            || (self.files[2].is_some() && index != self.files[2]);
+        changed.then(|| {
+            format!(
+                "{} (or its -wal or -shm) was removed or replaced",
+                path.display()
+            )
+        })
+    }
+
+    /// Closes the connection. When its files were removed, replaced or
+    /// cannot be written, the close skips SQLite's last checkpoint: that
+    /// would write through the wal-index mapping (a fault on a file that
+    /// cannot be written) and then delete `-wal` and `-shm` by name, which
+    /// may by now be the files of the new database at the path.
+    fn close(self, path: &Path) {
+        if self.replaced(path).is_some() || unwritable(path).is_some() {
+            let _ = self
+                .connection
+                .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
+        }
+    }
+}
+
+/// Gets `current` ready for a batch: fails when the files cannot be
+/// written, opens the file at `path` again when the one the connection has
+/// was removed or replaced (creating it if it is gone: the threads it held
+/// are lost, but what is written from now on is where every process looks),
+/// and opens it on first use. The outcome goes to `health` (logged when
+/// it changes).
+fn ready(
+    path: &Path,
+    current: &mut Option<Opened>,
+    writes: bool,
+    health: &Arc<Health>,
+) -> Result<(), String> {
+    let outcome = reopen_if_needed(path, current, writes, health);
+    match &outcome {
+        Ok(()) => health.files.succeeded(path),
+        Err(reason) => health.files.failed(path, reason),
+    }
+    outcome
+}
+
+/// [`ready`] without the reporting.
+fn reopen_if_needed(
+    path: &Path,
+    current: &mut Option<Opened>,
+    writes: bool,
+    health: &Arc<Health>,
+) -> Result<(), String> {
+    if let Some(reason) = unwritable(path) {
+        return Err(reason);
+    }
+    if let Some(what) = current.as_ref().and_then(|opened| opened.replaced(path))
+        && let Some(stale) = current.take()
+    {
+        if writes {
+            tracing::warn!(
+                path = %path.display(),
+                "{what}; the conversation store opens the file at that path again (the threads of the old file are gone)"
+            );
+        }
+        stale.close(path);
+    }
+    if current.is_none() {
+        *current = Some(Opened::new(path, writes, health)?);
+    }
+    Ok(())
+}
+
+/// A file's device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct FileId {
+    device: u64,
+    inode: u64,
+}
+
+/// The database at `path`, its WAL and its wal-index.
+fn store_files(path: &Path) -> [PathBuf; 3] {
+    let with = |suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    [path.to_owned(), with("-wal"), with("-shm")]
+}
+
+/// The device and inode of each of the store's files, `None` where a file
+/// is missing (or cannot be looked at).
+fn file_ids(path: &Path) -> [Option<FileId>; 3] {
+    store_files(path).map(|file| {
+        let metadata = std::fs::metadata(file).ok()?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Some(FileId {
+                device: metadata.dev(),
+                inode: metadata.ino(),
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = metadata;
+            Some(FileId::default())
+        }
+    })
+}
+
+/// Why the store's files cannot be written, if one of them cannot (made
+/// immutable, read-only, on a file system remounted read-only). SQLite
+/// writes the wal-index (`-shm`) through a shared memory mapping, for
+/// reads as well as writes; once the file cannot be written, the next
+/// write to a page of that mapping ends the whole process with SIGBUS
+/// instead of returning an error. So every batch checks first. (A file
+/// made unwritable in the instant between the check and the write can
+/// still fault; nothing short of giving up sharing the file between
+/// processes avoids the mapping: SQLite keeps the wal-index in the heap
+/// only with an exclusive lock.) Missing files are fine: SQLite creates
+/// them.
+fn unwritable(path: &Path) -> Option<String> {
+    #[cfg(unix)]
+    for file in store_files(path) {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(name) = std::ffi::CString::new(file.as_os_str().as_bytes()) else {
+            continue;
+        };
+        // SAFETY: `name` is a NUL-terminated string that outlives the call.
+        if unsafe { libc::access(name.as_ptr(), libc::W_OK) } == 0 {
+            continue;
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::NotFound {
+            return Some(format!("{} cannot be written: {error}", file.display()));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    None
+}
+
+/// How the store fares, shared by a store's threads so that a failure that
+/// lasts many calls is logged once, and its end once: whether its files
+/// can be used (checked before every batch, by every thread), and whether
+/// its writes commit.
+#[derive(Debug, Default)]
+struct Health {
+    files: Episode,
+    writes: Episode,
+}
+
+/// Whether the last attempt of one kind failed.
+#[derive(Debug, Default)]
+struct Episode(AtomicBool);
+
+impl Episode {
+    fn failed(&self, path: &Path, reason: &str) {
+        if !self.0.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                path = %path.display(),
+                "the conversation store is unavailable ({reason}); calls that need it fail until it is back"
+            );
+        }
+    }
+
+    fn succeeded(&self, path: &Path) {
+        if self.0.swap(false, Ordering::Relaxed) {
+            tracing::info!(path = %path.display(), "the conversation store works again");
+        }
+    }
 }
 
 impl std::fmt::Debug for EmbeddedStore {
@@ -161,6 +397,7 @@ impl EmbeddedStore {
             writer: Slot::default(),
             reader: Slot::default(),
             cache: Arc::default(),
+            health: Arc::default(),
         }
     }
 
@@ -213,7 +450,7 @@ impl EmbeddedStore {
             let sender = match worker.as_ref() {
                 Some(sender) => sender.clone(),
                 None => {
-                    let sender = spawn_worker(self.path.clone(), writes)?;
+                    let sender = spawn_worker(self.path.clone(), writes, Arc::clone(&self.health))?;
                     *worker = Some(sender.clone());
                     sender
                 }
@@ -315,6 +552,7 @@ fn hand_checkpoints_to_a_thread(
     writer: &Connection,
     path: &Path,
     wal: &Arc<WalState>,
+    health: &Arc<Health>,
 ) -> Result<(), String> {
     writer
         // After a burst, a WAL that has started over is cut back to 64 MB.
@@ -322,31 +560,36 @@ fn hand_checkpoints_to_a_thread(
         .map_err(|error| format!("cannot set up {}: {error}", path.display()))?;
     let path = path.to_owned();
     let wal = Arc::downgrade(wal);
+    let health = Arc::clone(health);
     std::thread::Builder::new()
         .name("zenmode-checkpoint".to_owned())
         .spawn(move || {
-            let mut connection: Option<Connection> = None;
+            let mut current: Option<Opened> = None;
             let mut interval = CHECKPOINT_EVERY;
             loop {
                 std::thread::sleep(interval);
                 let Some(wal) = wal.upgrade() else {
-                    return;
+                    break;
                 };
                 interval = if wal.commits.swap(0, Ordering::Relaxed) > 0 {
                     CHECKPOINT_EVERY
                 } else {
                     (interval * 2).min(CHECKPOINT_IDLE)
                 };
-                if connection.is_none() {
-                    connection = open(&path).ok();
+                // The same checks as the writer's: a checkpoint writes the
+                // wal-index too.
+                if ready(&path, &mut current, false, &health).is_err() {
+                    continue;
                 }
-                let Some(connection) = &connection else {
+                let Some(opened) = &current else {
                     continue;
                 };
                 // The row is (busy, frames in the WAL, frames copied back).
-                match connection.query_row("PRAGMA wal_checkpoint(PASSIVE);", [], |row| {
-                    row.get::<_, i64>(1)
-                }) {
+                match opened
+                    .connection
+                    .query_row("PRAGMA wal_checkpoint(PASSIVE);", [], |row| {
+                        row.get::<_, i64>(1)
+                    }) {
                     Ok(frames) if frames >= RESTART_FRAMES => {
                         wal.restart_wanted.store(true, Ordering::Relaxed);
                     }
@@ -355,6 +598,9 @@ fn hand_checkpoints_to_a_thread(
                         tracing::debug!(%error, "WAL checkpoint failed; the next one retries");
                     }
                 }
+            }
+            if let Some(opened) = current {
+                opened.close(&path);
             }
         })
         .map(|_| ())
@@ -379,9 +625,14 @@ fn open(path: &Path) -> Result<Connection, String> {
     }
     connection
         .busy_timeout(BUSY_TIMEOUT)
+        // No memory-mapped reads of the file (SQLite's default, made sure
+        // of): a mapping faults (SIGBUS) instead of failing when the file
+        // cannot be read or grown. The wal-index is mapped all the same;
+        // see `unwritable`.
         .and_then(|()| {
             connection.execute_batch(
-                "PRAGMA journal_mode = WAL;
+                "PRAGMA mmap_size = 0;
+                 PRAGMA journal_mode = WAL;
                  PRAGMA synchronous = NORMAL;
                  CREATE TABLE IF NOT EXISTS threads (
                      id TEXT PRIMARY KEY,
@@ -942,6 +1193,65 @@ mod tests {
             matches!(&error, MemoryError::Unavailable { reason } if reason.contains("cannot")),
             "{error}"
         );
+    }
+
+    /// The files removed, then replaced by another database, under a
+    /// store that has them open: each time the store opens the file now at
+    /// the path, writes there, and closing the old connections leaves the
+    /// new file's WAL alone.
+    #[test]
+    fn a_removed_or_replaced_file_is_opened_again_at_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("threads.db");
+        let remove_all = |base: &Path| {
+            for file in store_files(base) {
+                std::fs::remove_file(file).unwrap();
+            }
+        };
+        runtime().block_on(async {
+            let (store, clock) = store(dir.path(), MemoryConfig::default());
+            let old = store.create(Turn::user("chat", "old")).await.unwrap();
+            store.get(&old).await.unwrap();
+            remove_all(&path);
+
+            let after_removal = store.create(Turn::user("chat", "new")).await.unwrap();
+            assert_eq!(
+                store
+                    .append(&after_removal, Turn::user("chat", "two"))
+                    .await,
+                Ok(2)
+            );
+            assert_eq!(store.get(&after_removal).await.unwrap().turns.len(), 2);
+            assert!(matches!(
+                store.get(&old).await,
+                Err(MemoryError::Unknown { .. })
+            ));
+
+            // Another database, with a thread of its own, moved into place.
+            let other_path = dir.path().join("other.db");
+            let other = EmbeddedStore::new(other_path.clone(), MemoryConfig::default());
+            let theirs = other.create(Turn::user("chat", "theirs")).await.unwrap();
+            let copy = dir.path().join("copy.db");
+            open(&other_path)
+                .unwrap()
+                .execute("VACUUM INTO ?1", params![copy.to_str().unwrap()])
+                .unwrap();
+            remove_all(&path);
+            std::fs::rename(&copy, &path).unwrap();
+
+            assert_eq!(store.get(&theirs).await.unwrap().turns.len(), 1);
+            let mine = store.create(Turn::user("chat", "mine")).await.unwrap();
+            assert!(matches!(
+                store.get(&after_removal).await,
+                Err(MemoryError::Unknown { .. })
+            ));
+            drop(store);
+            // A store of its own (another process would do the same) reads
+            // what the first one wrote to the file now at the path.
+            let fresh = EmbeddedStore::with_clock(path.clone(), MemoryConfig::default(), clock);
+            assert_eq!(fresh.get(&mine).await.unwrap().turns.len(), 1);
+            assert_eq!(fresh.get(&theirs).await.unwrap().turns.len(), 1);
+        });
     }
 
     #[test]

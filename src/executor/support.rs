@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{ExecContext, ExecError};
 use crate::{
     catalog::Mode,
-    conversation::{MemoryError, Turn},
+    conversation::{MemoryError, Turn, normalize_id},
     files::Embedded,
     providers::{Image, ProviderError},
 };
@@ -152,7 +152,9 @@ pub fn memory_error(error: MemoryError) -> ExecError {
     ExecError::new(kind, error.to_string())
 }
 
-/// Opens the thread named by `continuation_id`, or starts one, and records `turn`.
+/// Opens the thread named by `continuation_id`, or starts one, and records
+/// `turn`. Returns the thread's id as stored (a lower-case hyphenated
+/// UUID), whatever spelling the caller gave: replies echo this one.
 pub async fn record_turn(
     context: &ExecContext<'_>,
     continuation_id: Option<&str>,
@@ -161,8 +163,9 @@ pub async fn record_turn(
     let memory = &context.services.memory;
     match continuation_id {
         Some(id) => {
-            memory.append(id, turn).await.map_err(memory_error)?;
-            Ok(id.to_owned())
+            let id = normalize_id(id).map_err(memory_error)?;
+            memory.append(&id, turn).await.map_err(memory_error)?;
+            Ok(id)
         }
         None => memory.create(turn).await.map_err(memory_error),
     }

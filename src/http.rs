@@ -102,7 +102,7 @@ pub struct HttpOptions {
 
 impl HttpOptions {
     pub const DEFAULT_MAX_REQUESTS_IN_FLIGHT: usize = 256;
-    pub const DEFAULT_MAX_SESSIONS: u64 = 1000;
+    pub const DEFAULT_MAX_SESSIONS: u64 = 256;
     pub const DEFAULT_MAX_CONNECTIONS_PER_IP: u64 = 64;
     pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
     pub const DEFAULT_BODY_TIMEOUT_SECS: u64 = 30;

@@ -280,6 +280,9 @@ pub struct ServeArgs {
     /// Allow --listen on a non-loopback address (http also needs a token)
     #[arg(long)]
     pub allow_remote: bool,
+    /// Put each call's arguments in its activity log line (by default the line has the tool, mode, server, duration, outcome and size only)
+    #[arg(long)]
+    pub log_arguments: bool,
     /// http: require `Authorization: Bearer <token>`, the token being this file's first line
     #[arg(long, value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
@@ -496,7 +499,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     continuation_id.as_deref(),
                     &CallContext::default(),
                 ))
-                .unwrap_or_else(|unknown| zen::unknown_mode(engine.catalog(), unknown));
+                .unwrap_or_else(|unknown| zen::unknown_mode(unknown));
             runtime.block_on(engine.services().gateway.shutdown());
             println!("{}", serde_json::to_string_pretty(&outcome.body)?);
             Ok(exit_for(outcome.is_error))
@@ -627,7 +630,9 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     let gateway = engine.services().gateway.clone();
     let strategy = surface::build(strategy_kind, &engine, &args.surface_options())
         .map_err(anyhow::Error::msg)?;
-    let server = ZenServer::new(engine, strategy).context("cannot build the tool list")?;
+    let server = ZenServer::new(engine, strategy)
+        .context("cannot build the tool list")?
+        .with_log_arguments(args.log_arguments);
     let result = runtime.block_on(async {
         let shutdown = shutdown::on_signal();
         match args.transport {

@@ -27,7 +27,7 @@ pub use store::{GatewayDirs, ListedTool, Pins, Verdict};
 use upstream::Upstream;
 
 use crate::{
-    catalog::{Mode, upstream::upstream_mode_from_text},
+    catalog::{self, Mode, upstream::upstream_mode_from_text},
     services::CallContext,
 };
 
@@ -46,6 +46,17 @@ type FoundCatalog = Result<(Vec<ListedTool>, CatalogSource), String>;
 #[derive(Default)]
 pub struct Gateway {
     upstreams: BTreeMap<String, Arc<Upstream>>,
+    /// Mode names of quarantined tools -> what to tell a caller, so a call
+    /// to one is answered as quarantined rather than as an unknown mode.
+    quarantined: BTreeMap<String, String>,
+}
+
+/// What a call to a quarantined tool answers: why, and how to review and
+/// approve it.
+pub fn quarantine_message(server: &str, tool: &str, reason: &str) -> String {
+    format!(
+        "tool {tool:?} of server {server:?} is quarantined ({reason}); nothing was sent. Review the change with `zenmode upstream diff {server} {tool}` and approve it with `zenmode upstream approve {server}`."
+    )
 }
 
 /// How one server's catalog was obtained at start-up.
@@ -186,6 +197,10 @@ impl Gateway {
                             "tool quarantined: {}",
                             verdict.reason()
                         );
+                        gateway.quarantined.insert(
+                            catalog::upstream::mode_name(&config.prefix, name),
+                            quarantine_message(&config.name, name, verdict.reason()),
+                        );
                         server_report
                             .quarantined
                             .push((name.to_owned(), verdict.reason()));
@@ -219,6 +234,11 @@ impl Gateway {
 
     pub fn is_empty(&self) -> bool {
         self.upstreams.is_empty()
+    }
+
+    /// Why the mode `name` is held back, if it is a quarantined upstream tool.
+    pub fn quarantined(&self, name: &str) -> Option<&str> {
+        self.quarantined.get(name).map(String::as_str)
     }
 
     /// Forwards a call to `tool` of `server`; the result is the upstream's, unchanged.

@@ -322,12 +322,7 @@ impl Upstream {
         }
         Err(self.error(
             "quarantined",
-            format!(
-                "tool {tool:?} of server {:?} is quarantined ({}); nothing was sent. Review it with `zenmode upstream list` and approve it with `zenmode upstream approve {}`.",
-                self.name(),
-                verdict.reason(),
-                self.name()
-            ),
+            super::quarantine_message(self.name(), tool, verdict.reason()),
         ))
     }
 

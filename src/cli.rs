@@ -178,6 +178,14 @@ pub enum Command {
     },
     /// Score mode selection on a labeled set (JSON lines: query, expected, acceptable)
     Eval(EvalArgs),
+    /// The state of every upstream server: running, idle, failed (with its last error), quarantined tools, last call
+    Status {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the upstreams file, start each server, and check file permissions and client configurations; says what to fix
+    Doctor,
     /// Manage the MCP servers zenmode fronts (the --upstreams file)
     Upstream {
         #[command(subcommand)]
@@ -456,6 +464,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(&cli.catalog, &cli.access, args),
         Command::Tokens { json, count_stdin } => print_tokens(&cli.catalog, json, count_stdin),
         Command::Modes { command } => modes(&cli.catalog, command),
+        Command::Status { json } => crate::gateway_cli::status(cli.catalog.upstreams.clone(), json),
+        Command::Doctor => crate::gateway_cli::doctor(
+            cli.catalog.upstreams.clone(),
+            cli.catalog.upstream_wait_secs,
+        ),
         Command::Upstream { command } => crate::gateway_cli::run(
             cli.catalog.upstreams.clone(),
             cli.catalog.upstream_wait_secs,

@@ -80,8 +80,14 @@ fn problem4_status_doctor_state_logs_and_enable_disable() {
     assert_eq!(status_of(&status, "off")["enabled"], false, "{status}");
     assert_eq!(status_of(&status, "off")["state"], "disabled", "{status}");
     let plain = run_ok(&setup, &["status"]);
-    assert!(plain.contains("flaky") && plain.contains("running"), "{plain}");
-    assert!(plain.contains("broken") && plain.contains("failed"), "{plain}");
+    assert!(
+        plain.contains("flaky") && plain.contains("running"),
+        "{plain}"
+    );
+    assert!(
+        plain.contains("broken") && plain.contains("failed"),
+        "{plain}"
+    );
 
     // The server's stderr is kept in its own log file, secrets hidden.
     let logs = run_ok(&setup, &["upstream", "logs", "flaky", "--lines", "5"]);
@@ -118,7 +124,10 @@ fn problem4_status_doctor_state_logs_and_enable_disable() {
         disabled["mcpServers"]["flaky"]["env"],
         before["mcpServers"]["flaky"]["env"]
     );
-    assert_eq!(disabled["mcpServers"]["broken"], before["mcpServers"]["broken"]);
+    assert_eq!(
+        disabled["mcpServers"]["broken"],
+        before["mcpServers"]["broken"]
+    );
     let (_, text, _) = setup.run(&["status", "--json"]);
     let status: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(status_of(&status, "flaky")["enabled"], false, "{status}");
@@ -134,7 +143,10 @@ fn problem4_status_doctor_state_logs_and_enable_disable() {
 
     // doctor: one line per finding, non-zero while something is wrong.
     let (code, report, stderr) = doctor(&setup);
-    assert_ne!(code, 0, "the broken server is a problem: {report}\n{stderr}");
+    assert_ne!(
+        code, 0,
+        "the broken server is a problem: {report}\n{stderr}"
+    );
     assert!(
         report
             .lines()
@@ -142,10 +154,15 @@ fn problem4_status_doctor_state_logs_and_enable_disable() {
         "{report}"
     );
     assert!(
-        report.lines().any(|l| l.contains("flaky") && l.contains("6 tools")),
+        report
+            .lines()
+            .any(|l| l.contains("flaky") && l.contains("6 tools")),
         "{report}"
     );
-    assert!(report.contains("0600") || report.contains("chmod"), "{report}");
+    assert!(
+        report.contains("0600") || report.contains("chmod"),
+        "{report}"
+    );
     setup.write_servers(json!({"flaky": flaky(&[])}));
     #[cfg(unix)]
     {

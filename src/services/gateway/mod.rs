@@ -4,7 +4,8 @@
 //! - [`config`]: the `mcpServers` file and zenmode's per-server options;
 //! - [`store`]: cached catalogs and the pins of approved tool definitions;
 //! - [`upstream`]: one server's process (or HTTP session), started lazily;
-//! - [`reply_guard`]: a stdio server's replies held to its size limit.
+//! - [`reply_guard`]: a stdio server's replies held to its size limit;
+//! - [`state`]: each server's state file and stderr log, for `zenmode status`.
 //!
 //! Opening the gateway reads cached catalogs and spawns nothing; a server
 //! without a cached catalog is started once, in parallel with the others
@@ -15,6 +16,7 @@
 
 pub mod config;
 pub mod reply_guard;
+pub mod state;
 pub mod store;
 pub mod upstream;
 
@@ -107,7 +109,9 @@ impl Gateway {
                 continue;
             }
             let pins = store::load_pins(dirs, &config.name);
-            let upstream = Arc::new(Upstream::new(config.clone(), dirs.clone(), pins.clone()));
+            let upstream = Arc::new(
+                Upstream::new(config.clone(), dirs.clone(), pins.clone()).recording_state(),
+            );
             gateway
                 .upstreams
                 .insert(config.name.clone(), upstream.clone());

@@ -512,7 +512,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     continuation_id.as_deref(),
                     &CallContext::default(),
                 ))
-                .unwrap_or_else(|unknown| zen::unknown_mode(unknown));
+                .unwrap_or_else(zen::unknown_mode);
             runtime.block_on(engine.services().gateway.shutdown());
             println!("{}", serde_json::to_string_pretty(&outcome.body)?);
             Ok(exit_for(outcome.is_error))

@@ -110,7 +110,10 @@ pub struct CallContext {
 /// The mode a call ran and its upstream server, if any: the engine notes
 /// it, the server reads it back to log the call.
 #[derive(Clone, Default)]
-pub struct ActivityNote(Arc<Mutex<Option<(String, Option<String>)>>>);
+pub struct ActivityNote(Arc<Mutex<Option<RanMode>>>);
+
+/// A mode's name and its upstream server, if it has one.
+type RanMode = (String, Option<String>);
 
 impl ActivityNote {
     pub fn note(&self, mode: &str, server: Option<&str>) {
@@ -120,7 +123,7 @@ impl ActivityNote {
     }
 
     /// The mode and server noted, if the call reached a mode at all.
-    pub fn noted(&self) -> Option<(String, Option<String>)> {
+    pub fn noted(&self) -> Option<RanMode> {
         self.0.lock().ok().and_then(|slot| slot.clone())
     }
 }

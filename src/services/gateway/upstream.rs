@@ -3,8 +3,10 @@
 //!
 //! A stdio upstream runs in its own process group, so stopping it also stops
 //! what it started (`npx` runs node under it). Its stderr goes to zenmode's
-//! log, prefixed with the server name and with the entry's secrets hidden; the
-//! last lines are kept to explain a crash.
+//! log, prefixed with the server name and with the entry's secrets hidden, and
+//! (for a serving zenmode) to its own log file; the last lines are kept to
+//! explain a crash. A serving zenmode also records each transition and the
+//! last call in the server's state file ([`super::state`]).
 
 use std::{
     collections::{HashMap, VecDeque},

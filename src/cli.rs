@@ -178,6 +178,14 @@ pub enum Command {
     },
     /// Score mode selection on a labeled set (JSON lines: query, expected, acceptable)
     Eval(EvalArgs),
+    /// The state of every upstream server: running, idle, failed (with its last error), quarantined tools, last call
+    Status {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the upstreams file, start each server, and check file permissions and client configurations; says what to fix
+    Doctor,
     /// Manage the MCP servers zenmode fronts (the --upstreams file)
     Upstream {
         #[command(subcommand)]
@@ -280,6 +288,9 @@ pub struct ServeArgs {
     /// Allow --listen on a non-loopback address (http also needs a token)
     #[arg(long)]
     pub allow_remote: bool,
+    /// Put each call's arguments in its activity log line (by default the line has the tool, mode, server, duration, outcome and size only)
+    #[arg(long)]
+    pub log_arguments: bool,
     /// http: require `Authorization: Bearer <token>`, the token being this file's first line
     #[arg(long, value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
@@ -453,6 +464,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(&cli.catalog, &cli.access, args),
         Command::Tokens { json, count_stdin } => print_tokens(&cli.catalog, json, count_stdin),
         Command::Modes { command } => modes(&cli.catalog, command),
+        Command::Status { json } => crate::gateway_cli::status(cli.catalog.upstreams.clone(), json),
+        Command::Doctor => crate::gateway_cli::doctor(
+            cli.catalog.upstreams.clone(),
+            cli.catalog.upstream_wait_secs,
+        ),
         Command::Upstream { command } => crate::gateway_cli::run(
             cli.catalog.upstreams.clone(),
             cli.catalog.upstream_wait_secs,
@@ -496,7 +512,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     continuation_id.as_deref(),
                     &CallContext::default(),
                 ))
-                .unwrap_or_else(|unknown| zen::unknown_mode(engine.catalog(), unknown));
+                .unwrap_or_else(zen::unknown_mode);
             runtime.block_on(engine.services().gateway.shutdown());
             println!("{}", serde_json::to_string_pretty(&outcome.body)?);
             Ok(exit_for(outcome.is_error))
@@ -627,7 +643,9 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     let gateway = engine.services().gateway.clone();
     let strategy = surface::build(strategy_kind, &engine, &args.surface_options())
         .map_err(anyhow::Error::msg)?;
-    let server = ZenServer::new(engine, strategy).context("cannot build the tool list")?;
+    let server = ZenServer::new(engine, strategy)
+        .context("cannot build the tool list")?
+        .with_log_arguments(args.log_arguments);
     let result = runtime.block_on(async {
         let shutdown = shutdown::on_signal();
         match args.transport {

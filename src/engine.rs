@@ -68,8 +68,22 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownMode {
     pub name: String,
+    /// At most [`MAX_SUGGESTIONS`] names, never another server's
+    /// destructive tool.
     pub closest: Vec<String>,
+    /// How many modes the catalog has (the list itself is never sent).
+    pub mode_count: usize,
+    /// Set when the name is an upstream tool held in quarantine: why, and
+    /// the commands to review and approve it.
+    pub quarantined: Option<String>,
 }
+
+/// The most names an unknown mode's answer suggests.
+pub const MAX_SUGGESTIONS: usize = 5;
+
+/// Words in a tool name that mark it as destructive when its server gives
+/// no `destructiveHint`.
+const DESTRUCTIVE_WORDS: [&str; 5] = ["delete", "remove", "reset", "drop", "overwrite"];
 
 pub struct Engine {
     catalog: Catalog,
@@ -145,20 +159,43 @@ impl Engine {
         &self.services
     }
 
-    /// Looks a mode up, or says which names come closest.
+    /// Looks a mode up, or says why there is none: a quarantined upstream
+    /// tool, or an unknown name with the closest names that are safe to
+    /// suggest.
     pub fn mode(&self, name: &str) -> Result<&Mode, UnknownMode> {
+        if let Some(mode) = self.catalog.get(name) {
+            return Ok(mode.as_ref());
+        }
+        let quarantined = self.services.gateway.quarantined(name).map(str::to_owned);
+        let closest = if quarantined.is_some() {
+            Vec::new()
+        } else {
+            self.suggestions(name)
+        };
+        Err(UnknownMode {
+            name: name.to_owned(),
+            closest,
+            mode_count: self.catalog.len(),
+            quarantined,
+        })
+    }
+
+    /// The names closest to `name`, leaving out other servers' destructive
+    /// tools (a typo must not lead the model to delete something elsewhere).
+    fn suggestions(&self, name: &str) -> Vec<String> {
+        let wanted_server = name.split_once(SERVER_SEPARATOR).map(|(prefix, _)| prefix);
         self.catalog
-            .get(name)
-            .map(|mode| mode.as_ref())
-            .ok_or_else(|| UnknownMode {
-                name: name.to_owned(),
-                closest: self
-                    .catalog
-                    .closest_names(name, 3)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect(),
+            .closest_names(name, MAX_SUGGESTIONS * 4)
+            .into_iter()
+            .filter_map(|candidate| self.catalog.get(candidate))
+            .filter(|mode| {
+                matches!(mode.origin, Origin::Builtin | Origin::ModesDir(_))
+                    || mode.name().split_once(SERVER_SEPARATOR).map(|(p, _)| p) == wanted_server
+                    || !is_destructive(mode)
             })
+            .take(MAX_SUGGESTIONS)
+            .map(|mode| mode.name().to_owned())
+            .collect()
     }
 
     /// Validates `request` against the mode's schema and runs its executor.
@@ -172,6 +209,11 @@ impl Engine {
         continuation_id: Option<&str>,
         call: &CallContext,
     ) -> Result<Outcome, UnknownMode> {
+        let server = match self.catalog.get(mode_name).map(|mode| &mode.origin) {
+            Some(Origin::Upstream(server)) => Some(server.as_str()),
+            _ => None,
+        };
+        call.activity.note(mode_name, server);
         let mode = self.mode(mode_name)?;
         if let Err(outcome) = merge_continuation(mode, &mut request, continuation_id) {
             return Ok(outcome);
@@ -218,6 +260,22 @@ impl Engine {
         })
         .clone()
     }
+}
+
+/// Between a server's prefix and its tool's name in a mode name.
+const SERVER_SEPARATOR: &str = crate::catalog::upstream::SEPARATOR;
+
+/// Whether another server's tool may delete or overwrite something: its
+/// `destructiveHint`, or a name that says so.
+fn is_destructive(mode: &Mode) -> bool {
+    let manifest = mode.manifest();
+    if manifest.annotations.get("destructiveHint") == Some(&Value::Bool(true)) {
+        return true;
+    }
+    let tool = manifest.upstream_tool.as_deref().unwrap_or(mode.name());
+    tool.to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| DESTRUCTIVE_WORDS.contains(&word))
 }
 
 fn merge_continuation(

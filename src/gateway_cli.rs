@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::services::gateway::{
     Pins, Verdict,
     config::{self, UpstreamConfig},
+    state,
     store::{self, GatewayDirs},
     upstream::Upstream,
 };
@@ -57,8 +58,33 @@ pub enum UpstreamCommand {
     Remove { name: String },
     /// Start servers, re-read their tools and update the cache (all servers without NAME)
     Refresh { name: Option<String> },
-    /// Approve the tools a server lists now, ending their quarantine
-    Approve { name: String },
+    /// Show what changed and approve the tools a server lists now, ending their quarantine
+    Approve {
+        name: String,
+        /// Approve without asking (needed when standard input is not a terminal)
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Show a quarantined tool's approved and current definitions as a unified diff (every held tool without TOOL)
+    Diff { name: String, tool: Option<String> },
+    /// Turn a server on again (edits its entry only)
+    Enable { name: String },
+    /// Turn a server off without removing it (edits its entry only)
+    Disable { name: String },
+    /// A server's tools: approved or quarantined, and their read-only / destructive hints
+    Tools {
+        name: String,
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// The end of a server's stderr log (kept while a serving zenmode runs it)
+    Logs {
+        name: String,
+        /// How many lines
+        #[arg(long, default_value_t = 50)]
+        lines: usize,
+    },
     /// Add the servers of another client's configuration file (Claude Desktop, Claude Code, Cursor)
     Import {
         file: PathBuf,
@@ -170,9 +196,32 @@ pub fn run(
                 ExitCode::SUCCESS
             })
         }
-        UpstreamCommand::Approve { name } => {
+        UpstreamCommand::Approve { name, yes } => {
+            let config = chosen(&file, Some(&name))?.remove(0);
+            runtime.block_on(approve_reviewed(&config, &dirs, wait, yes))
+        }
+        UpstreamCommand::Diff { name, tool } => {
+            let config = chosen(&file, Some(&name))?.remove(0);
+            runtime.block_on(diff(&config, &dirs, wait, tool.as_deref()))
+        }
+        UpstreamCommand::Enable { name } => set_enabled(&file, &name, true),
+        UpstreamCommand::Disable { name } => set_enabled(&file, &name, false),
+        UpstreamCommand::Tools { name, json } => {
+            let config = chosen(&file, Some(&name))?.remove(0);
+            runtime.block_on(tools(&config, &dirs, wait, json))
+        }
+        UpstreamCommand::Logs { name, lines } => {
             chosen(&file, Some(&name))?;
-            runtime.block_on(approve_all(&file, &dirs, &[name], wait))?;
+            let shown = state::tail(&dirs, &name, lines);
+            if shown.is_empty() {
+                println!(
+                    "no stderr logged for {name:?} yet: {} is written while a serving zenmode runs the server",
+                    state::log_path(&dirs, &name).display()
+                );
+            }
+            for line in shown {
+                println!("{line}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         UpstreamCommand::Import {
@@ -370,19 +419,7 @@ async fn approve_all(
             continue;
         };
         match fetch(config, dirs, wait).await {
-            Ok(tools) => {
-                let before = store::load_pins(dirs, name).unwrap_or_default();
-                let changed = tools
-                    .iter()
-                    .filter(|tool| before.verdict(tool) != Verdict::Approved)
-                    .count();
-                store::save_pins(dirs, name, &Pins::of(&tools))
-                    .with_context(|| format!("cannot save the approvals of {name:?}"))?;
-                println!(
-                    "{name}: approved {} tools ({changed} new or changed since the last approval)",
-                    tools.len()
-                );
-            }
+            Ok(tools) => save_approval(dirs, name, &tools)?,
             Err(problem) => failures.push(format!("{name}: {problem}")),
         }
     }
@@ -393,6 +430,264 @@ async fn approve_all(
         );
     }
     Ok(())
+}
+
+/// Pins `tools` as the approved definitions of `name`.
+fn save_approval(dirs: &GatewayDirs, name: &str, tools: &[Value]) -> anyhow::Result<()> {
+    let before = store::load_pins(dirs, name).unwrap_or_default();
+    let changed = tools
+        .iter()
+        .filter(|tool| before.verdict(tool) != Verdict::Approved)
+        .count();
+    store::save_pins(dirs, name, &Pins::of(tools))
+        .with_context(|| format!("cannot save the approvals of {name:?}"))?;
+    println!(
+        "{name}: approved {} tools ({changed} new or changed since the last approval)",
+        tools.len()
+    );
+    Ok(())
+}
+
+/// `upstream approve`: fetches the tools, shows what changed since the
+/// last approval, and pins them once confirmed (`--yes`, or an answer on a
+/// terminal). Without a terminal it never waits for an answer.
+async fn approve_reviewed(
+    config: &UpstreamConfig,
+    dirs: &GatewayDirs,
+    wait: Duration,
+    yes: bool,
+) -> anyhow::Result<ExitCode> {
+    let name = &config.name;
+    let tools = fetch(config, dirs, wait)
+        .await
+        .map_err(|problem| anyhow::anyhow!("{name}: {problem}"))?;
+    let review = match store::load_pins_with_definitions(dirs, name) {
+        // Nothing approved before: there is nothing to compare with.
+        None => String::new(),
+        Some(pins) => review_text(name, &pins, &tools, None),
+    };
+    if review.is_empty() || yes {
+        print!("{review}");
+        save_approval(dirs, name, &tools)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{review}");
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "not approved: standard input is not a terminal, so nobody can confirm. Read the changes above, then run `zenmode upstream approve {name} --yes`."
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    print!("Approve these definitions of {name:?}? [y/N] ");
+    std::io::stdout().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    if matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+        save_approval(dirs, name, &tools)?;
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("not approved; nothing changed");
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// The tools of `config`'s server: the cached catalog, else fetched now.
+async fn current_tools(
+    config: &UpstreamConfig,
+    dirs: &GatewayDirs,
+    wait: Duration,
+) -> anyhow::Result<Vec<Value>> {
+    match store::load_catalog(dirs, config) {
+        Some(tools) => Ok(tools),
+        None => fetch(config, dirs, wait)
+            .await
+            .map_err(|problem| anyhow::anyhow!("{}: {problem}", config.name)),
+    }
+}
+
+/// `upstream diff NAME [TOOL]`.
+async fn diff(
+    config: &UpstreamConfig,
+    dirs: &GatewayDirs,
+    wait: Duration,
+    tool: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let name = &config.name;
+    let tools = current_tools(config, dirs, wait).await?;
+    if let Some(tool) = tool
+        && !tools.iter().any(|t| store::tool_name(t) == Some(tool))
+    {
+        bail!("{name}: lists no tool named {tool:?}");
+    }
+    let pins = store::load_pins_with_definitions(dirs, name).unwrap_or_default();
+    let review = review_text(name, &pins, &tools, tool);
+    if review.is_empty() {
+        match tool {
+            Some(tool) => println!("{name}: {tool} is as approved"),
+            None => println!("{name}: every tool is as approved; nothing to review"),
+        }
+    }
+    print!("{review}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A unified diff per tool that differs from its approval (only `only`
+/// when given): approved lines with `-`, current ones with `+`.
+fn review_text(server: &str, pins: &Pins, tools: &[Value], only: Option<&str>) -> String {
+    let mut out = String::new();
+    for tool in tools {
+        let Some(name) = store::tool_name(tool) else {
+            continue;
+        };
+        if only.is_some_and(|wanted| wanted != name) {
+            continue;
+        }
+        let verdict = pins.verdict(tool);
+        if verdict == Verdict::Approved {
+            continue;
+        }
+        let current = pretty(&store::defining(tool));
+        let approved = match pins.definitions.get(name) {
+            Some(definition) => pretty(definition),
+            None if verdict == Verdict::New => String::new(),
+            None => {
+                out.push_str(&format!(
+                    "# {server}/{name}: the approved text was not kept (approved by an older zenmode); only the current definition can be shown\n"
+                ));
+                String::new()
+            }
+        };
+        out.push_str(&format!(
+            "--- {server}/{name} (approved)\n+++ {server}/{name} (now: {})\n",
+            verdict.reason()
+        ));
+        out.push_str(&unified(&approved, &current));
+    }
+    out
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+/// A line diff of `old` and `new` (longest common subsequence), every line
+/// shown: ` ` kept, `-` only in `old`, `+` only in `new`.
+fn unified(old: &str, new: &str) -> String {
+    let a: Vec<&str> = old.lines().collect();
+    let b: Vec<&str> = new.lines().collect();
+    let mut common = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            common[i][j] = if a[i] == b[j] {
+                common[i + 1][j + 1] + 1
+            } else {
+                common[i + 1][j].max(common[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, String::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            out.push_str(&format!(" {}\n", a[i]));
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || common[i][j + 1] >= common[i + 1][j]) {
+            out.push_str(&format!("+{}\n", b[j]));
+            j += 1;
+        } else {
+            out.push_str(&format!("-{}\n", a[i]));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `upstream enable|disable NAME`: the entry's `enabled` changes, nothing else.
+fn set_enabled(file: &Path, name: &str, enabled: bool) -> anyhow::Result<ExitCode> {
+    let mut document = read_document(file)?;
+    let servers = servers_mut(&mut document, file)?;
+    let Some(Value::Object(entry)) = servers.get_mut(name) else {
+        bail!("{}: no server named {name:?}", file.display());
+    };
+    entry.shift_remove("disabled");
+    entry.insert("enabled".into(), json!(enabled));
+    write_document(file, &document)?;
+    println!(
+        "{} {name:?} in {}; zenmode processes started from now on {} it (running ones when they reread the file)",
+        if enabled { "enabled" } else { "disabled" },
+        file.display(),
+        if enabled { "serve" } else { "skip" }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether a tool says it only reads, or may destroy something.
+fn hints(tool: &Value) -> (bool, bool) {
+    let hint = |key: &str| tool.pointer(&format!("/annotations/{key}")) == Some(&Value::Bool(true));
+    let name = store::tool_name(tool)
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let named = name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| ["delete", "remove", "reset", "drop", "overwrite"].contains(&word));
+    (hint("readOnlyHint"), hint("destructiveHint") || named)
+}
+
+/// `upstream tools NAME`.
+async fn tools(
+    config: &UpstreamConfig,
+    dirs: &GatewayDirs,
+    wait: Duration,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let tools = current_tools(config, dirs, wait).await?;
+    let pins = store::load_pins(dirs, &config.name);
+    let rows: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            let name = store::tool_name(tool).unwrap_or_default();
+            let standing = if !config.allows(name) {
+                "filtered out".to_owned()
+            } else {
+                match pins.as_ref().map(|pins| pins.verdict(tool)) {
+                    None => "not approved yet".to_owned(),
+                    Some(Verdict::Approved) => "approved".to_owned(),
+                    Some(verdict) => format!("quarantined ({})", verdict.reason()),
+                }
+            };
+            let (read_only, destructive) = hints(tool);
+            json!({
+                "tool": name,
+                "mode": crate::catalog::upstream::mode_name(&config.prefix, name),
+                "standing": standing,
+                "read_only": read_only,
+                "destructive": destructive,
+                "summary": first_line(
+                    tool.get("description").and_then(Value::as_str).unwrap_or_default(),
+                ),
+            })
+        })
+        .collect();
+    if json {
+        println!("{}", json!({"server": config.name, "tools": rows}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for row in &rows {
+        let hint = match (row["read_only"] == true, row["destructive"] == true) {
+            (_, true) => "destructive",
+            (true, false) => "read-only",
+            _ => "-",
+        };
+        println!(
+            "{:<28} {:<12} {:<11} {}",
+            row["tool"].as_str().unwrap_or_default(),
+            row["standing"].as_str().unwrap_or_default(),
+            hint,
+            row["summary"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitCode> {
@@ -491,4 +786,415 @@ fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitCode>
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The first line of `text`, at most 80 characters.
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    match line.char_indices().nth(80) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_owned(),
+    }
+}
+
+/// Whether the process `pid` still runs.
+fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        let found = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        found
+            && !std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+                status
+                    .lines()
+                    .any(|l| l.starts_with("State:") && l.contains('Z'))
+            })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
+/// One server as `zenmode status` shows it.
+fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
+    let cached = store::load_catalog(dirs, config);
+    let pins = store::load_pins(dirs, &config.name);
+    let quarantined: Vec<&str> = match (&cached, &pins) {
+        (Some(tools), Some(pins)) => tools
+            .iter()
+            .filter(|tool| config.allows(store::tool_name(tool).unwrap_or_default()))
+            .filter(|tool| pins.verdict(tool) != Verdict::Approved)
+            .filter_map(store::tool_name)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let recorded = state::load(dirs, &config.name);
+    let mut note = None;
+    let state_name = match &recorded {
+        _ if !config.enabled => "disabled".to_owned(),
+        None => "never started".to_owned(),
+        Some(recorded)
+            if matches!(recorded.state.as_str(), "running" | "starting")
+                && !process_alive(recorded.zenmode_pid) =>
+        {
+            note = Some(format!(
+                "the zenmode process {} that ran it has ended",
+                recorded.zenmode_pid
+            ));
+            "stopped".to_owned()
+        }
+        Some(recorded) => recorded.state.clone(),
+    };
+    let running = state_name == "running";
+    json!({
+        "server": config.name,
+        "enabled": config.enabled,
+        "state": state_name,
+        "note": note,
+        "target": config.describe(),
+        "tools": recorded.as_ref().and_then(|r| r.tools).or(cached.as_ref().map(Vec::len)),
+        "quarantined": quarantined,
+        "pid": recorded.as_ref().filter(|_| running).and_then(|r| r.pid),
+        "zenmode_pid": recorded.as_ref().map(|r| r.zenmode_pid),
+        "last_error": recorded.as_ref().and_then(|r| r.last_error.clone()),
+        "stderr_tail": recorded.as_ref().map(|r| r.stderr_tail.clone()).unwrap_or_default(),
+        "last_call": recorded.as_ref().and_then(|r| r.last_call.clone()),
+        "updated_ms": recorded.as_ref().map(|r| r.updated_ms),
+    })
+}
+
+/// How long ago `at_ms` was, in words.
+fn ago(at_ms: u64) -> String {
+    let secs = state::now_ms().saturating_sub(at_ms) / 1000;
+    match secs {
+        0..60 => format!("{secs}s ago"),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86400),
+    }
+}
+
+/// `zenmode status`: every configured server as the serving zenmode
+/// processes last recorded it.
+pub fn status(file: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
+    let file = file.unwrap_or_else(default_upstreams_file);
+    let dirs = GatewayDirs::from_env();
+    if !file.exists() {
+        if json {
+            println!(
+                "{}",
+                json!({"file": file.display().to_string(), "servers": []})
+            );
+        } else {
+            println!(
+                "no upstreams file at {} (add a server with `zenmode upstream add NAME -- CMD ARGS...`)",
+                file.display()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let configs = config::load(&file)?.servers;
+    let rows: Vec<Value> = configs.iter().map(|c| server_status(c, &dirs)).collect();
+    if json {
+        println!(
+            "{}",
+            json!({"file": file.display().to_string(), "servers": rows})
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{}", file.display());
+    for row in &rows {
+        let text = |key: &str| row[key].as_str().unwrap_or_default().to_owned();
+        let mut line = format!("  {:<16} {:<14}", text("server"), text("state"));
+        if let Some(tools) = row["tools"].as_u64() {
+            line.push_str(&format!(" {tools} tools"));
+        }
+        if let Some(pid) = row["pid"].as_u64() {
+            line.push_str(&format!(", pid {pid}"));
+        }
+        if let Some(call) = row["last_call"].as_object() {
+            line.push_str(&format!(
+                ", last call {} {} ({})",
+                call["tool"].as_str().unwrap_or_default(),
+                ago(call["at_ms"].as_u64().unwrap_or_default()),
+                call["outcome"].as_str().unwrap_or_default()
+            ));
+        }
+        println!("{line}");
+        if let Some(note) = row["note"].as_str() {
+            println!("      {note}");
+        }
+        if row["state"] == "failed"
+            && let Some(error) = row["last_error"].as_str()
+        {
+            println!("      last error: {error}");
+            for tail in row["stderr_tail"].as_array().into_iter().flatten() {
+                println!("      | {}", tail.as_str().unwrap_or_default());
+            }
+            println!(
+                "      (more with `zenmode upstream logs {}`)",
+                text("server")
+            );
+        }
+        let held: Vec<&str> = row["quarantined"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !held.is_empty() {
+            println!(
+                "      quarantined: {} (review with `zenmode upstream diff {}`)",
+                held.join(", "),
+                text("server")
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The findings of `zenmode doctor`, printed one per line as they come.
+#[derive(Default)]
+struct Findings {
+    problems: usize,
+}
+
+impl Findings {
+    fn ok(&mut self, text: impl std::fmt::Display) {
+        println!("ok    {text}");
+    }
+
+    fn warn(&mut self, text: impl std::fmt::Display) {
+        println!("warn  {text}");
+    }
+
+    fn problem(&mut self, text: impl std::fmt::Display, fix: impl std::fmt::Display) {
+        self.problems += 1;
+        println!("FAIL  {text}; fix: {fix}");
+    }
+}
+
+/// `zenmode doctor`: checks the upstreams file, each server, the file's
+/// permissions and the client configurations that run zenmode; exits
+/// non-zero when something needs fixing.
+pub fn doctor(file: Option<PathBuf>, wait_secs: f64) -> anyhow::Result<ExitCode> {
+    let file = file.unwrap_or_else(default_upstreams_file);
+    let dirs = GatewayDirs::from_env();
+    let wait = Duration::from_secs_f64(if wait_secs.is_finite() {
+        wait_secs.clamp(0.1, 600.0)
+    } else {
+        20.0
+    });
+    let mut findings = Findings::default();
+    check_upstreams(&file, &dirs, wait, &mut findings)?;
+    check_clients(&mut findings);
+    if findings.problems == 0 {
+        println!("no problems found");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{} problem(s) found", findings.problems);
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+fn check_upstreams(
+    file: &Path,
+    dirs: &GatewayDirs,
+    wait: Duration,
+    findings: &mut Findings,
+) -> anyhow::Result<()> {
+    if !file.exists() {
+        findings.ok(format!(
+            "no upstreams file at {}: zenmode serves its own modes only",
+            file.display()
+        ));
+        return Ok(());
+    }
+    #[cfg(unix)]
+    if let Ok(metadata) = std::fs::metadata(file) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            findings.problem(
+                format!(
+                    "{} is readable by other users (mode {mode:04o}) and may hold tokens",
+                    file.display()
+                ),
+                format!("chmod 600 '{}'", file.display()),
+            );
+        } else {
+            findings.ok(format!("{} has mode {mode:04o}", file.display()));
+        }
+    }
+    let loaded = match config::load(file) {
+        Ok(loaded) => loaded,
+        Err(problem) => {
+            findings.problem(
+                format!("{} does not load: {problem}", file.display()),
+                "correct the file (it must be JSON with an \"mcpServers\" object)",
+            );
+            return Ok(());
+        }
+    };
+    findings.ok(format!(
+        "{} loads: {} server(s)",
+        file.display(),
+        loaded.servers.len()
+    ));
+    for warning in &loaded.warnings {
+        findings.warn(warning);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    for config in &loaded.servers {
+        let name = &config.name;
+        if !config.enabled {
+            findings.ok(format!("{name}: disabled, not checked"));
+            continue;
+        }
+        let started = std::time::Instant::now();
+        match runtime.block_on(fetch(config, dirs, wait)) {
+            Ok(tools) => {
+                findings.ok(format!(
+                    "{name}: started and listed {} tools in {:.1}s",
+                    tools.len(),
+                    started.elapsed().as_secs_f64()
+                ));
+                let pins = store::load_pins(dirs, name);
+                let held = tools
+                    .iter()
+                    .filter(|tool| {
+                        pins.as_ref()
+                            .is_some_and(|pins| pins.verdict(tool) != Verdict::Approved)
+                    })
+                    .count();
+                if held > 0 {
+                    findings.warn(format!(
+                        "{name}: {held} tool(s) quarantined; review with `zenmode upstream diff {name}`, then `zenmode upstream approve {name}`"
+                    ));
+                }
+            }
+            Err(problem) => findings.problem(
+                format!("{name}: {problem}"),
+                format!(
+                    "correct its entry ({}), or turn it off with `zenmode upstream disable {name}`",
+                    config.describe()
+                ),
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Client configuration files, relative to the home directory.
+const CLIENT_FILES: &[(&str, &str)] = &[
+    (
+        "Claude Desktop",
+        ".config/Claude/claude_desktop_config.json",
+    ),
+    (
+        "Claude Desktop",
+        "Library/Application Support/Claude/claude_desktop_config.json",
+    ),
+    ("Claude Code", ".claude.json"),
+    ("Claude Code", ".claude/settings.json"),
+    ("Cursor", ".cursor/mcp.json"),
+    ("VS Code", ".config/Code/User/mcp.json"),
+    ("VS Code", ".config/Code/User/settings.json"),
+    ("VS Code", "Library/Application Support/Code/User/mcp.json"),
+    ("Windsurf", ".codeium/windsurf/mcp_config.json"),
+];
+
+/// Each client configuration under HOME whose entries run zenmode: is the
+/// command there to run?
+fn check_clients(findings: &mut Findings) {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        findings.warn("HOME is not set: client configurations not checked");
+        return;
+    };
+    let mut found = 0;
+    for (client, relative) in CLIENT_FILES {
+        let path = home.join(relative);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let document: Value = match serde_json::from_str(&text) {
+            Ok(document) => document,
+            Err(error) => {
+                findings.problem(
+                    format!("{client}: {} is not valid JSON ({error})", path.display()),
+                    "correct the file; the client cannot read it either",
+                );
+                continue;
+            }
+        };
+        let mut entries = Vec::new();
+        zenmode_entries(&document, &mut entries);
+        for (name, command) in entries {
+            found += 1;
+            if command_exists(&command) {
+                findings.ok(format!(
+                    "{client}: {} runs zenmode as {name:?} ({command})",
+                    path.display()
+                ));
+            } else {
+                findings.problem(
+                    format!(
+                        "{client}: {} runs zenmode as {name:?} with {command:?}, which is not found",
+                        path.display()
+                    ),
+                    "give the full path of the zenmode binary as its command",
+                );
+            }
+        }
+    }
+    if found == 0 {
+        findings.warn(
+            "no client configuration under your home runs zenmode (see README: Connect a client)",
+        );
+    }
+}
+
+/// `(name, command)` of every server entry in `value` (at any depth, under
+/// `mcpServers` or VS Code's `servers`) whose command or arguments name zenmode.
+fn zenmode_entries(value: &Value, out: &mut Vec<(String, String)>) {
+    let Value::Object(map) = value else {
+        return;
+    };
+    for (key, child) in map {
+        if (key == "mcpServers" || key == "servers")
+            && let Value::Object(servers) = child
+        {
+            for (name, entry) in servers {
+                let command = entry
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let args = entry.get("args").map(Value::to_string).unwrap_or_default();
+                if command.contains("zenmode") || args.contains("zenmode") {
+                    out.push((name.clone(), command.to_owned()));
+                }
+            }
+        } else {
+            zenmode_entries(child, out);
+        }
+    }
+}
+
+/// Whether `command` names a file, or a program on PATH.
+fn command_exists(command: &str) -> bool {
+    let path = Path::new(command);
+    if path.components().count() > 1 {
+        return path.is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(command).is_file()))
 }

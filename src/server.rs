@@ -63,6 +63,8 @@ pub struct ZenServer {
     tools: Arc<Vec<Tool>>,
     /// What this session has switched on; a new connection gets a new one.
     session: Arc<Session>,
+    /// The activity log line of a call also carries its arguments.
+    log_arguments: bool,
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -92,7 +94,14 @@ impl ZenServer {
             strategy,
             tools: Arc::new(tools),
             session: Arc::new(Session::default()),
+            log_arguments: false,
         })
+    }
+
+    /// Every call's activity line also carries its arguments (`--log-arguments`).
+    pub fn with_log_arguments(mut self, log_arguments: bool) -> Self {
+        self.log_arguments = log_arguments;
+        self
     }
 
     /// The same server for another session: shared engine and strategy,
@@ -132,6 +141,63 @@ impl ZenServer {
     /// at start-up.
     pub fn tools_list_result(&self) -> ListToolsResult {
         ListToolsResult::with_all_items((*self.tools).clone())
+    }
+}
+
+/// The activity log: one INFO line per tool call (target
+/// `zenmode::activity`) with the tool, the mode and upstream server it ran,
+/// how long it took, how it ended and the size of its result; the
+/// arguments only when asked for (`--log-arguments`), since they may hold
+/// anything a user typed.
+fn log_activity(
+    tool: &str,
+    call: &CallContext,
+    took: std::time::Duration,
+    answer: &Result<CallToolResult, crate::surface::UnknownTool>,
+    arguments: Option<&str>,
+) {
+    let (mode, server) = call.activity.noted().unwrap_or_default();
+    let (outcome, bytes) = match answer {
+        Ok(result) => {
+            let mut counter = ByteCounter(0);
+            let _ = serde_json::to_writer(&mut counter, result);
+            let outcome = if result.is_error == Some(true) {
+                "error"
+            } else if call.cancel.is_cancelled() {
+                "cancelled"
+            } else {
+                "ok"
+            };
+            (outcome, counter.0)
+        }
+        Err(_) => ("unknown_tool", 0),
+    };
+    let ms = took.as_millis() as u64;
+    let server = server.as_deref().unwrap_or("-");
+    let mode = if mode.is_empty() { "-" } else { mode.as_str() };
+    match arguments {
+        None => tracing::info!(
+            target: "zenmode::activity",
+            tool, mode, server, ms, outcome, bytes, "tool call"
+        ),
+        Some(arguments) => tracing::info!(
+            target: "zenmode::activity",
+            tool, mode, server, ms, outcome, bytes, arguments, "tool call"
+        ),
+    }
+}
+
+/// Counts what is written, to size a result without keeping its bytes.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -222,7 +288,11 @@ impl ServerHandler for ZenServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let started = std::time::Instant::now();
         let arguments = request.arguments.unwrap_or_default();
+        let logged_arguments = self
+            .log_arguments
+            .then(|| Value::Object(arguments.clone()).to_string());
         let progress = context.meta.get_progress_token().map(|token| {
             Arc::new(PeerProgress {
                 peer: context.peer.clone(),
@@ -232,6 +302,7 @@ impl ServerHandler for ZenServer {
         let call = CallContext {
             cancel: context.ct.clone(),
             progress,
+            ..CallContext::default()
         };
         let may_change = list_may_change(&context);
         let changes_before = self.session.changes();
@@ -251,8 +322,16 @@ impl ServerHandler for ZenServer {
                 tracing::debug!(%error, "could not send tools/list_changed");
             }
         }
+        let answer = answer.map(to_call_result);
+        log_activity(
+            &request.name,
+            &call,
+            started.elapsed(),
+            &answer,
+            logged_arguments.as_deref(),
+        );
         match answer {
-            Ok(outcome) => Ok(to_call_result(outcome).into()),
+            Ok(result) => Ok(result.into()),
             Err(unknown) => {
                 let listed = tool_names(&self.strategy.tools(self.view(may_change)));
                 Err(ErrorData::invalid_params(

@@ -263,7 +263,7 @@ fn a_changed_tool_is_quarantined_until_approved() {
         listed.contains("quarantined: echo") && listed.contains("description changed"),
         "{listed}"
     );
-    let (code, approved, stderr) = setup.run(&["upstream", "approve", "flaky"]);
+    let (code, approved, stderr) = setup.run(&["upstream", "approve", "flaky", "--yes"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         approved.contains("approved 2 tools (1 new or changed"),

@@ -173,7 +173,7 @@ fn execute_runs_validates_and_explains() {
     );
     assert_eq!(unknown["error"], "unknown_mode");
     assert_eq!(unknown["closest"][0], "codereview");
-    assert_eq!(unknown["modes"].as_array().unwrap().len(), 18);
+    assert_eq!(unknown["mode_count"], 18);
 
     let invalid = structured(
         &client.tool(

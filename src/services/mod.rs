@@ -9,7 +9,11 @@ pub mod clink;
 pub mod gateway;
 mod process;
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
@@ -99,6 +103,29 @@ pub trait ProgressSink: Send + Sync {
 pub struct CallContext {
     pub cancel: CancellationToken,
     pub progress: Option<Arc<dyn ProgressSink>>,
+    /// What ran, noted by the engine for the server's activity log line.
+    pub activity: ActivityNote,
+}
+
+/// The mode a call ran and its upstream server, if any: the engine notes
+/// it, the server reads it back to log the call.
+#[derive(Clone, Default)]
+pub struct ActivityNote(Arc<Mutex<Option<RanMode>>>);
+
+/// A mode's name and its upstream server, if it has one.
+type RanMode = (String, Option<String>);
+
+impl ActivityNote {
+    pub fn note(&self, mode: &str, server: Option<&str>) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some((mode.to_owned(), server.map(str::to_owned)));
+        }
+    }
+
+    /// The mode and server noted, if the call reached a mode at all.
+    pub fn noted(&self) -> Option<RanMode> {
+        self.0.lock().ok().and_then(|slot| slot.clone())
+    }
 }
 
 impl CallContext {

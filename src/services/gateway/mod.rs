@@ -4,7 +4,8 @@
 //! - [`config`]: the `mcpServers` file and zenmode's per-server options;
 //! - [`store`]: cached catalogs and the pins of approved tool definitions;
 //! - [`upstream`]: one server's process (or HTTP session), started lazily;
-//! - [`reply_guard`]: a stdio server's replies held to its size limit.
+//! - [`reply_guard`]: a stdio server's replies held to its size limit;
+//! - [`state`]: each server's state file and stderr log, for `zenmode status`.
 //!
 //! Opening the gateway reads cached catalogs and spawns nothing; a server
 //! without a cached catalog is started once, in parallel with the others
@@ -15,6 +16,7 @@
 
 pub mod config;
 pub mod reply_guard;
+pub mod state;
 pub mod store;
 pub mod upstream;
 
@@ -27,7 +29,7 @@ pub use store::{GatewayDirs, ListedTool, Pins, Verdict};
 use upstream::Upstream;
 
 use crate::{
-    catalog::{Mode, upstream::upstream_mode_from_text},
+    catalog::{self, Mode, upstream::upstream_mode_from_text},
     services::CallContext,
 };
 
@@ -46,6 +48,17 @@ type FoundCatalog = Result<(Vec<ListedTool>, CatalogSource), String>;
 #[derive(Default)]
 pub struct Gateway {
     upstreams: BTreeMap<String, Arc<Upstream>>,
+    /// Mode names of quarantined tools -> what to tell a caller, so a call
+    /// to one is answered as quarantined rather than as an unknown mode.
+    quarantined: BTreeMap<String, String>,
+}
+
+/// What a call to a quarantined tool answers: why, and how to review and
+/// approve it.
+pub fn quarantine_message(server: &str, tool: &str, reason: &str) -> String {
+    format!(
+        "tool {tool:?} of server {server:?} is quarantined ({reason}); nothing was sent. Review the change with `zenmode upstream diff {server} {tool}` and approve it with `zenmode upstream approve {server}`."
+    )
 }
 
 /// How one server's catalog was obtained at start-up.
@@ -96,7 +109,9 @@ impl Gateway {
                 continue;
             }
             let pins = store::load_pins(dirs, &config.name);
-            let upstream = Arc::new(Upstream::new(config.clone(), dirs.clone(), pins.clone()));
+            let upstream = Arc::new(
+                Upstream::new(config.clone(), dirs.clone(), pins.clone()).recording_state(),
+            );
             gateway
                 .upstreams
                 .insert(config.name.clone(), upstream.clone());
@@ -186,6 +201,10 @@ impl Gateway {
                             "tool quarantined: {}",
                             verdict.reason()
                         );
+                        gateway.quarantined.insert(
+                            catalog::upstream::mode_name(&config.prefix, name),
+                            quarantine_message(&config.name, name, verdict.reason()),
+                        );
                         server_report
                             .quarantined
                             .push((name.to_owned(), verdict.reason()));
@@ -219,6 +238,11 @@ impl Gateway {
 
     pub fn is_empty(&self) -> bool {
         self.upstreams.is_empty()
+    }
+
+    /// Why the mode `name` is held back, if it is a quarantined upstream tool.
+    pub fn quarantined(&self, name: &str) -> Option<&str> {
+        self.quarantined.get(name).map(String::as_str)
     }
 
     /// Forwards a call to `tool` of `server`; the result is the upstream's, unchanged.

@@ -74,7 +74,7 @@ impl GatewayDirs {
 }
 
 /// A file name for a server name that may hold any character.
-fn file_stem(server: &str) -> String {
+pub(super) fn file_stem(server: &str) -> String {
     let safe: String = server
         .chars()
         .map(|c| {
@@ -321,7 +321,7 @@ pub fn tool_hash(tool: &Value) -> String {
 }
 
 /// The defining parts of a tool, keys sorted at every level.
-fn defining(tool: &Value) -> Value {
+pub fn defining(tool: &Value) -> Value {
     let mut parts = Map::new();
     for key in DEFINING_KEYS {
         parts.insert(
@@ -352,6 +352,33 @@ fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+/// Creates `dir` (and its parents) readable by the user alone.
+pub(super) fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Like [`write_atomically`], for a file only the user may read (0600 in
+/// a 0700 directory): state and logs can quote what a server printed.
+pub(super) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    create_private_dir(dir)?;
+    let temporary = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    io::Write::write_all(&mut options.open(&temporary)?, bytes)?;
+    std::fs::rename(&temporary, path)
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {

@@ -3,8 +3,10 @@
 //!
 //! A stdio upstream runs in its own process group, so stopping it also stops
 //! what it started (`npx` runs node under it). Its stderr goes to zenmode's
-//! log, prefixed with the server name and with the entry's secrets hidden; the
-//! last lines are kept to explain a crash.
+//! log, prefixed with the server name and with the entry's secrets hidden, and
+//! (for a serving zenmode) to its own log file; the last lines are kept to
+//! explain a crash. A serving zenmode also records each transition and the
+//! last call in the server's state file ([`super::state`]).
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -35,6 +37,7 @@ use super::{
     GatewayError,
     config::{Redactor, Transport, UpstreamConfig},
     reply_guard,
+    state::{StateFile, StderrLog},
     store::{self, GatewayDirs, Pins, Verdict},
 };
 use crate::services::{CallContext, ProgressSink};
@@ -233,6 +236,15 @@ pub struct Upstream {
     oversize_note: reply_guard::OversizeNote,
     /// Failures in a row (reset by a successful call).
     failures: Mutex<u32>,
+    /// Its state file and stderr log, for a serving zenmode (the one-shot
+    /// CLI commands leave the serving processes' view alone).
+    recorder: Option<Recorder>,
+}
+
+/// Where a serving zenmode records a server's state and stderr.
+struct Recorder {
+    state: Arc<StateFile>,
+    log: Arc<std::sync::OnceLock<Option<StderrLog>>>,
 }
 
 /// What a start learned, for the caller that wanted the catalog.
@@ -254,7 +266,38 @@ impl Upstream {
             routes: Arc::default(),
             oversize_note: Arc::default(),
             failures: Mutex::new(0),
+            recorder: None,
         }
+    }
+
+    /// Keeps the server's state file and stderr log in the state directory.
+    pub fn recording_state(mut self) -> Self {
+        self.recorder = Some(Recorder {
+            state: Arc::new(StateFile::new(self.dirs.clone(), &self.config.name)),
+            log: Arc::default(),
+        });
+        self
+    }
+
+    fn record(&self, change: impl FnOnce(&mut super::state::ServerState)) {
+        if let Some(recorder) = &self.recorder {
+            recorder.state.update(change);
+        }
+    }
+
+    fn record_failure(&self, message: &str) {
+        let tail: Vec<String> = self
+            .stderr_tail
+            .lock()
+            .map(|tail| tail.iter().cloned().collect())
+            .unwrap_or_default();
+        let message = self.redactor.redact(message);
+        self.record(|state| {
+            state.state = "failed".into();
+            state.pid = None;
+            state.last_error = Some(message);
+            state.stderr_tail = tail;
+        });
     }
 
     pub fn name(&self) -> &str {
@@ -283,6 +326,30 @@ impl Upstream {
     /// Forwards one `tools/call` and returns the upstream's result as JSON,
     /// unchanged (content blocks, `structuredContent`, `isError`).
     pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        call: &CallContext,
+    ) -> Result<Value, GatewayError> {
+        let started = Instant::now();
+        let outcome = self.call_started(tool, arguments, call).await;
+        let result = match &outcome {
+            Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => "error",
+            Ok(_) => "ok",
+            Err(error) => error.kind,
+        };
+        self.record(|state| {
+            state.last_call = Some(super::state::LastCall {
+                tool: tool.to_owned(),
+                at_ms: super::state::now_ms(),
+                duration_ms: started.elapsed().as_millis() as u64,
+                outcome: result.to_owned(),
+            });
+        });
+        outcome
+    }
+
+    async fn call_started(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
@@ -322,12 +389,7 @@ impl Upstream {
         }
         Err(self.error(
             "quarantined",
-            format!(
-                "tool {tool:?} of server {:?} is quarantined ({}); nothing was sent. Review it with `zenmode upstream list` and approve it with `zenmode upstream approve {}`.",
-                self.name(),
-                verdict.reason(),
-                self.name()
-            ),
+            super::quarantine_message(self.name(), tool, verdict.reason()),
         ))
     }
 
@@ -422,11 +484,22 @@ impl Upstream {
                 ));
             }
         }
+        self.record(|state| {
+            state.state = "starting".into();
+            state.pid = None;
+        });
         match tokio::time::timeout(self.config.timeout.min(MAX_START), self.start()).await {
             Ok(Ok(connection)) => {
                 let connection = Arc::new(connection);
                 *slot = Slot::Running(connection.clone());
                 drop(slot);
+                self.record(|state| {
+                    state.state = "running".into();
+                    state.pid = connection.group;
+                    state.tools = Some(connection.live.len());
+                    state.last_error = None;
+                    state.stderr_tail.clear();
+                });
                 self.watch_idle(&connection);
                 Ok(connection)
             }
@@ -446,6 +519,7 @@ impl Upstream {
                     failures,
                     message: message.clone(),
                 };
+                self.record_failure(&message);
                 Err(self.error("upstream_unavailable", message))
             }
         }
@@ -466,6 +540,7 @@ impl Upstream {
                 failures,
                 message: message.to_owned(),
             };
+            self.record_failure(message);
         }
     }
 
@@ -627,6 +702,17 @@ impl Upstream {
         let tail = self.stderr_tail.clone();
         let redactor = self.redactor.clone();
         let server = self.name().to_owned();
+        let log = self.recorder.as_ref().map(|recorder| {
+            let dirs = self.dirs.clone();
+            let name = server.clone();
+            recorder.log.get_or_init(|| StderrLog::open(&dirs, &name));
+            recorder.log.clone()
+        });
+        let sink = move |line: &str| {
+            if let Some(Some(log)) = log.as_ref().and_then(|log| log.get()) {
+                log.line(line);
+            }
+        };
         tokio::spawn(async move {
             let mut reader = BufReader::new(stderr);
             let mut line = BoundedLine::default();
@@ -646,11 +732,11 @@ impl Upstream {
                 };
                 reader.consume(consumed);
                 if ended {
-                    log_stderr_line(&server, &redactor, &tail, line.take());
+                    sink(&log_stderr_line(&server, &redactor, &tail, line.take()));
                 }
             }
             if !line.is_empty() {
-                log_stderr_line(&server, &redactor, &tail, line.take());
+                sink(&log_stderr_line(&server, &redactor, &tail, line.take()));
             }
         });
     }
@@ -673,6 +759,7 @@ impl Upstream {
         };
         let watched = Arc::downgrade(connection);
         let server = self.name().to_owned();
+        let state = self.recorder.as_ref().map(|r| r.state.clone());
         let check_every =
             (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
         tokio::spawn(async move {
@@ -689,6 +776,12 @@ impl Upstream {
                 {
                     tracing::info!(server, "stopping idle upstream");
                     connection.stop().await;
+                    if let Some(state) = &state {
+                        state.update(|state| {
+                            state.state = "idle".into();
+                            state.pid = None;
+                        });
+                    }
                     return;
                 }
             }
@@ -700,6 +793,10 @@ impl Upstream {
         let mut slot = self.slot.lock().await;
         if let Slot::Running(connection) = std::mem::replace(&mut *slot, Slot::Stopped) {
             connection.stop().await;
+            self.record(|state| {
+                state.state = "stopped".into();
+                state.pid = None;
+            });
         }
     }
 
@@ -849,12 +946,14 @@ impl BoundedLine {
     }
 }
 
+/// Logs one stderr line and keeps it in the tail; returns it as logged
+/// (secrets hidden, cut to [`STDERR_LINE_CHARS`]) for the log file.
 fn log_stderr_line(
     server: &str,
     redactor: &Redactor,
     tail: &Mutex<VecDeque<String>>,
     line: String,
-) {
+) -> String {
     let line: String = redactor
         .redact(&line)
         .chars()
@@ -865,7 +964,8 @@ fn log_stderr_line(
     if tail.len() == STDERR_TAIL_LINES {
         tail.pop_front();
     }
-    tail.push_back(line);
+    tail.push_back(line.clone());
+    line
 }
 
 /// The wait before the next start after `failures` failures in a row: none

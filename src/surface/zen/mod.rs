@@ -134,18 +134,33 @@ impl Strategy for Zen {
     }
 }
 
-/// The reply for a mode name nobody defined: the nearest names and the full list.
-pub fn unknown_mode(catalog: &Catalog, unknown: UnknownMode) -> Outcome {
-    let UnknownMode { name, closest } = unknown;
+/// The reply for a mode name that cannot run: a quarantined upstream tool
+/// says so; an unknown name gets a few close names and the catalog's size,
+/// never the whole list (behind a thousand upstream tools that list alone
+/// would cost a model more than ten thousand tokens).
+pub fn unknown_mode(unknown: UnknownMode) -> Outcome {
+    let UnknownMode {
+        name,
+        closest,
+        mode_count,
+        quarantined,
+    } = unknown;
+    if let Some(message) = quarantined {
+        return Outcome::error(json!({
+            "error": "quarantined",
+            "message": message,
+            "mode": name,
+        }));
+    }
     let hint = match closest.first() {
         Some(best) => format!(" Did you mean {best:?}?"),
         None => String::new(),
     };
     Outcome::error(json!({
         "error": "unknown_mode",
-        "message": format!("There is no mode named {name:?}.{hint} Call {SELECT_MODE} with your task to find the right one."),
+        "message": format!("There is no mode named {name:?} among the {mode_count} modes.{hint} Call {SELECT_MODE} with your task to find the right one."),
         "closest": closest,
-        "modes": catalog.names().collect::<Vec<_>>(),
+        "mode_count": mode_count,
     }))
 }
 

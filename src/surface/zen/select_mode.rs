@@ -49,7 +49,7 @@ pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
     match (task, args.mode.as_deref()) {
         (_, Some(name)) => match engine.mode(name) {
             Ok(mode) => Outcome::ok(describe_mode(mode)),
-            Err(unknown) => unknown_mode(engine.catalog(), unknown),
+            Err(unknown) => unknown_mode(unknown),
         },
         (Some(task), None) => {
             let top_k = args.top_k.unwrap_or(DEFAULT_TOP_K);

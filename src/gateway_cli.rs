@@ -1,7 +1,8 @@
 //! `zenmode upstream ...`: the servers zenmode fronts, managed like
 //! `claude mcp add` manages Claude Code's. Edits keep the rest of the file
 //! (other entries, other clients' keys) as it was, and a file that would not
-//! load is never written.
+//! load is never written; nor is a server that fails to start (unless
+//! `--keep`), nor one that runs zenmode itself. The file is private (0600).
 
 use std::{
     path::{Path, PathBuf},

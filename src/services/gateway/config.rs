@@ -534,8 +534,7 @@ pub fn runs_zenmode(config: &UpstreamConfig) -> Option<String> {
         .iter()
         .position(|word| names_zenmode(word, false) || is_zenmode_package(word))?;
     words[at + 1..]
-        .iter()
-        .any(|word| *word == "serve")
+        .contains(&"serve")
         .then(|| format!("{command:?} runs {:?} serve", words[at]))
 }
 

@@ -108,6 +108,18 @@ fn problem1_self_import_skips_every_entry_that_runs_zenmode_and_spawns_none() {
     }
     assert!(!marker.exists(), "no zenmode was spawned: {output}");
 
+    // `add` refuses it too, and writes nothing.
+    let before = std::fs::read(home_upstreams(home.path())).unwrap();
+    let (code, output) = run(at_home(
+        home.path(),
+        &[
+            "upstream", "add", "me", "--", "npx", "-y", "zenmode", "serve",
+        ],
+    ));
+    assert_ne!(code, 0, "{output}");
+    assert!(output.contains("runs zenmode itself"), "{output}");
+    assert_eq!(std::fs::read(home_upstreams(home.path())).unwrap(), before);
+
     // A hand-written entry that runs zenmode is skipped by serve too.
     let setup = Setup::new(json!({
         "me": {"command": binary(), "args": ["serve"]},

@@ -55,9 +55,19 @@ fn supervise(args: &[OsString]) -> ExitCode {
         eprintln!("{SUBCOMMAND} is zenmode's own: {SUBCOMMAND} PID -- CMD ARGS...");
         return ExitCode::from(2);
     }
-    // SAFETY: getppid has no preconditions.
+    // SAFETY: getppid, setpgid, getpgrp and getpid have no preconditions.
     if unsafe { libc::getppid() } != parent {
         return ExitCode::from(1);
+    }
+    // The guard kills its group, so it must lead its own: zenmode starts it
+    // so, and anyone else who runs it gets a new group, never their own
+    // killed.
+    unsafe {
+        libc::setpgid(0, 0);
+        if libc::getpgrp() != libc::getpid() {
+            eprintln!("{SUBCOMMAND}: cannot lead a process group of its own");
+            return ExitCode::from(2);
+        }
     }
     let mut child = match std::process::Command::new(program).args(&args[3..]).spawn() {
         Ok(child) => child,
@@ -67,10 +77,19 @@ fn supervise(args: &[OsString]) -> ExitCode {
         }
     };
     release_stdio();
-    let parent_gone = || {
+    let parent_gone = move || {
         // SAFETY: getppid has no preconditions.
         unsafe { libc::getppid() != parent }
     };
+    // The server's exit is seen at once by a thread that waits for it;
+    // zenmode's end, by checking the parent every CHECK_EVERY.
+    std::thread::spawn(move || {
+        let code = match child.wait() {
+            Ok(status) => server_exited(status, parent_gone()),
+            Err(_) => 1,
+        };
+        std::process::exit(code);
+    });
     loop {
         if parent_gone() {
             // zenmode is gone: the group (this guard included) goes too.
@@ -78,11 +97,6 @@ fn supervise(args: &[OsString]) -> ExitCode {
             unsafe {
                 libc::killpg(0, libc::SIGKILL);
             }
-        }
-        match child.try_wait() {
-            Ok(Some(status)) => return server_exited(status, parent_gone()),
-            Ok(None) => {}
-            Err(_) => return ExitCode::from(1),
         }
         std::thread::sleep(CHECK_EVERY);
     }
@@ -92,7 +106,7 @@ fn supervise(args: &[OsString]) -> ExitCode {
 /// (SIGKILL when zenmode is gone as well, else SIGTERM, which the guard
 /// ignores so it can report the exit), and the guard exits as it did.
 #[cfg(unix)]
-fn server_exited(status: std::process::ExitStatus, parent_gone: bool) -> ExitCode {
+fn server_exited(status: std::process::ExitStatus, parent_gone: bool) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     // SAFETY: signal and killpg have no memory effects; SIG_IGN is a valid
     // disposition.
@@ -103,11 +117,10 @@ fn server_exited(status: std::process::ExitStatus, parent_gone: bool) -> ExitCod
         libc::signal(libc::SIGTERM, libc::SIG_IGN);
         libc::killpg(0, libc::SIGTERM);
     }
-    let code = status
+    status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1);
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+        .unwrap_or(1)
 }
 
 /// Points the guard's stdin, stdout and stderr at /dev/null, so only the

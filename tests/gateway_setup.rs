@@ -284,13 +284,16 @@ fn problem7_upstreams_file_is_private_and_add_works_on_a_fresh_home() {
 fn problem7_placeholders_are_expanded_from_the_environment_and_stay_secret() {
     let setup = Setup::new(json!({
         "flaky": {"command": "python3", "args": [fault_server(), "--hostile"],
-                  "env": {"TOKEN": "${ZT_SETUP_TOKEN}", "LITERAL": "$${NOT_EXPANDED}"}},
+                  "env": {"TOKEN": "${ZT_SETUP_TOKEN}", "LITERAL": "$${NOT_EXPANDED}",
+                          "WORD": "${ZT_SETUP_WORD}"}},
         "broken": {"command": "python3", "args": [fault_server()],
                    "env": {"TOKEN": "${ZT_SETUP_UNSET}"}},
     }));
     let mut command = setup.command(&["serve"]);
     command
         .env("ZT_SETUP_TOKEN", "expanded-secret-4711")
+        // Too short to count as a secret, so the server's echo shows it.
+        .env("ZT_SETUP_WORD", "hey")
         .env_remove("ZT_SETUP_UNSET")
         .stderr(std::fs::File::create(setup.log()).unwrap());
     let mut client = common::Client::spawn_keeping_stderr(command);
@@ -302,6 +305,11 @@ fn problem7_placeholders_are_expanded_from_the_environment_and_stay_secret() {
         "the expanded value is set and hidden: {text}"
     );
     assert!(!text.contains("${"), "{text}");
+    let reply = execute(&mut client, "flaky__env_error", json!({"name": "WORD"}));
+    assert!(
+        text_of(&reply).contains("key hey was"),
+        "the server got the filled value: {reply}"
+    );
     // `$${NOT_EXPANDED}` is a literal, so its unset variable did not stop
     // the server (the value itself is hidden like any env value).
     drop(client);

@@ -99,7 +99,9 @@ pub fn discover(cwd: &Path, problems: &mut Vec<String>) -> Vec<Found> {
         let document = std::fs::read_to_string(&path)
             .map_err(|e| e.to_string())
             .and_then(|text| {
-                // VS Code's settings allow comments and trailing commas.
+                // A settings.json with comments (which VS Code allows) is
+                // not JSON to serde_json: reported and skipped, like any
+                // unreadable file.
                 serde_json::from_str::<Value>(&text).map_err(|e| format!("not JSON: {e}"))
             });
         match document {

@@ -1,7 +1,8 @@
 //! `zenmode upstream ...`: the servers zenmode fronts, managed like
 //! `claude mcp add` manages Claude Code's. Edits keep the rest of the file
 //! (other entries, other clients' keys) as it was, and a file that would not
-//! load is never written.
+//! load is never written; nor is a server that fails to start (unless
+//! `--keep`), nor one that runs zenmode itself. The file is private (0600).
 
 use std::{
     path::{Path, PathBuf},
@@ -13,6 +14,7 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use serde_json::{Map, Value, json};
 
+use crate::gateway_import;
 use crate::services::gateway::{
     Pins, Verdict,
     config::{self, UpstreamConfig},
@@ -50,6 +52,9 @@ pub enum UpstreamCommand {
         /// Write the entry without starting the server
         #[arg(long)]
         no_fetch: bool,
+        /// Write the entry, disabled, even when the server fails to start
+        #[arg(long)]
+        keep: bool,
         /// The command and its arguments, after `--`
         #[arg(last = true, value_name = "CMD ARGS")]
         command: Vec<String>,
@@ -85,15 +90,22 @@ pub enum UpstreamCommand {
         #[arg(long, default_value_t = 50)]
         lines: usize,
     },
-    /// Add the servers of another client's configuration file (Claude Desktop, Claude Code, Cursor)
+    /// Add the servers of other clients (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf): from FILE, or from the usual files, shown first
     Import {
-        file: PathBuf,
+        /// One client's file; without it the usual files are found and shown
+        file: Option<PathBuf>,
         /// Replace entries whose names already exist
         #[arg(long)]
         replace: bool,
         /// Write the entries without starting the servers
         #[arg(long)]
         no_fetch: bool,
+        /// Write entries whose server fails to start too, disabled
+        #[arg(long)]
+        keep: bool,
+        /// Import what the usual files hold without asking
+        #[arg(long, visible_alias = "all")]
+        yes: bool,
     },
 }
 
@@ -136,16 +148,22 @@ pub fn run(
             prefix,
             replace,
             no_fetch,
+            keep,
             command,
         } => {
             let entry = new_entry(url, &headers, &env, prefix, &command)?;
+            if let Some(why) = runs_zenmode(&name, &entry)? {
+                bail!("{}", config::self_skip_message(&name, &why));
+            }
             let mut added = Map::new();
             added.insert(name, entry);
-            let names = write_entries(&file, added, replace)?;
-            if !no_fetch {
-                runtime.block_on(approve_all(&file, &dirs, &names, wait))?;
-            }
-            Ok(ExitCode::SUCCESS)
+            let how = Adding {
+                replace,
+                fetch: !no_fetch,
+                keep,
+                wait,
+            };
+            runtime.block_on(add_entries(&file, &dirs, added, &how))
         }
         UpstreamCommand::Remove { name } => {
             let mut document = read_document(&file)?;
@@ -228,21 +246,51 @@ pub fn run(
             file: source,
             replace,
             no_fetch,
+            keep,
+            yes,
         } => {
-            let imported = read_document(&source)?;
-            let servers = imported
-                .get("mcpServers")
-                .and_then(Value::as_object)
-                .cloned()
-                .with_context(|| format!("{}: has no \"mcpServers\" object", source.display()))?;
-            if servers.is_empty() {
-                bail!("{}: \"mcpServers\" is empty", source.display());
+            let how = Adding {
+                replace,
+                fetch: !no_fetch,
+                keep,
+                wait,
+            };
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let found = match source {
+                Some(source) => {
+                    let document = read_document(&source)?;
+                    let servers =
+                        gateway_import::servers_in(&document, &cwd).with_context(|| {
+                            format!(
+                                "{}: has no \"mcpServers\" (or VS Code \"servers\") object",
+                                source.display()
+                            )
+                        })?;
+                    vec![gateway_import::Found {
+                        label: "given file".into(),
+                        path: source,
+                        servers,
+                    }]
+                }
+                None => {
+                    let mut problems = Vec::new();
+                    let found = gateway_import::discover(&cwd, &mut problems);
+                    for problem in problems {
+                        eprintln!("warning: skipping {problem}");
+                    }
+                    found
+                }
+            };
+            let discovered = !matches!(found.first(), Some(f) if f.label == "given file");
+            let entries = choose_imports(&file, found, replace)?;
+            if entries.is_empty() {
+                println!("nothing to import");
+                return Ok(ExitCode::SUCCESS);
             }
-            let names = write_entries(&file, servers, replace)?;
-            if !no_fetch {
-                runtime.block_on(approve_all(&file, &dirs, &names, wait))?;
+            if discovered && !yes && !confirmed(entries.len())? {
+                return Ok(ExitCode::SUCCESS);
             }
-            Ok(ExitCode::SUCCESS)
+            runtime.block_on(add_entries(&file, &dirs, entries, &how))
         }
     }
 }
@@ -318,37 +366,184 @@ fn servers_mut<'a>(
         .with_context(|| format!("{}: \"mcpServers\" is not an object", file.display()))
 }
 
-/// Adds `entries` to the file (created when missing); returns their names.
-fn write_entries(
-    file: &Path,
-    entries: Map<String, Value>,
+/// How `add` and `import` add entries.
+struct Adding {
     replace: bool,
-) -> anyhow::Result<Vec<String>> {
+    /// Start each server first; one that fails is not written (see `keep`).
+    fetch: bool,
+    /// Write a server that fails to start, disabled.
+    keep: bool,
+    wait: Duration,
+}
+
+/// Adds `entries` to the file (created when missing). With `fetch`, each
+/// server is started first and its tools approved; one that fails is left
+/// out (or, with `keep`, written disabled) and the exit code says so. The
+/// file is checked as a whole before any server starts.
+async fn add_entries(
+    file: &Path,
+    dirs: &GatewayDirs,
+    entries: Map<String, Value>,
+    how: &Adding,
+) -> anyhow::Result<ExitCode> {
     let mut document = if file.exists() {
         read_document(file)?
     } else {
         json!({"mcpServers": {}})
     };
-    let servers = servers_mut(&mut document, file)?;
-    let mut names = Vec::new();
-    for (name, entry) in entries {
-        if servers.contains_key(&name) && !replace {
+    let mut candidate = document.clone();
+    let servers = servers_mut(&mut candidate, file)?;
+    for (name, entry) in &entries {
+        if servers.contains_key(name) && !how.replace {
             bail!(
                 "{}: a server named {name:?} exists already; pass --replace to overwrite it",
                 file.display()
             );
         }
+        servers.insert(name.clone(), entry.clone());
+    }
+    let checked = config::parse(&candidate)
+        .map_err(|problem| anyhow::anyhow!("{}: {problem}; nothing was written", file.display()))?;
+    let mut approved = Vec::new();
+    let mut failed = Vec::new();
+    for config in checked.servers.iter().filter(|c| how.fetch && c.enabled) {
+        if entries.contains_key(&config.name) {
+            match fetch(config, dirs, how.wait).await {
+                Ok(tools) => approved.push((config.name.clone(), tools)),
+                Err(problem) => failed.push((config.name.clone(), problem)),
+            }
+        }
+    }
+    let is_failed = |name: &str| failed.iter().any(|(n, _)| n == name);
+    let servers = servers_mut(&mut document, file)?;
+    let mut written = Vec::new();
+    for (name, mut entry) in entries {
+        if is_failed(&name) {
+            if !how.keep {
+                continue;
+            }
+            if let Some(fields) = entry.as_object_mut() {
+                fields.shift_remove("disabled");
+                fields.insert("enabled".into(), json!(false));
+            }
+        }
         servers.insert(name.clone(), entry);
-        names.push(name);
+        written.push(name);
     }
-    write_document(file, &document)?;
-    for name in &names {
-        println!("added {name:?} to {}", file.display());
+    if !written.is_empty() {
+        write_document(file, &document)?;
     }
-    Ok(names)
+    for name in &written {
+        let note = if is_failed(name) {
+            " (disabled, since its server did not start: set \"enabled\": true once it does)"
+        } else {
+            ""
+        };
+        println!("added {name:?} to {}{note}", file.display());
+    }
+    for (name, tools) in &approved {
+        save_approval(dirs, name, tools)?;
+    }
+    if failed.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (name, problem) in &failed {
+        eprintln!("{name}: {problem}");
+    }
+    if how.keep {
+        eprintln!("the servers above did not start; their entries are written disabled");
+    } else {
+        eprintln!(
+            "the servers above did not start, so nothing was written for them; fix them and add again, or pass --keep to write them disabled"
+        );
+    }
+    Ok(ExitCode::FAILURE)
+}
+
+/// Why the entry `upstream add` would write runs zenmode itself, if it does.
+fn runs_zenmode(name: &str, entry: &Value) -> anyhow::Result<Option<String>> {
+    let config = config::parse_one(name, entry).map_err(|problem| anyhow::anyhow!(problem))?;
+    Ok(config::runs_zenmode(&config))
+}
+
+/// Shows, source by source, what importing would do, and returns the
+/// entries to import: none that runs zenmode, does not load, or would
+/// replace an entry without `replace`; the first of two of a name.
+fn choose_imports(
+    file: &Path,
+    found: Vec<gateway_import::Found>,
+    replace: bool,
+) -> anyhow::Result<Map<String, Value>> {
+    let existing = if file.exists() {
+        read_document(file)?
+            .get("mcpServers")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    } else {
+        Map::new()
+    };
+    if found.is_empty() {
+        println!("no client configuration with MCP servers found; looked at:");
+        let cwd = std::env::current_dir().unwrap_or_default();
+        for (label, path) in gateway_import::usual_files(&cwd) {
+            println!("  {label}: {}", path.display());
+        }
+    }
+    let mut chosen = Map::new();
+    for source in found {
+        println!("{} ({}):", source.label, source.path.display());
+        for (name, entry) in source.servers {
+            let verdict = match config::parse_one(&name, &entry) {
+                Err(problem) => format!("skipped: {problem}"),
+                Ok(checked) => match config::runs_zenmode(&checked) {
+                    Some(why) => config::self_skip_message(&name, &why),
+                    None if chosen.get(&name) == Some(&entry) => "the same as above".into(),
+                    None if chosen.contains_key(&name) => {
+                        "skipped: an entry above has this name; import this file alone with --replace to take this one".into()
+                    }
+                    None if existing.get(&name) == Some(&entry) => "already in the upstreams file".into(),
+                    None if existing.contains_key(&name) && !replace => format!(
+                        "skipped: {} has a server of this name; --replace overwrites it",
+                        file.display()
+                    ),
+                    None => {
+                        let target = checked.describe();
+                        chosen.insert(name.clone(), entry);
+                        format!("to import: {target}")
+                    }
+                },
+            };
+            println!("  {name}: {verdict}");
+        }
+    }
+    Ok(chosen)
+}
+
+/// Asks on a terminal whether to import `count` servers; elsewhere says
+/// what to run and answers no (never waits on a stdin that is not a person).
+fn confirmed(count: usize) -> anyhow::Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        println!(
+            "nothing written; run `zenmode upstream import --yes` to import these {count} servers"
+        );
+        return Ok(false);
+    }
+    eprint!("import these {count} servers? [y/N] ");
+    std::io::stderr().flush().ok();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    let yes = matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+    if !yes {
+        println!("nothing written");
+    }
+    Ok(yes)
 }
 
 /// Writes the file only if it loads, so a bad edit never breaks start-up.
+/// It can hold secrets: the file is 0600 (also when it was not) in a
+/// directory created 0700.
 fn write_document(file: &Path, document: &Value) -> anyhow::Result<()> {
     let checked = config::parse(document)
         .map_err(|problem| anyhow::anyhow!("{}: {problem}", file.display()))?;
@@ -356,12 +551,36 @@ fn write_document(file: &Path, document: &Value) -> anyhow::Result<()> {
         eprintln!("warning: {warning}");
     }
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let temporary = file.with_extension("json.tmp");
-    std::fs::write(&temporary, serde_json::to_string_pretty(document)? + "\n")
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
+    write_private(
+        &temporary,
+        (serde_json::to_string_pretty(document)? + "\n").as_bytes(),
+    )
+    .with_context(|| format!("cannot write {}", temporary.display()))?;
     std::fs::rename(&temporary, file).with_context(|| format!("cannot write {}", file.display()))
+}
+
+/// Writes `bytes` to a file only its owner can read.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut out = options.open(path)?;
+    // A file left from before keeps its mode on open: set it.
+    #[cfg(unix)]
+    out.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    out.write_all(bytes)?;
+    out.sync_all()
 }
 
 /// The configured servers, or the one named (an error names the known ones).
@@ -403,33 +622,6 @@ async fn fetch(
     };
     upstream.stop().await;
     tools
-}
-
-/// Fetches each named server's tools and pins them as approved.
-async fn approve_all(
-    file: &Path,
-    dirs: &GatewayDirs,
-    names: &[String],
-    wait: Duration,
-) -> anyhow::Result<()> {
-    let configs = config::load(file)?.servers;
-    let mut failures = Vec::new();
-    for name in names {
-        let Some(config) = configs.iter().find(|c| &c.name == name) else {
-            continue;
-        };
-        match fetch(config, dirs, wait).await {
-            Ok(tools) => save_approval(dirs, name, &tools)?,
-            Err(problem) => failures.push(format!("{name}: {problem}")),
-        }
-    }
-    if !failures.is_empty() {
-        bail!(
-            "could not fetch tools to approve; the entries are written, run `zenmode upstream approve NAME` once the server starts:\n  {}",
-            failures.join("\n  ")
-        );
-    }
-    Ok(())
 }
 
 /// Pins `tools` as the approved definitions of `name`.

@@ -43,6 +43,7 @@ pub mod eval;
 pub mod executor;
 pub mod files;
 pub mod gateway_cli;
+pub mod gateway_import;
 pub mod http;
 pub mod listener;
 pub mod logging;

@@ -37,7 +37,10 @@ const QUEUE_LINES: usize = 1024;
 /// Longest wait at exit for queued lines to reach stderr.
 pub const FLUSH_WAIT: Duration = Duration::from_millis(250);
 
-const DEFAULT_FILTER: &str = "zenmode=info,rmcp=warn";
+/// rmcp's transport worker is off: when a remote upstream fails it logs the
+/// failure as a Rust structure, and the gateway already reports it in words
+/// (see `services::gateway::http_errors`).
+const DEFAULT_FILTER: &str = "zenmode=info,rmcp=warn,rmcp::transport::worker=off";
 
 enum Message {
     Line(Vec<u8>),
@@ -187,7 +190,7 @@ pub fn flush(wait: Duration) {
 }
 
 /// Sets up `tracing` to log to stderr through the queue. `RUST_LOG` sets
-/// the filter (default `zenmode=info,rmcp=warn`).
+/// the filter (default [`DEFAULT_FILTER`]).
 pub fn init() -> Guard {
     QUEUE.get_or_init(Queue::start);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -13,7 +13,12 @@
 //!
 //! Values in `env` and `headers`, and credentials inside `url`, are treated
 //! as secrets: hashed into the cache key but never printed (see
-//! [`crate::redact`] for exactly which values are hidden).
+//! [`crate::redact`] for exactly which values are hidden). They may be
+//! `${VAR}` placeholders, filled from zenmode's environment when the server
+//! starts ([`UpstreamConfig::expanded`]), so the file need not hold a secret.
+//!
+//! An entry that would run zenmode itself ([`runs_zenmode`]) is skipped with
+//! a warning: a gateway fronting itself spawns itself without end.
 
 use std::{
     collections::BTreeMap,
@@ -169,6 +174,44 @@ impl UpstreamConfig {
         hex(&hasher.finalize())
     }
 
+    /// The entry with its `${VAR}` placeholders (in `env`, `headers` and
+    /// `url`) filled from zenmode's environment; an unset variable is an
+    /// error for this entry alone, naming the variable, never a value.
+    pub fn expanded(&self) -> Result<UpstreamConfig, String> {
+        let lookup = |name: &str| std::env::var(name).ok();
+        let fill = |what: String, text: &str| {
+            expand_placeholders(text, &lookup).map_err(|UnsetVariable(variable)| {
+                format!(
+                    "{what} uses ${{{variable}}}, but {variable} is not set in zenmode's environment; set it where zenmode is started, or write the value in the entry"
+                )
+            })
+        };
+        let fill_map = |kind: &str, map: &BTreeMap<String, String>| {
+            map.iter()
+                .map(|(key, value)| Ok((key.clone(), fill(format!("{kind} {key:?}"), value)?)))
+                .collect::<Result<BTreeMap<_, _>, String>>()
+        };
+        let mut config = self.clone();
+        match &mut config.transport {
+            Transport::Stdio { env, .. } => *env = fill_map("env", env)?,
+            Transport::Http { url, headers } => {
+                *url = fill("\"url\"".to_owned(), url)?;
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err("\"url\" must start with http:// or https:// once its placeholders are filled".into());
+                }
+                *headers = fill_map("header", headers)?;
+                for (key, value) in headers.iter() {
+                    if http::HeaderValue::from_str(value).is_err() {
+                        return Err(format!(
+                            "header {key:?} is not a valid HTTP header value once its placeholders are filled"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(config)
+    }
+
     /// Whether the allow and deny lists let `tool` through.
     pub fn allows(&self, tool: &str) -> bool {
         let listed = |patterns: &[String]| patterns.iter().any(|p| glob_match(p, tool));
@@ -287,6 +330,10 @@ pub fn parse(value: &Value) -> Result<UpstreamsFile, String> {
     for (name, entry) in servers {
         let (config, warnings) =
             parse_entry(name, entry).map_err(|problem| format!("server {name:?}: {problem}"))?;
+        if let Some(why) = runs_zenmode(&config) {
+            file.warnings.push(self_skip_message(name, &why));
+            continue;
+        }
         file.warnings.extend(
             warnings
                 .into_iter()
@@ -303,6 +350,13 @@ pub fn parse(value: &Value) -> Result<UpstreamsFile, String> {
         file.servers.push(config);
     }
     Ok(file)
+}
+
+/// Checks one entry alone (its warnings dropped); the error names the entry.
+pub fn parse_one(name: &str, entry: &Value) -> Result<UpstreamConfig, String> {
+    parse_entry(name, entry)
+        .map(|(config, _)| config)
+        .map_err(|problem| format!("server {name:?}: {problem}"))
 }
 
 fn parse_entry(name: &str, entry: &Value) -> Result<(UpstreamConfig, Vec<String>), String> {
@@ -434,7 +488,7 @@ fn http(entry: &Map<String, Value>) -> Result<Transport, String> {
         .get("url")
         .ok_or("an http server needs \"url\"")
         .and_then(|v| string(v, "url").map_err(|_| "\"url\" must be a string"))?;
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
+    if !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with("${")) {
         return Err(format!(
             "\"url\" {url:?} must start with http:// or https://"
         ));
@@ -448,6 +502,108 @@ fn http(entry: &Map<String, Value>) -> Result<Transport, String> {
         }
     }
     Ok(Transport::Http { url, headers })
+}
+
+/// The line that says an entry was left out because it runs zenmode.
+pub fn self_skip_message(name: &str, why: &str) -> String {
+    format!("server {name:?} skipped: it runs zenmode itself ({why}); zenmode never fronts itself")
+}
+
+/// Why an entry runs zenmode itself, if it does. The rule, in order:
+///
+/// 1. its `command` is zenmode: a file named `zenmode` (or `zenmode.exe`)
+///    anywhere, or the very binary running now (same canonical path, found
+///    on `PATH` when the command has no directory);
+/// 2. it reaches zenmode through a wrapper (`npx`, `sh -c`, `env`,
+///    `cargo run`, ...): one word of its arguments (arguments are split at
+///    white space, so a `sh -c` script counts) names zenmode as in 1, or is
+///    an npm package spec `zenmode` / `zenmode@VERSION`, and a later word
+///    is `serve`.
+///
+/// Anything else (a server whose *name* mentions zenmode, a script that
+/// calls `zenmode upstream list`) is not zenmode serving.
+pub fn runs_zenmode(config: &UpstreamConfig) -> Option<String> {
+    let Transport::Stdio { command, args, .. } = &config.transport else {
+        return None;
+    };
+    if names_zenmode(command, true) {
+        return Some(format!("its command is {command:?}"));
+    }
+    let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+    let at = words
+        .iter()
+        .position(|word| names_zenmode(word, false) || is_zenmode_package(word))?;
+    words[at + 1..]
+        .contains(&"serve")
+        .then(|| format!("{command:?} runs {:?} serve", words[at]))
+}
+
+/// `word` is a path or program name that is zenmode; a bare name is looked
+/// up on `PATH` only when `search_path` (for the command, not every word).
+fn names_zenmode(word: &str, search_path: bool) -> bool {
+    let word = word.trim_matches(|c| c == '"' || c == '\'' || c == ';');
+    let file = Path::new(word)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if file == "zenmode" || file.eq_ignore_ascii_case("zenmode.exe") {
+        return true;
+    }
+    let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return false;
+    };
+    let found = if word.contains(std::path::MAIN_SEPARATOR) || word.contains('/') {
+        Some(PathBuf::from(word))
+    } else if !search_path {
+        None
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(word))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    found
+        .and_then(|path| std::fs::canonicalize(path).ok())
+        .is_some_and(|path| path == me)
+}
+
+/// An npm package spec for zenmode (`npx zenmode serve`).
+fn is_zenmode_package(word: &str) -> bool {
+    word == "zenmode" || word.starts_with("zenmode@")
+}
+
+/// A placeholder that names an unset variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsetVariable(pub String);
+
+/// `text` with every `${VAR}` replaced by `$VAR` from `lookup`; `$${` is a
+/// literal `${`. An unset (or not Unicode) variable is an error naming it.
+pub fn expand_placeholders(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, UnsetVariable> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at..];
+        if let Some(tail) = after.strip_prefix("$${") {
+            out.push_str("${");
+            rest = tail;
+        } else if let Some(tail) = after.strip_prefix("${")
+            && let Some(end) = tail.find('}')
+        {
+            let name = &tail[..end];
+            out.push_str(&lookup(name).ok_or_else(|| UnsetVariable(name.to_owned()))?);
+            rest = &tail[end + 1..];
+        } else {
+            out.push('$');
+            rest = &after[1..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 fn string(value: &Value, key: &str) -> Result<String, String> {
@@ -599,6 +755,51 @@ mod tests {
         assert!(!format!("{http:?}").contains("tok123456"));
         let redactor = http.redactor();
         assert_eq!(redactor.redact("sent tok123456!"), "sent [redacted]!");
+    }
+
+    #[test]
+    fn placeholders_fill_from_the_environment_with_an_escape() {
+        let lookup = |name: &str| (name == "T").then(|| "tok".to_owned());
+        assert_eq!(
+            expand_placeholders("Bearer ${T}", &lookup).unwrap(),
+            "Bearer tok"
+        );
+        assert_eq!(
+            expand_placeholders("$${T} $5 ${T", &lookup).unwrap(),
+            "${T} $5 ${T"
+        );
+        assert_eq!(
+            expand_placeholders("${NOPE}", &lookup),
+            Err(UnsetVariable("NOPE".into()))
+        );
+        let entry = one(json!({"url": "${ZT_UNIT_UNSET_BASE}/mcp"})).unwrap();
+        let problem = entry.expanded().unwrap_err();
+        assert!(problem.contains("ZT_UNIT_UNSET_BASE"), "{problem}");
+    }
+
+    #[test]
+    fn entries_that_run_zenmode_are_recognised_and_others_are_not() {
+        let runs = |entry: Value| runs_zenmode(&parse_one("x", &entry).unwrap());
+        assert!(runs(json!({"command": "/opt/bin/zenmode", "args": ["serve"]})).is_some());
+        assert!(runs(json!({"command": "zenmode"})).is_some());
+        assert!(runs(json!({"command": "npx", "args": ["-y", "zenmode@1.2", "serve"]})).is_some());
+        assert!(
+            runs(json!({"command": "sh", "args": ["-c", "exec zenmode serve --full"]})).is_some()
+        );
+        assert!(
+            runs(json!({"command": "cargo", "args": ["run", "--bin", "zenmode", "--", "serve"]}))
+                .is_some()
+        );
+        assert!(runs(json!({"command": "npx", "args": ["zenmode-helper", "serve"]})).is_none());
+        assert!(runs(json!({"command": "sh", "args": ["-c", "zenmode upstream list"]})).is_none());
+        assert!(runs(json!({"url": "http://zenmode/mcp"})).is_none());
+        let file = parse(&json!({"mcpServers": {"me": {"command": "zenmode", "args": ["serve"]}, "other": {"command": "x"}}})).unwrap();
+        assert_eq!(file.servers.len(), 1);
+        assert!(
+            file.warnings[0].contains("runs zenmode itself"),
+            "{:?}",
+            file.warnings
+        );
     }
 
     #[test]

@@ -4,8 +4,11 @@
 //! - [`config`]: the `mcpServers` file and zenmode's per-server options;
 //! - [`store`]: cached catalogs and the pins of approved tool definitions;
 //! - [`upstream`]: one server's process (or HTTP session), started lazily;
+//! - [`http_errors`]: a remote server's failures explained, with what to do;
 //! - [`reply_guard`]: a stdio server's replies held to its size limit;
-//! - [`state`]: each server's state file and stderr log, for `zenmode status`.
+//! - [`state`]: each server's state file and stderr log, for `zenmode status`;
+//! - [`supervisor`]: the guard process that takes a stdio server's whole
+//!   process group down with zenmode, even when zenmode is SIGKILLed.
 //!
 //! Opening the gateway reads cached catalogs and spawns nothing; a server
 //! without a cached catalog is started once, in parallel with the others
@@ -15,9 +18,11 @@
 //! A server never seen before is approved on first use (its pins written).
 
 pub mod config;
+pub mod http_errors;
 pub mod reply_guard;
 pub mod state;
 pub mod store;
+pub mod supervisor;
 pub mod upstream;
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};

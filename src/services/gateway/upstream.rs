@@ -1,12 +1,16 @@
 //! One upstream server: started on first use, stopped when idle, restarted
 //! with backoff after a crash, and every call bounded by a timeout.
 //!
-//! A stdio upstream runs in its own process group, so stopping it also stops
-//! what it started (`npx` runs node under it). Its stderr goes to zenmode's
-//! log, prefixed with the server name and with the entry's secrets hidden, and
-//! (for a serving zenmode) to its own log file; the last lines are kept to
-//! explain a crash. A serving zenmode also records each transition and the
-//! last call in the server's state file ([`super::state`]).
+//! A stdio upstream runs in its own process group under a guard
+//! ([`super::supervisor`]), so stopping it also stops what it started (`npx`
+//! runs node under it), and the whole group dies with zenmode, SIGKILL
+//! included. `${VAR}` placeholders in its entry are filled here, once, from
+//! zenmode's environment; the filled values are secrets like the others. Its
+//! stderr goes to zenmode's log, prefixed with the server name and with the
+//! entry's secrets hidden, and (for a serving zenmode) to its own log file;
+//! the last lines are kept to explain a crash. A serving zenmode also
+//! records each transition and the last call in the server's state file
+//! ([`super::state`]).
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -191,6 +195,25 @@ impl Drop for Connection {
     }
 }
 
+/// The command that runs `command` under zenmode's guard (see
+/// [`super::supervisor`]); the command itself where there is no guard.
+fn guarded_command(command: &str, args: &[String]) -> tokio::process::Command {
+    #[cfg(unix)]
+    if let Ok(own) = super::supervisor::own_binary() {
+        let mut guarded = tokio::process::Command::new(own);
+        guarded
+            .arg(super::supervisor::SUBCOMMAND)
+            .arg(std::process::id().to_string())
+            .arg("--")
+            .arg(command)
+            .args(args);
+        return guarded;
+    }
+    let mut direct = tokio::process::Command::new(command);
+    direct.args(args);
+    direct
+}
+
 enum Signal {
     Terminate,
     Kill,
@@ -226,6 +249,8 @@ enum Slot {
 /// One configured upstream and its process, if running.
 pub struct Upstream {
     pub config: UpstreamConfig,
+    /// How to reach it, placeholders filled; why not, when one is unset.
+    launch: Result<Transport, String>,
     redactor: Redactor,
     dirs: GatewayDirs,
     slot: tokio::sync::Mutex<Slot>,
@@ -254,9 +279,16 @@ pub struct Started {
 
 impl Upstream {
     pub fn new(config: UpstreamConfig, dirs: GatewayDirs, pins: Option<Pins>) -> Self {
-        let redactor = config.redactor();
+        let expanded = config.expanded();
+        // The filled values are the secrets (a placeholder is not one).
+        let redactor = expanded
+            .as_ref()
+            .map_or_else(|_| config.redactor(), UpstreamConfig::redactor);
         crate::redact::register(&redactor);
         Upstream {
+            launch: expanded
+                .map(|filled| filled.transport)
+                .map_err(|problem| format!("server {:?}: {problem}", config.name)),
             redactor,
             config,
             dirs,
@@ -550,7 +582,7 @@ impl Upstream {
             server: self.name().to_owned(),
             routes: self.routes.clone(),
         };
-        let (service, group, child) = match &self.config.transport {
+        let (service, group, child) = match self.launch.as_ref().map_err(Clone::clone)? {
             Transport::Stdio {
                 command,
                 args,
@@ -558,8 +590,8 @@ impl Upstream {
                 cwd,
                 inherit_env,
             } => {
-                let mut command_line = tokio::process::Command::new(command);
-                command_line.args(args).kill_on_drop(true);
+                let mut command_line = guarded_command(command, args);
+                command_line.kill_on_drop(true);
                 if !inherit_env {
                     command_line.env_clear();
                     for name in BASIC_ENV {
@@ -572,8 +604,9 @@ impl Upstream {
                 if let Some(cwd) = cwd {
                     command_line.current_dir(cwd);
                 }
-                // Its own process group (pgid = pid), set by the spawn itself
-                // rather than a pre-exec hook, so the fast spawn path stays.
+                // Its own process group (pgid = the guard's pid), set by the
+                // spawn itself rather than a pre-exec hook, so the fast spawn
+                // path stays.
                 #[cfg(unix)]
                 command_line.process_group(0);
                 command_line
@@ -636,10 +669,11 @@ impl Upstream {
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
                 let service = handler.serve(transport).await.map_err(|e| {
                     format!(
-                        "server {:?} ({}) did not complete the MCP handshake: {}",
+                        "server {:?} ({}): {}",
                         self.name(),
                         self.config.describe(),
-                        self.redactor.redact(&e.to_string())
+                        self.redactor
+                            .redact(&super::http_errors::explain_handshake(&e))
                     )
                 })?;
                 (service, None, None)
@@ -851,7 +885,11 @@ impl Upstream {
             ),
             other => self.error(
                 "upstream_error",
-                format!("server {:?}: {other}", self.name()),
+                format!(
+                    "server {:?}: {}",
+                    self.name(),
+                    super::http_errors::explain_error(&other)
+                ),
             ),
         }
     }

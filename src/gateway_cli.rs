@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::services::gateway::{
     Pins, Verdict,
     config::{self, UpstreamConfig},
+    live,
     store::{self, GatewayDirs},
     upstream::Upstream,
 };
@@ -71,6 +72,10 @@ pub enum UpstreamCommand {
     },
 }
 
+/// How long `add` and `remove` wait for running servers to reload the file
+/// (they check it once a second).
+const PICKUP_WAIT: Duration = Duration::from_secs(4);
+
 /// Where `upstream add` writes when no `--upstreams` is given:
 /// `ZEN_CONFIG_DIR`, else the platform's config directory, `zenmode/upstreams.json`.
 pub fn default_upstreams_file() -> PathBuf {
@@ -119,6 +124,7 @@ pub fn run(
             if !no_fetch {
                 runtime.block_on(approve_all(&file, &dirs, &names, wait))?;
             }
+            println!("{}", live::pickup_report(&dirs, &file, PICKUP_WAIT));
             Ok(ExitCode::SUCCESS)
         }
         UpstreamCommand::Remove { name } => {
@@ -131,6 +137,7 @@ pub fn run(
             store::forget_catalog(&dirs, &name);
             store::forget_pins(&dirs, &name);
             println!("removed {name:?} from {}", file.display());
+            println!("{}", live::pickup_report(&dirs, &file, PICKUP_WAIT));
             Ok(ExitCode::SUCCESS)
         }
         UpstreamCommand::Refresh { name } => {
@@ -193,6 +200,7 @@ pub fn run(
             if !no_fetch {
                 runtime.block_on(approve_all(&file, &dirs, &names, wait))?;
             }
+            println!("{}", live::pickup_report(&dirs, &file, PICKUP_WAIT));
             Ok(ExitCode::SUCCESS)
         }
     }

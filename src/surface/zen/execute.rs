@@ -50,5 +50,5 @@ pub async fn call(engine: &Engine, arguments: Map<String, Value>, call: &CallCon
     engine
         .execute(&args.mode, request, args.continuation_id.as_deref(), call)
         .await
-        .unwrap_or_else(|unknown| unknown_mode(engine.catalog(), unknown))
+        .unwrap_or_else(|unknown| unknown_mode(&engine.catalog(), unknown))
 }

@@ -652,8 +652,7 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
         .unwrap_or_else(crate::gateway_cli::default_upstreams_file);
     let strategy = surface::build(strategy_kind, &engine, &args.surface_options())
         .map_err(anyhow::Error::msg)?;
-    let server =
-        ZenServer::new(engine.clone(), strategy).context("cannot build the tool list")?;
+    let server = ZenServer::new(engine.clone(), strategy).context("cannot build the tool list")?;
     let result = runtime.block_on(async {
         let shutdown = shutdown::on_signal();
         tokio::spawn(engine.follow_gateway());
@@ -709,8 +708,7 @@ async fn watch_upstreams(gateway: Arc<Gateway>, file: std::path::PathBuf) {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     #[cfg(unix)]
-    let mut hangup =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     loop {
         #[cfg(unix)]
         let hung_up = async {

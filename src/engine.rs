@@ -267,8 +267,7 @@ impl Engine {
                             modes = snapshot.catalog.len(),
                             "catalog updated from the gateway"
                         );
-                        let mut current =
-                            self.current.write().unwrap_or_else(|p| p.into_inner());
+                        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
                         if current.gateway_version < version
                             || (current.gateway_version == version && !current.has_index())
                         {
@@ -306,7 +305,12 @@ impl Engine {
         // The follower would swap a new snapshot in shortly; this request
         // waits for nothing more than a sort of the catalog.
         let catalog = self.base.clone().with_shared_modes(modes);
-        let snapshot = Arc::new(Snapshot::new(catalog, self.model_later, version, Some(&before)));
+        let snapshot = Arc::new(Snapshot::new(
+            catalog,
+            self.model_later,
+            version,
+            Some(&before),
+        ));
         let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
         if current.gateway_version < version {
             *current = snapshot;

@@ -78,7 +78,8 @@ pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<Toke
         .map_err(anyhow::Error::from)?;
     let tasks = sample_tasks(&engine.catalog());
     // Where each tool sits among the groups: the same for every sample task.
-    let grouping = groups::Groups::new(&engine.catalog(), &[], false).map_err(anyhow::Error::msg)?;
+    let grouping =
+        groups::Groups::new(&engine.catalog(), &[], false).map_err(anyhow::Error::msg)?;
     let mut strategies = Vec::new();
     for kind in StrategyKind::ALL {
         let strategy = kind

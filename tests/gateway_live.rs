@@ -56,10 +56,7 @@ fn problem2_a_trailing_comma_in_the_upstreams_file_still_serves_the_builtin_mode
         1,
         "the problem is logged once, with its line: {log}"
     );
-    assert!(
-        log.contains(&setup.file().display().to_string()),
-        "{log}"
-    );
+    assert!(log.contains(&setup.file().display().to_string()), "{log}");
 }
 
 #[test]
@@ -113,6 +110,54 @@ fn problem3_a_slow_upstream_never_delays_start_up_and_fills_in_later() {
     assert_eq!(client.tool_names(), ["zen_select_mode", "zen_execute"]);
     let reply = select(&mut client, "echo some text back");
     assert!(reply.contains("slow__echo"), "{reply}");
+    client.finish();
+}
+
+/// The real `mcp-server-time` (PyPI), when `tests/upstreams/install.sh` has run.
+fn real_time_server() -> Option<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/upstreams/.venv/bin/mcp-server-time");
+    if path.exists() {
+        return Some(path.display().to_string());
+    }
+    if std::env::var("ZEN_REQUIRE_UPSTREAMS").as_deref() == Ok("1") {
+        panic!("mcp-server-time missing (run tests/upstreams/install.sh)");
+    }
+    eprintln!("skipping: mcp-server-time not installed (tests/upstreams/install.sh)");
+    None
+}
+
+#[test]
+fn problem3_a_real_server_beside_a_slow_one_answers_without_waiting_for_it() {
+    let Some(time) = real_time_server() else {
+        return;
+    };
+    let setup = Setup::new(json!({
+        "slow": flaky(&["--start-delay", "15"]),
+        "time": {"command": time},
+    }));
+    let started = Instant::now();
+    let mut client = setup.serve(&[]);
+    assert_eq!(client.tool_names(), ["zen_select_mode", "zen_execute"]);
+    let reply = select(&mut client, "what time is it in UTC");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "start-up waited {:?} for a slow upstream",
+        started.elapsed()
+    );
+    assert!(reply.contains("slow: still starting"), "{reply}");
+    // The real server's modes arrive on their own, long before the slow one's.
+    let now = execute(
+        &mut client,
+        "time__get_current_time",
+        json!({"timezone": "UTC"}),
+    );
+    assert!(now.to_string().contains("UTC"), "{now}");
+    assert!(
+        started.elapsed() < Duration::from_secs(14),
+        "the real server waited for the slow one: {:?}",
+        started.elapsed()
+    );
     client.finish();
 }
 

@@ -152,11 +152,7 @@ pub fn pickup_report(dirs: &GatewayDirs, file: &Path, wait: Duration) -> String 
         (running, current) = count(dirs, file);
     }
     let servers = |n: usize| {
-        if n == 1 {
-            "server"
-        } else {
-            "servers"
-        }
+        if n == 1 { "server" } else { "servers" }
     };
     match (running, current) {
         (0, _) => "no zenmode server is running; the next start uses it".to_owned(),

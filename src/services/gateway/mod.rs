@@ -94,6 +94,10 @@ struct State {
     /// What offers nothing right now (a server, a bad entry, the file), by key.
     unavailable: BTreeMap<String, Unavailable>,
     reports: BTreeMap<String, ServerReport>,
+    /// The background task learning each server's tools, while it runs:
+    /// aborted when the server is removed or zenmode stops, which drops a
+    /// start under way (and kills the process it spawned).
+    fetches: BTreeMap<String, tokio::task::AbortHandle>,
 }
 
 /// Something the model cannot reach, and why, in one line.
@@ -229,6 +233,9 @@ impl Gateway {
                 if !keep && let Some(upstream) = state.upstreams.remove(&name) {
                     state.modes.remove(&name);
                     state.reports.remove(&name);
+                    if let Some(fetch) = state.fetches.remove(&name) {
+                        fetch.abort();
+                    }
                     stopped.push(upstream);
                 }
             }
@@ -237,10 +244,7 @@ impl Gateway {
             let kept: Vec<String> = state.upstreams.keys().cloned().collect();
             state.unavailable.retain(|key, _| kept.contains(key));
             for (name, problem) in &bad {
-                tracing::warn!(
-                    "{}: server {name:?} left out: {problem}",
-                    file.display()
-                );
+                tracing::warn!("{}: server {name:?} left out: {problem}", file.display());
                 state.unavailable.insert(
                     format!("bad entry {name}"),
                     Unavailable {
@@ -295,11 +299,16 @@ impl Gateway {
             }
         }
         for upstream in stopped {
-            tracing::info!(server = upstream.name(), "upstream removed or changed: stopped");
+            tracing::info!(
+                server = upstream.name(),
+                "upstream removed or changed: stopped"
+            );
             tokio::spawn(async move { upstream.stop().await });
         }
         for upstream in fetch {
-            tokio::spawn(self.clone().fetch(upstream));
+            let name = upstream.name().to_owned();
+            let task = tokio::spawn(self.clone().fetch(upstream));
+            self.write().fetches.insert(name, task.abort_handle());
         }
         self.changed();
         stamp.is_some()
@@ -309,7 +318,10 @@ impl Gateway {
     /// from the version last loaded (the once-a-second watch).
     pub fn reload_if_changed(self: &Arc<Self>, file: &Path) {
         let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        if loaded.as_ref().is_some_and(|stamp| stamp.unchanged_on_disk(file)) {
+        if loaded
+            .as_ref()
+            .is_some_and(|stamp| stamp.unchanged_on_disk(file))
+        {
             return;
         }
         let now = live::Stamp::of(file);
@@ -352,6 +364,7 @@ impl Gateway {
                         "upstream answered: its modes are served"
                     );
                     let mut state = self.write();
+                    state.fetches.remove(upstream.name());
                     state.unavailable.remove(upstream.name());
                     state.modes.insert(upstream.name().to_owned(), modes);
                     state
@@ -507,7 +520,13 @@ impl Gateway {
 
     /// Stops every running upstream (and its process group).
     pub async fn shutdown(&self) {
-        let upstreams: Vec<Arc<Upstream>> = self.read().upstreams.values().cloned().collect();
+        let upstreams: Vec<Arc<Upstream>> = {
+            let mut state = self.write();
+            for fetch in std::mem::take(&mut state.fetches).into_values() {
+                fetch.abort();
+            }
+            state.upstreams.values().cloned().collect()
+        };
         let stops = upstreams.iter().map(|upstream| upstream.stop());
         futures_util::future::join_all(stops).await;
         live::forget(&self.dirs);
@@ -627,7 +646,11 @@ fn failure_in_brief(server: &str, message: &str) -> String {
     if let Some(at) = message.find(STDERR) {
         let tail = &message[at + STDERR.len()..];
         // The tail's lines are joined with " | ".
-        if let Some(last) = tail.rsplit(" | ").map(str::trim).find(|line| !line.is_empty()) {
+        if let Some(last) = tail
+            .rsplit(" | ")
+            .map(str::trim)
+            .find(|line| !line.is_empty())
+        {
             return last.to_owned();
         }
     }

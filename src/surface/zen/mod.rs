@@ -118,7 +118,9 @@ impl Zen {
                 continue;
             }
             let mut text = tool["description"].as_str().unwrap_or_default().to_owned();
-            text.push_str("\nServers unavailable at start-up (zen_select_mode tells when they are back):");
+            text.push_str(
+                "\nServers unavailable at start-up (zen_select_mode tells when they are back):",
+            );
             for line in lines.iter().take(MAX_UNAVAILABLE_IN_DESCRIPTION) {
                 text.push_str("\n- ");
                 text.push_str(line);

@@ -77,7 +77,7 @@ pub struct CatalogArgs {
     /// Leave zenmode's own modes out (serve only --upstreams, --catalog or --modes-dir modes)
     #[arg(long, global = true)]
     pub no_builtin_modes: bool,
-    /// How long start-up waits for upstreams whose catalog is not cached yet
+    /// How long start-up waits for upstreams whose catalog is not cached yet (lazy and groups strategies, --no-builtin-modes and one-shot commands; the others start them in the background)
     #[arg(long, value_name = "SECS", global = true, default_value_t = 20.0)]
     pub upstream_wait_secs: f64,
     /// Back the distilled table with the full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors): it ranks the requests for tools without example phrasings that the table is unsure of; needs a build with the `transformer` feature
@@ -656,7 +656,12 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     let result = runtime.block_on(async {
         let shutdown = shutdown::on_signal();
         tokio::spawn(engine.follow_gateway());
-        tokio::spawn(watch_upstreams(gateway.clone(), watched));
+        // The SIGHUP handler is in place before the first reply.
+        #[cfg(unix)]
+        let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        #[cfg(not(unix))]
+        let hangup: Option<Hangup> = None;
+        tokio::spawn(watch_upstreams(gateway.clone(), watched, hangup));
         match args.transport {
             TransportKind::Stdio => {
                 listener::serve_stdio(server, args.max_message_bytes, shutdown).await;
@@ -702,13 +707,20 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     result
 }
 
+#[cfg(unix)]
+type Hangup = tokio::signal::unix::Signal;
+#[cfg(not(unix))]
+type Hangup = ();
+
 /// Rereads the upstreams file when it changes (checked once a second: a
 /// `stat`, and a read and hash only when size or time moved) and on SIGHUP.
-async fn watch_upstreams(gateway: Arc<Gateway>, file: std::path::PathBuf) {
+async fn watch_upstreams(
+    gateway: Arc<Gateway>,
+    file: std::path::PathBuf,
+    #[cfg_attr(not(unix), allow(unused_mut, unused_variables))] mut hangup: Option<Hangup>,
+) {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    #[cfg(unix)]
-    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     loop {
         #[cfg(unix)]
         let hung_up = async {

@@ -265,3 +265,35 @@ fn problem4_reload_on_sighup() {
     }));
     client.finish();
 }
+
+#[test]
+fn problem4_reload_a_changed_server_restarts_on_next_use_and_a_disabled_one_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = dir.path().join("before.pid");
+    let after = dir.path().join("after.pid");
+    let entry = |pid: &std::path::Path| flaky(&["--pid-file", &pid.display().to_string()]);
+    let setup = Setup::new(json!({"srv": entry(&before)}));
+    let mut client = setup.serve(&[]);
+    let first = execute(&mut client, "srv__echo", json!({"text": "1"}));
+    assert_eq!(first["structuredContent"], json!({"echo": "1"}), "{first}");
+    let old_pid = pid_in(&before).unwrap();
+
+    // Changed: the old process stops; the next call starts the new entry.
+    setup.write_servers(json!({"srv": entry(&after)}));
+    assert!(wait_until(Duration::from_secs(30), || !is_running(old_pid)));
+    assert!(wait_until(Duration::from_secs(30), || {
+        let result = execute(&mut client, "srv__echo", json!({"text": "2"}));
+        result["structuredContent"] == json!({"echo": "2"})
+    }));
+    let new_pid = pid_in(&after).unwrap();
+    assert_ne!(new_pid, old_pid);
+
+    // Disabled: stopped, and its modes vanish.
+    let mut disabled = entry(&after);
+    disabled["enabled"] = json!(false);
+    setup.write_servers(json!({"srv": disabled}));
+    assert!(wait_until(Duration::from_secs(30), || !is_running(new_pid)));
+    let gone = execute(&mut client, "srv__echo", json!({"text": "x"}));
+    assert_eq!(gone["structuredContent"]["error"], "unknown_mode", "{gone}");
+    client.finish();
+}

@@ -620,6 +620,39 @@ mod tests {
     }
 
     #[test]
+    fn each_bad_entry_is_set_aside_and_the_good_ones_kept() {
+        let file = parse_each(&json!({"mcpServers": {
+            "a": {"command": "x", "prefix": "p"},
+            "bad": {"command": 3},
+            "b": {"command": "y", "prefix": "p"},
+            "c": {"command": "z"}}}))
+        .unwrap();
+        let names: Vec<&str> = file.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a", "c"]);
+        let bad: Vec<&str> = file.bad.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(bad, ["bad", "b"], "file order: {:?}", file.bad);
+        assert!(file.bad[1].1.contains("prefix \"p\""), "{:?}", file.bad);
+    }
+
+    #[test]
+    fn a_file_that_is_not_json_names_the_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("upstreams.json");
+        std::fs::write(
+            &path,
+            "{\"mcpServers\": {\n  \"a\": {\"command\": \"x\"},\n}}\n",
+        )
+        .unwrap();
+        let error = load_each(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("line 3")
+                && error.contains("column")
+                && error.contains("trailing comma"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn unknown_keys_warn_and_disabled_is_read() {
         let file = parse(
             &json!({"mcpServers": {"a": {"command": "x", "autoApprove": [], "disabled": true}}}),

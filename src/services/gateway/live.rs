@@ -91,6 +91,13 @@ fn absolute(file: &Path) -> String {
 }
 
 /// Whether a process with this pid runs (a zombie counts as gone).
+#[cfg(not(unix))]
+fn is_alive(_pid: u32) -> bool {
+    true // records are removed at shutdown; a crashed server's stays
+}
+
+/// Whether a process with this pid runs (a zombie counts as gone).
+#[cfg(unix)]
 fn is_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;

@@ -687,3 +687,24 @@ fn report(config: &UpstreamConfig, source: CatalogSource) -> ServerReport {
 fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_failure_is_told_by_the_last_stderr_line_or_without_the_name() {
+        let with_stderr = "server \"git\" did not complete the MCP handshake: closed; its stderr ended with: Traceback | ModuleNotFoundError: no git";
+        assert_eq!(
+            failure_in_brief("git", with_stderr),
+            "ModuleNotFoundError: no git"
+        );
+        assert_eq!(
+            failure_in_brief("git", "server \"git\" did not finish starting within 30s"),
+            "did not finish starting within 30s"
+        );
+        let long = "x".repeat(500);
+        assert_eq!(short(&long).chars().count(), MAX_REASON_CHARS);
+        assert_eq!(short("a\n  b"), "a b");
+    }
+}

@@ -297,3 +297,18 @@ fn problem4_reload_a_changed_server_restarts_on_next_use_and_a_disabled_one_goes
     assert_eq!(gone["structuredContent"]["error"], "unknown_mode", "{gone}");
     client.finish();
 }
+
+#[test]
+fn problem3_a_server_that_crashed_is_named_until_it_runs_again() {
+    let setup = Setup::new(json!({"flaky": flaky(&[])}));
+    let mut client = setup.serve(&[]);
+    let crashed = execute(&mut client, "flaky__crash", json!({}));
+    assert_eq!(crashed["isError"], true, "{crashed}");
+    let reply = select(&mut client, "echo some text back");
+    assert!(reply.contains("flaky: failed ("), "{reply}");
+    let again = execute(&mut client, "flaky__echo", json!({"text": "b"}));
+    assert_eq!(again["structuredContent"], json!({"echo": "b"}), "{again}");
+    let reply = select(&mut client, "echo some text back");
+    assert!(!reply.contains("unavailable"), "{reply}");
+    client.finish();
+}

@@ -446,12 +446,23 @@ impl Gateway {
 
     /// One short line per thing the model cannot reach now: a server still
     /// starting or failed, a bad entry, a broken upstreams file.
+    /// A server whose modes come from its cache but that failed its last
+    /// start (or crashed) counts too, until it runs again.
     pub fn unavailable(&self) -> Vec<String> {
-        self.read()
-            .unavailable
-            .values()
-            .map(|u| u.line.clone())
-            .collect()
+        let state = self.read();
+        let mut lines: Vec<String> = state.unavailable.values().map(|u| u.line.clone()).collect();
+        for (name, upstream) in &state.upstreams {
+            if state.unavailable.contains_key(name) {
+                continue;
+            }
+            if let Some(problem) = upstream.last_failure() {
+                lines.push(short(&format!(
+                    "{name}: failed ({})",
+                    failure_in_brief(name, &problem)
+                )));
+            }
+        }
+        lines
     }
 
     /// Why the server a mode name would belong to is unavailable, if it is.

@@ -650,6 +650,7 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
         .upstreams
         .clone()
         .unwrap_or_else(crate::gateway_cli::default_upstreams_file);
+    gateway.record_loads(&watched);
     let strategy = surface::build(strategy_kind, &engine, &args.surface_options())
         .map_err(anyhow::Error::msg)?;
     let server = ZenServer::new(engine.clone(), strategy).context("cannot build the tool list")?;

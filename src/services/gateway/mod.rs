@@ -73,6 +73,8 @@ pub struct Gateway {
     version: watch::Sender<u64>,
     /// The file last loaded, for the watch and the record in [`live`].
     loaded: Mutex<Option<live::Stamp>>,
+    /// Whether loads are recorded for `upstream add|remove` (servers only).
+    recording: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Gateway {
@@ -82,6 +84,7 @@ impl Default for Gateway {
             state: RwLock::default(),
             version: watch::channel(0).0,
             loaded: Mutex::default(),
+            recording: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -178,7 +181,9 @@ impl Gateway {
     /// file was read.
     pub fn reload(self: &Arc<Self>, file: &Path) -> bool {
         let stamp = live::Stamp::of(file);
-        if let Some(stamp) = &stamp {
+        if let Some(stamp) = &stamp
+            && self.recording.load(std::sync::atomic::Ordering::SeqCst)
+        {
             live::record(&self.dirs, file, stamp);
         }
         *self.loaded.lock().unwrap_or_else(|p| p.into_inner()) = stamp.clone();
@@ -312,6 +317,18 @@ impl Gateway {
         }
         self.changed();
         stamp.is_some()
+    }
+
+    /// From now on, notes each version of `file` this process loads (see
+    /// [`live`]), starting with the current one: a serving process does,
+    /// one-shot commands do not. [`Gateway::shutdown`] removes the note.
+    pub fn record_loads(&self, file: &Path) {
+        self.recording
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(stamp) = loaded.as_ref() {
+            live::record(&self.dirs, file, stamp);
+        }
     }
 
     /// Rereads `file` when its size, modification time or content differs

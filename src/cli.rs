@@ -17,7 +17,7 @@ use crate::{
     server::ZenServer,
     services::{
         CallContext, Services,
-        gateway::{self, Gateway, GatewayDirs},
+        gateway::{Gateway, GatewayDirs},
     },
     shutdown,
     surface::{
@@ -77,7 +77,7 @@ pub struct CatalogArgs {
     /// Leave zenmode's own modes out (serve only --upstreams, --catalog or --modes-dir modes)
     #[arg(long, global = true)]
     pub no_builtin_modes: bool,
-    /// How long start-up waits for upstreams whose catalog is not cached yet
+    /// How long start-up waits for upstreams whose catalog is not cached yet (lazy and groups strategies, --no-builtin-modes and one-shot commands; the others start them in the background)
     #[arg(long, value_name = "SECS", global = true, default_value_t = 20.0)]
     pub upstream_wait_secs: f64,
     /// Back the distilled table with the full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors): it ranks the requests for tools without example phrasings that the table is unsure of; needs a build with the `transformer` feature
@@ -111,39 +111,54 @@ impl CatalogArgs {
             .or_else(|| Some(crate::gateway_cli::default_upstreams_file()).filter(|p| p.exists()))
     }
 
-    /// The catalog with every upstream's modes, and the gateway that runs them.
+    /// The catalog with every upstream's modes, and the gateway that runs
+    /// them; waits up to `--upstream-wait-secs` for upstreams whose catalog
+    /// is not cached (one-shot commands).
     pub fn open(
         &self,
         runtime: &tokio::runtime::Runtime,
     ) -> anyhow::Result<(Catalog, Arc<Gateway>)> {
+        self.open_with(runtime, true)
+    }
+
+    /// [`Self::open`]; with `settle` false, start-up does not wait for
+    /// uncached upstreams: they start in the background and their modes
+    /// join later (servers whose tool list is fixed). A broken upstreams
+    /// file or entry never fails this: it is logged and the rest served.
+    pub fn open_with(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        settle: bool,
+    ) -> anyhow::Result<(Catalog, Arc<Gateway>)> {
         let catalog = self.load()?;
-        let Some(file) = self.upstreams_file() else {
-            return Ok((catalog, Arc::default()));
-        };
-        let servers = gateway::config::load(&file)?;
-        for warning in &servers.warnings {
-            tracing::warn!("{}: {warning}", file.display());
-        }
         if !(self.upstream_wait_secs.is_finite() && self.upstream_wait_secs > 0.0) {
             bail!("--upstream-wait-secs must be a positive number of seconds");
         }
-        let wait = std::time::Duration::from_secs_f64(self.upstream_wait_secs.min(600.0));
-        let opened = runtime.block_on(Gateway::open(&servers, &GatewayDirs::from_env(), wait));
-        for report in &opened.reports {
-            if let gateway::CatalogSource::Unavailable(problem) = &report.source {
-                tracing::warn!(
-                    server = report.name,
-                    "no modes from this upstream: {problem}"
-                );
-            }
+        let Some(file) = self.upstreams_file() else {
+            return Ok((catalog, Arc::default()));
+        };
+        if !file.exists() {
+            tracing::warn!(
+                "{}: no such file; no upstream is served until it exists",
+                file.display()
+            );
         }
-        let catalog = catalog.with_modes(opened.modes);
+        let gateway = {
+            let _entered = runtime.enter();
+            Gateway::open(Some(&file), GatewayDirs::from_env())
+        };
+        if settle || self.no_builtin_modes {
+            let wait = std::time::Duration::from_secs_f64(self.upstream_wait_secs.min(600.0));
+            runtime.block_on(gateway.settle(wait));
+        }
+        let (_, modes) = gateway.modes();
+        let catalog = catalog.with_shared_modes(modes);
         if catalog.is_empty() {
             bail!(
                 "no modes to serve: --no-builtin-modes leaves nothing, and no upstream offered a tool"
             );
         }
-        Ok((catalog, Arc::new(opened.gateway)))
+        Ok((catalog, gateway))
     }
 }
 
@@ -426,6 +441,7 @@ impl ServeArgs {
                         .collect()
                 })
                 .collect(),
+            unavailable: Vec::new(),
             hidden_tool_hints: self.hidden_tool_hints,
         }
     }
@@ -501,7 +517,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "--request must be a JSON object, e.g. --request '{\"prompt\":\"...\"}'",
             )?;
             let runtime = runtime(false)?;
-            let engine = serving_engine(&cli.catalog, &cli.access, &runtime)?;
+            let engine = serving_engine(&cli.catalog, &cli.access, &runtime, true)?;
             // `exec` answers as the default strategy would (version reports it).
             surface::build(StrategyKind::Zen, &engine, &SurfaceOptions::default())
                 .map_err(anyhow::Error::msg)?;
@@ -600,6 +616,7 @@ fn serving_engine(
     catalog: &CatalogArgs,
     access: &AccessArgs,
     runtime: &tokio::runtime::Runtime,
+    settle: bool,
 ) -> anyhow::Result<Engine> {
     let mut services =
         Services::from_env(&access.allow_roots).context("cannot set up file access")?;
@@ -613,7 +630,7 @@ fn serving_engine(
         .map_err(anyhow::Error::msg)
         .context("cannot open the conversation store (--store or ZEN_STORE)")?;
     tracing::debug!(store = %store.display(), "conversation store");
-    let (catalog, gateway) = catalog.open(runtime)?;
+    let (catalog, gateway) = catalog.open_with(runtime, settle)?;
     services.gateway = gateway;
     Engine::with_services(catalog, services).map_err(anyhow::Error::msg)
 }
@@ -639,15 +656,31 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     }
     let strategy_kind = args.strategy()?;
     let runtime = runtime(args.transport != TransportKind::Stdio)?;
-    let engine = Arc::new(serving_engine(catalog, access, &runtime)?.build_model_later());
+    // Strategies with a fixed list answer at once and take upstream modes
+    // as they arrive; `lazy` and `groups` build their lists from the catalog
+    // at start-up, so they wait for uncached upstreams (bounded).
+    let settle = matches!(strategy_kind, StrategyKind::Lazy | StrategyKind::Groups);
+    let engine = Arc::new(serving_engine(catalog, access, &runtime, settle)?.build_model_later());
     let gateway = engine.services().gateway.clone();
+    let watched = catalog
+        .upstreams
+        .clone()
+        .unwrap_or_else(crate::gateway_cli::default_upstreams_file);
+    gateway.record_loads(&watched);
     let strategy = surface::build(strategy_kind, &engine, &args.surface_options())
         .map_err(anyhow::Error::msg)?;
-    let server = ZenServer::new(engine, strategy)
+    let server = ZenServer::new(engine.clone(), strategy)
         .context("cannot build the tool list")?
         .with_log_arguments(args.log_arguments);
     let result = runtime.block_on(async {
         let shutdown = shutdown::on_signal();
+        tokio::spawn(engine.follow_gateway());
+        // The SIGHUP handler is in place before the first reply.
+        #[cfg(unix)]
+        let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        #[cfg(not(unix))]
+        let hangup: Option<Hangup> = None;
+        tokio::spawn(watch_upstreams(gateway.clone(), watched, hangup));
         match args.transport {
             TransportKind::Stdio => {
                 listener::serve_stdio(server, args.max_message_bytes, shutdown).await;
@@ -691,6 +724,40 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     // as long as the client keeps stdin open. Sessions have ended by now.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
     result
+}
+
+#[cfg(unix)]
+type Hangup = tokio::signal::unix::Signal;
+#[cfg(not(unix))]
+type Hangup = ();
+
+/// Rereads the upstreams file when it changes (checked once a second: a
+/// `stat`, and a read and hash only when size or time moved) and on SIGHUP.
+async fn watch_upstreams(
+    gateway: Arc<Gateway>,
+    file: std::path::PathBuf,
+    #[cfg_attr(not(unix), allow(unused_mut, unused_variables))] mut hangup: Option<Hangup>,
+) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        #[cfg(unix)]
+        let hung_up = async {
+            match hangup.as_mut() {
+                Some(signal) => signal.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let hung_up = std::future::pending::<Option<()>>();
+        tokio::select! {
+            _ = tick.tick() => gateway.reload_if_changed(&file),
+            _ = hung_up => {
+                tracing::info!("SIGHUP: reloading {}", file.display());
+                gateway.reload(&file);
+            }
+        }
+    }
 }
 
 /// How long shutdown waits for blocking work (a pending stdin read, a file

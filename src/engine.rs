@@ -6,10 +6,17 @@
 //! readable error bodies. It knows no MCP tool name: the surface above maps
 //! tools onto it, and the CLI calls it directly, so `zenmode select` and
 //! `zenmode exec` run exactly what the tools run.
+//!
+//! The catalog, its index and the executor cells form a [`Snapshot`]. The
+//! gateway's modes can change while a server runs (an upstream answers
+//! late, the upstreams file is reloaded): [`Engine::follow_gateway`] then
+//! builds a new snapshot off the request path and swaps it in. A request
+//! takes the snapshot current at its start and keeps it to its end.
 
 use std::{
     collections::HashMap,
-    sync::{Arc, OnceLock},
+    ops::Deref,
+    sync::{Arc, OnceLock, RwLock},
 };
 
 use serde_json::{Value, json};
@@ -86,15 +93,94 @@ pub const MAX_SUGGESTIONS: usize = 5;
 const DESTRUCTIVE_WORDS: [&str; 5] = ["delete", "remove", "reset", "drop", "overwrite"];
 
 pub struct Engine {
-    catalog: Catalog,
-    index: OnceLock<Index>,
+    /// The catalog without the gateway's modes; each snapshot adds them.
+    base: Catalog,
+    current: RwLock<Arc<Snapshot>>,
     /// Build the full model's index on another thread
     /// ([`Index::build_model_later`]): set by servers, not one-shot commands.
     model_later: bool,
-    /// One cell per mode; filled with its executor on the mode's first request.
-    executors: HashMap<String, OnceLock<Option<StartedExecutor>>>,
     services: Services,
 }
+
+/// One executor cell per mode; filled with its executor on the mode's
+/// first request, and carried over to the next snapshot while the mode is
+/// the same.
+type ExecutorCell = Arc<OnceLock<Option<StartedExecutor>>>;
+
+/// The catalog a request sees, with its selection index (built on first
+/// use) and its executors. Derefs to the [`Catalog`].
+pub struct Snapshot {
+    catalog: Catalog,
+    index: OnceLock<Index>,
+    model_later: bool,
+    executors: HashMap<String, ExecutorCell>,
+    /// The gateway's version these modes come from.
+    gateway_version: u64,
+}
+
+impl Deref for Snapshot {
+    type Target = Catalog;
+
+    fn deref(&self) -> &Catalog {
+        &self.catalog
+    }
+}
+
+impl Snapshot {
+    fn new(
+        catalog: Catalog,
+        model_later: bool,
+        gateway_version: u64,
+        before: Option<&Snapshot>,
+    ) -> Self {
+        let executors = catalog
+            .modes()
+            .iter()
+            .map(|mode| {
+                let kept = before.and_then(|before| {
+                    let same = before
+                        .catalog
+                        .get(mode.name())
+                        .is_some_and(|old| Arc::ptr_eq(old, mode));
+                    same.then(|| before.executors.get(mode.name()).cloned())
+                        .flatten()
+                });
+                (mode.name().to_owned(), kept.unwrap_or_default())
+            })
+            .collect();
+        Snapshot {
+            catalog,
+            index: OnceLock::new(),
+            model_later,
+            executors,
+            gateway_version,
+        }
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The selection index, built on first use.
+    pub fn index(&self) -> &Index {
+        self.index.get_or_init(|| {
+            if self.model_later {
+                Index::build_model_later(&self.catalog)
+            } else {
+                Index::build(&self.catalog)
+            }
+        })
+    }
+
+    /// Whether the index has been built (a rebuilt snapshot then builds its
+    /// own before it is swapped in).
+    fn has_index(&self) -> bool {
+        self.index.get().is_some()
+    }
+}
+
+/// How long a call waits for a gateway server that is still starting.
+const START_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// An executor, or why the mode's manifest cannot be run.
 type StartedExecutor = Result<Arc<dyn Executor>, String>;
@@ -110,6 +196,9 @@ impl Engine {
     /// configuration in the manifest cannot run: such errors belong to
     /// start-up, like the manifest's other errors. Embedded modes are checked
     /// by `modes check` and the tests instead, so start-up stays lazy.
+    ///
+    /// `catalog` may hold gateway modes already; the engine serves the
+    /// gateway's current modes beside the rest.
     pub fn with_services(catalog: Catalog, services: Services) -> Result<Self, String> {
         for mode in catalog.modes() {
             if let Origin::ModesDir(path) = &mode.origin
@@ -119,21 +208,27 @@ impl Engine {
                 return Err(format!("{}: {problem}", path.display()));
             }
         }
-        let executors = catalog
-            .names()
-            .map(|name| (name.to_owned(), OnceLock::new()))
-            .collect();
+        let base = catalog.without_origin(|origin| matches!(origin, Origin::Upstream(_)));
+        let (version, modes) = services.gateway.modes();
+        let catalog = if modes.is_empty() {
+            catalog
+        } else {
+            base.clone().with_shared_modes(modes)
+        };
         Ok(Engine {
-            catalog,
-            index: OnceLock::new(),
+            base,
+            current: RwLock::new(Arc::new(Snapshot::new(catalog, false, version, None))),
             model_later: false,
-            executors,
             services,
         })
     }
 
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+    /// The snapshot current now: its catalog (through `Deref`) and index.
+    pub fn catalog(&self) -> Arc<Snapshot> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// For a server: the first select does not wait for the full model to
@@ -141,67 +236,135 @@ impl Engine {
     /// commands keep waiting, since they exit after one answer.
     pub fn build_model_later(mut self) -> Self {
         self.model_later = true;
+        let current = self.current.get_mut().unwrap_or_else(|p| p.into_inner());
+        let snapshot = Snapshot::new(
+            current.catalog.clone(),
+            true,
+            current.gateway_version,
+            Some(current),
+        );
+        *current = Arc::new(snapshot);
         self
     }
 
-    /// The selection index, built on first use.
-    pub fn index(&self) -> &Index {
-        self.index.get_or_init(|| {
-            if self.model_later {
-                Index::build_model_later(&self.catalog)
-            } else {
-                Index::build(&self.catalog)
+    /// The selection index of the current snapshot, built on first use.
+    pub fn index(&self) -> Arc<Snapshot> {
+        let snapshot = self.catalog();
+        snapshot.index();
+        snapshot
+    }
+
+    /// Keeps the catalog in step with the gateway for as long as the
+    /// server runs: on each change, a new snapshot (with its index, when
+    /// the old one had built one) is made on a blocking thread and swapped
+    /// in. Requests under way finish on the snapshot they started with.
+    pub async fn follow_gateway(self: Arc<Self>) {
+        let mut changes = self.services.gateway.subscribe();
+        loop {
+            let before = self.catalog();
+            let (version, modes) = self.services.gateway.modes();
+            if version != before.gateway_version {
+                let engine = self.clone();
+                let built = tokio::task::spawn_blocking(move || {
+                    let catalog = engine.base.clone().with_shared_modes(modes);
+                    let snapshot =
+                        Snapshot::new(catalog, engine.model_later, version, Some(&before));
+                    if before.has_index() {
+                        snapshot.index();
+                    }
+                    snapshot
+                })
+                .await;
+                match built {
+                    Ok(snapshot) => {
+                        tracing::debug!(
+                            modes = snapshot.catalog.len(),
+                            "catalog updated from the gateway"
+                        );
+                        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+                        if current.gateway_version < version
+                            || (current.gateway_version == version && !current.has_index())
+                        {
+                            *current = Arc::new(snapshot);
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "could not rebuild the catalog"),
+                }
+                continue;
             }
-        })
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     pub fn services(&self) -> &Services {
         &self.services
     }
 
+    /// A call for a mode of a gateway server that is still starting waits
+    /// for it (at most [`START_WAIT`]) and then sees its modes: a model
+    /// that calls right after start-up gets an answer, not an error.
+    pub async fn await_mode(&self, name: &str) {
+        if self.catalog().get(name).is_some()
+            || !self.services.gateway.wait_for_mode(name, START_WAIT).await
+        {
+            return;
+        }
+        let before = self.catalog();
+        let (version, modes) = self.services.gateway.modes();
+        if version == before.gateway_version {
+            return;
+        }
+        // The follower would swap a new snapshot in shortly; this request
+        // waits for nothing more than a sort of the catalog.
+        let catalog = self.base.clone().with_shared_modes(modes);
+        let snapshot = Arc::new(Snapshot::new(
+            catalog,
+            self.model_later,
+            version,
+            Some(&before),
+        ));
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        if current.gateway_version < version {
+            *current = snapshot;
+        }
+    }
+
     /// Looks a mode up, or says why there is none: a quarantined upstream
     /// tool, or an unknown name with the closest names that are safe to
     /// suggest.
-    pub fn mode(&self, name: &str) -> Result<&Mode, UnknownMode> {
-        if let Some(mode) = self.catalog.get(name) {
-            return Ok(mode.as_ref());
-        }
-        let quarantined = self.services.gateway.quarantined(name).map(str::to_owned);
+    pub fn mode(&self, name: &str) -> Result<Arc<Mode>, UnknownMode> {
+        let snapshot = self.catalog();
+        snapshot
+            .get(name)
+            .cloned()
+            .ok_or_else(|| self.unknown(&snapshot, name))
+    }
+
+    /// Why `name` is not in `catalog`: quarantined, or unknown with the
+    /// closest names.
+    fn unknown(&self, catalog: &Catalog, name: &str) -> UnknownMode {
+        let quarantined = self.services.gateway.quarantined(name);
         let closest = if quarantined.is_some() {
             Vec::new()
         } else {
-            self.suggestions(name)
+            suggestions(catalog, name)
         };
-        Err(UnknownMode {
+        UnknownMode {
             name: name.to_owned(),
             closest,
-            mode_count: self.catalog.len(),
+            mode_count: catalog.len(),
             quarantined,
-        })
-    }
-
-    /// The names closest to `name`, leaving out other servers' destructive
-    /// tools (a typo must not lead the model to delete something elsewhere).
-    fn suggestions(&self, name: &str) -> Vec<String> {
-        let wanted_server = name.split_once(SERVER_SEPARATOR).map(|(prefix, _)| prefix);
-        self.catalog
-            .closest_names(name, MAX_SUGGESTIONS * 4)
-            .into_iter()
-            .filter_map(|candidate| self.catalog.get(candidate))
-            .filter(|mode| {
-                matches!(mode.origin, Origin::Builtin | Origin::ModesDir(_))
-                    || mode.name().split_once(SERVER_SEPARATOR).map(|(p, _)| p) == wanted_server
-                    || !is_destructive(mode)
-            })
-            .take(MAX_SUGGESTIONS)
-            .map(|mode| mode.name().to_owned())
-            .collect()
+        }
     }
 
     /// Validates `request` against the mode's schema and runs its executor.
     ///
     /// `continuation_id` (given beside the request rather than inside it) is
-    /// copied into the request when the mode's schema has that field.
+    /// copied into the request when the mode's schema has that field. A
+    /// mode of a gateway server that is unavailable (starting, failed, a bad
+    /// entry) is answered with why, not as an unknown mode.
     pub async fn execute(
         &self,
         mode_name: &str,
@@ -209,12 +372,27 @@ impl Engine {
         continuation_id: Option<&str>,
         call: &CallContext,
     ) -> Result<Outcome, UnknownMode> {
-        let server = match self.catalog.get(mode_name).map(|mode| &mode.origin) {
+        self.await_mode(mode_name).await;
+        let snapshot = self.catalog();
+        let server = match snapshot.get(mode_name).map(|mode| &mode.origin) {
             Some(Origin::Upstream(server)) => Some(server.as_str()),
             _ => None,
         };
         call.activity.note(mode_name, server);
-        let mode = self.mode(mode_name)?;
+        let Some(mode) = snapshot.get(mode_name) else {
+            if let Some(why) = self.services.gateway.unavailable_for_mode(mode_name) {
+                return Ok(Outcome::error(json!({
+                    "error": "server_unavailable",
+                    "message": format!(
+                        "Mode {mode_name:?} belongs to a server zenmode cannot reach now: {why}. Use another mode, or try again later."
+                    ),
+                    "mode": mode_name,
+                    "why": why,
+                })));
+            }
+            return Err(self.unknown(&snapshot, mode_name));
+        };
+        let mode = mode.as_ref();
         if let Err(outcome) = merge_continuation(mode, &mut request, continuation_id) {
             return Ok(outcome);
         }
@@ -225,14 +403,14 @@ impl Engine {
             }
             Ok(_) => {}
         }
-        let executor = match self.executor_for(mode) {
+        let executor = match self.executor_for(&snapshot, mode) {
             None => return Ok(no_executor(mode)),
             Some(Err(problem)) => return Ok(Outcome::failure("broken_mode", problem)),
             Some(Ok(executor)) => executor,
         };
         let context = ExecContext {
             mode,
-            catalog: &self.catalog,
+            catalog: &snapshot.catalog,
             services: &self.services,
             call,
         };
@@ -247,9 +425,9 @@ impl Engine {
         })
     }
 
-    fn executor_for(&self, mode: &Mode) -> Option<StartedExecutor> {
+    fn executor_for(&self, snapshot: &Snapshot, mode: &Mode) -> Option<StartedExecutor> {
         let key = mode.manifest().executor.as_deref()?;
-        let cell = self.executors.get(mode.name())?;
+        let cell = snapshot.executors.get(mode.name())?;
         cell.get_or_init(|| {
             tracing::debug!(mode = mode.name(), executor = key, "starting executor");
             let started = executor::construct(key, mode);
@@ -276,6 +454,24 @@ fn is_destructive(mode: &Mode) -> bool {
     tool.to_ascii_lowercase()
         .split(|c: char| !c.is_ascii_alphanumeric())
         .any(|word| DESTRUCTIVE_WORDS.contains(&word))
+}
+
+/// The names closest to `name`, leaving out other servers' destructive
+/// tools (a typo must not lead the model to delete something elsewhere).
+fn suggestions(catalog: &Catalog, name: &str) -> Vec<String> {
+    let wanted_server = name.split_once(SERVER_SEPARATOR).map(|(prefix, _)| prefix);
+    catalog
+        .closest_names(name, MAX_SUGGESTIONS * 4)
+        .into_iter()
+        .filter_map(|candidate| catalog.get(candidate))
+        .filter(|mode| {
+            matches!(mode.origin, Origin::Builtin | Origin::ModesDir(_))
+                || mode.name().split_once(SERVER_SEPARATOR).map(|(p, _)| p) == wanted_server
+                || !is_destructive(mode)
+        })
+        .take(MAX_SUGGESTIONS)
+        .map(|mode| mode.name().to_owned())
+        .collect()
 }
 
 fn merge_continuation(

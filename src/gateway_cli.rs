@@ -18,7 +18,7 @@ use crate::gateway_import;
 use crate::services::gateway::{
     Pins, Verdict,
     config::{self, UpstreamConfig},
-    state,
+    live, state,
     store::{self, GatewayDirs},
     upstream::Upstream,
 };
@@ -109,6 +109,10 @@ pub enum UpstreamCommand {
     },
 }
 
+/// How long `add` and `remove` wait for running servers to reload the file
+/// (they check it once a second).
+const PICKUP_WAIT: Duration = Duration::from_secs(4);
+
 /// Where `upstream add` writes when no `--upstreams` is given:
 /// `ZEN_CONFIG_DIR`, else the platform's config directory, `zenmode/upstreams.json`.
 pub fn default_upstreams_file() -> PathBuf {
@@ -163,7 +167,9 @@ pub fn run(
                 keep,
                 wait,
             };
-            runtime.block_on(add_entries(&file, &dirs, added, &how))
+            let outcome = runtime.block_on(add_entries(&file, &dirs, added, &how))?;
+            println!("{}", live::pickup_report(&dirs, &file, PICKUP_WAIT));
+            Ok(outcome)
         }
         UpstreamCommand::Remove { name } => {
             let mut document = read_document(&file)?;
@@ -175,6 +181,7 @@ pub fn run(
             store::forget_catalog(&dirs, &name);
             store::forget_pins(&dirs, &name);
             println!("removed {name:?} from {}", file.display());
+            println!("{}", live::pickup_report(&dirs, &file, PICKUP_WAIT));
             Ok(ExitCode::SUCCESS)
         }
         UpstreamCommand::Refresh { name } => {
@@ -290,7 +297,9 @@ pub fn run(
             if discovered && !yes && !confirmed(entries.len())? {
                 return Ok(ExitCode::SUCCESS);
             }
-            runtime.block_on(add_entries(&file, &dirs, entries, &how))
+            let outcome = runtime.block_on(add_entries(&file, &dirs, entries, &how))?;
+            println!("{}", live::pickup_report(&dirs, &file, PICKUP_WAIT));
+            Ok(outcome)
         }
     }
 }

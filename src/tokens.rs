@@ -76,13 +76,14 @@ pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<Toke
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(anyhow::Error::from)?;
-    let tasks = sample_tasks(engine.catalog());
+    let tasks = sample_tasks(&engine.catalog());
     // Where each tool sits among the groups: the same for every sample task.
-    let grouping = groups::Groups::new(engine.catalog(), &[], false).map_err(anyhow::Error::msg)?;
+    let grouping =
+        groups::Groups::new(&engine.catalog(), &[], false).map_err(anyhow::Error::msg)?;
     let mut strategies = Vec::new();
     for kind in StrategyKind::ALL {
         let strategy = kind
-            .over(engine.catalog(), &SurfaceOptions::default())
+            .over(&engine.catalog(), &SurfaceOptions::default())
             .map_err(anyhow::Error::msg)?;
         let list = surface::initial_tools(strategy.as_ref());
         let text = serde_json::to_string(&surface::model_facing(&list))?;

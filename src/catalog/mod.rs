@@ -262,6 +262,22 @@ impl Catalog {
         )
     }
 
+    /// This catalog plus `extra` modes that are shared already (the
+    /// gateway keeps its modes, so a rebuilt catalog holds the same ones).
+    pub fn with_shared_modes(self, extra: impl IntoIterator<Item = Arc<Mode>>) -> Self {
+        Self::from_shared(self.modes.into_iter().chain(extra))
+    }
+
+    /// The catalog minus the modes whose origin `drop` matches.
+    pub fn without_origin(&self, drop: impl Fn(&Origin) -> bool) -> Self {
+        Self::from_shared(
+            self.modes
+                .iter()
+                .filter(|mode| !drop(&mode.origin))
+                .cloned(),
+        )
+    }
+
     /// Builds a catalog; a later mode with the same name replaces an earlier one.
     pub fn from_modes(modes: impl IntoIterator<Item = Mode>) -> Self {
         Self::from_shared(modes.into_iter().map(Arc::new))

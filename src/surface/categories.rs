@@ -221,11 +221,11 @@ impl Strategy for Categories {
         Ok(match name {
             LIST_CATEGORIES => self.list_categories(),
             CATEGORY_TOOLS => match parse_arguments(&self.meta, name, arguments) {
-                Ok(args) => self.category_tools(catalog, args),
+                Ok(args) => self.category_tools(&catalog, args),
                 Err(outcome) => outcome,
             },
             TOOL_SCHEMA => match parse_arguments(&self.meta, name, arguments) {
-                Ok(args) => self.tool_schema(catalog, args),
+                Ok(args) => self.tool_schema(&catalog, args),
                 Err(outcome) => outcome,
             },
             _ => return call_mode_by_name(engine, name, arguments, call).await,

@@ -260,7 +260,7 @@ impl Discover {
         // With search words, the ranking orders the tools and drops those
         // that match nothing; without, catalog order.
         let order: Vec<&Mode> = match args.search.as_deref().map(str::trim) {
-            Some(words) if !words.is_empty() => engine
+            Some(words) if !words.is_empty() => catalog
                 .index()
                 .ranking(super::zen::select_mode::analysed_part(words))
                 .ranked
@@ -342,7 +342,7 @@ impl Discover {
                     tool
                 }
                 None => {
-                    json!({"name": name, "found": false, "suggestions": suggestions(catalog, name)})
+                    json!({"name": name, "found": false, "suggestions": suggestions(&catalog, name)})
                 }
             })
             .collect();

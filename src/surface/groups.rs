@@ -442,7 +442,7 @@ impl Strategy for Groups {
                 "error": "tool_hidden",
                 "message": format!("{name} belongs to group {group:?}, which is not active; call {ACTIVATE_PREFIX}{group} first."),
                 "activator": format!("{ACTIVATE_PREFIX}{group}"),
-                "suggestions": suggestions(engine.catalog(), name),
+                "suggestions": suggestions(&engine.catalog(), name),
             })));
         }
         call_mode_by_name(engine, name, arguments, call).await

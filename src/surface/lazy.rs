@@ -120,7 +120,7 @@ impl Lazy {
         let unknown: Vec<Value> = names
             .iter()
             .filter(|name| catalog.get(name).is_none())
-            .map(|name| json!({"name": name, "suggestions": suggestions(catalog, name)}))
+            .map(|name| json!({"name": name, "suggestions": suggestions(&catalog, name)}))
             .collect();
         if !unknown.is_empty() {
             // Nothing changes when any name is wrong.

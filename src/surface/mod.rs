@@ -197,6 +197,9 @@ pub struct SurfaceOptions {
     /// `groups`: a call to a hidden tool names the activator to call,
     /// instead of answering "tool not found".
     pub hidden_tool_hints: bool,
+    /// `zen`: gateway servers unavailable when the list is built, one line
+    /// each, named in `zen_execute`'s description ([`build`] fills it).
+    pub unavailable: Vec<String>,
 }
 
 impl Default for SurfaceOptions {
@@ -207,6 +210,7 @@ impl Default for SurfaceOptions {
             tool_loading: ToolLoading::default(),
             exclusive_groups: Vec::new(),
             hidden_tool_hints: false,
+            unavailable: Vec::new(),
         }
     }
 }
@@ -308,7 +312,9 @@ impl StrategyKind {
         options: &SurfaceOptions,
     ) -> Result<Arc<dyn Strategy>, String> {
         let strategy: Arc<dyn Strategy> = match self {
-            StrategyKind::Zen => Arc::new(zen::Zen::new(catalog, &options.pinned)?),
+            StrategyKind::Zen => Arc::new(
+                zen::Zen::new(catalog, &options.pinned)?.noting_unavailable(&options.unavailable),
+            ),
             StrategyKind::Full => Arc::new(full::Full::new(catalog)),
             StrategyKind::Lazy => Arc::new(lazy::Lazy::new(catalog)),
             StrategyKind::Categories => Arc::new(categories::Categories::new(
@@ -338,7 +344,9 @@ pub fn build(
     engine: &Engine,
     options: &SurfaceOptions,
 ) -> Result<Arc<dyn Strategy>, String> {
-    let strategy = kind.over(engine.catalog(), options)?;
+    let mut options = options.clone();
+    options.unavailable = engine.services().gateway.unavailable();
+    let strategy = kind.over(&engine.catalog(), &options)?;
     engine.services().process.set_presentation(Presentation {
         strategy: strategy.name().to_owned(),
         listed_tools: tool_names(&initial_tools(strategy.as_ref())),

@@ -4,9 +4,11 @@ tests/peers/node_modules), without an API key and without stdin.
 In a throw-away HOME / CLAUDE_CONFIG_DIR and project directory:
 `claude mcp add` registers `zenmode serve`, `zenmode serve --full`, every other
 `--strategy`, and a
-server that exits at once (/bin/false, the negative control); then
+server that exits at once (/bin/false, the negative control), and zenmode
+over a broken upstreams file (a bad entry; not JSON); then
 `claude mcp list` and `claude mcp get` run Claude Code's own health check
-(spawn, handshake, tools/list) and must report zenmode as connected and the
+(spawn, handshake, tools/list) and must report zenmode as connected, also
+with the broken files (whose bad entry a select reply names), and the
 control as failed. Then claude_session.py runs whole `claude -p` sessions
 against a loopback fake of the model API. Standard library only. Prints `claude-code: N passed,
 M failed`; exits non-zero if any check failed.
@@ -81,6 +83,14 @@ def main() -> int:
     upstreams = home / "upstreams.json"
     upstreams.write_text(json.dumps({"mcpServers": {"flaky": {
         "command": sys.executable, "args": [str(REPO / "tests" / "upstreams" / "fault_server.py")]}}}))
+    # A broken upstreams file (issue 30, problem 2): one bad entry beside a
+    # good one, and a file that is not JSON at all (a trailing comma).
+    bad_entry = home / "bad-entry.json"
+    bad_entry.write_text(json.dumps({"mcpServers": {
+        "broken": {"command": 5},
+        "flaky": {"command": sys.executable, "args": [str(REPO / "tests" / "upstreams" / "fault_server.py")]}}}))
+    not_json = home / "not-json.json"
+    not_json.write_text('{"mcpServers": {\n  "a": {"command": "python3"},\n}}\n')
     env["ZEN_CACHE_DIR"] = str(home / "zen-cache")
     env["ZEN_STATE_DIR"] = str(home / "zen-state")
     try:
@@ -98,6 +108,8 @@ def main() -> int:
                 ("zenmode-full", [ZENMODE_BIN, "serve", "--full"]),
                 *((f"zenmode-{strategy}", [ZENMODE_BIN, "serve", "--strategy", strategy]) for strategy in STRATEGIES),
                 ("zenmode-gateway", [ZENMODE_BIN, "serve", "--upstreams", str(upstreams)]),
+                ("zenmode-bad-entry", [ZENMODE_BIN, "serve", "--upstreams", str(bad_entry)]),
+                ("zenmode-not-json", [ZENMODE_BIN, "serve", "--upstreams", str(not_json)]),
                 ("control-broken", [shutil.which("false") or "/bin/false"]),
             ):
                 p = claude("mcp", "add", "--scope", "local", name, "--", *cmd)
@@ -129,6 +141,17 @@ def main() -> int:
 
         check("claude mcp list: zenmode --upstreams (gateway) ✔ Connected", list_connected("zenmode-gateway"))
 
+        check("claude mcp list: zenmode with a bad upstream entry ✔ Connected", list_connected("zenmode-bad-entry"))
+        check("claude mcp list: zenmode with a broken upstreams file ✔ Connected", list_connected("zenmode-not-json"))
+
+        def broken_named() -> None:
+            p = claude("mcp", "get", "zenmode-not-json")
+            assert p.returncode == 0 and re.search(r"Status:\s*" + CONNECTED.pattern, p.stdout), show(p)
+            reply = select_reply([ZENMODE_BIN, "serve", "--upstreams", str(bad_entry)], env)
+            assert 'bad entry \\"broken\\"' in reply, reply
+
+        check("broken upstreams: claude mcp get ✔ Connected; a select reply names the bad entry", broken_named)
+
         def control_fails() -> None:
             line = lines.get("control-broken")
             assert line is not None and FAILED.search(line) and not CONNECTED.search(line), f"control: {line!r}"
@@ -148,6 +171,30 @@ def main() -> int:
         shutil.rmtree(home, ignore_errors=True)
 
     return CHECKS.finish()
+
+
+def select_reply(command: list[str], env: dict[str, str]) -> str:
+    """One zen_select_mode call over stdio, as text (a plain JSON-RPC exchange)."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+         "capabilities": {}, "clientInfo": {"name": "zenmode-peers", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "zen_select_mode",
+         "arguments": {"task_description": "echo some text back"}}},
+    ]
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env=env)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        proc.stdin.flush()
+        for line in proc.stdout:
+            if json.loads(line).get("id") == 2:
+                return line
+        return ""
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ for zenmode's gateway fault tests. Standard library only.
 
 Options:
   --exit-at-start        print a message on stderr and exit 3 before reading
+  --start-delay SECONDS  sleep this long before reading anything (a slow start)
   --garbage              print non-JSON lines on stdout before every reply
   --tools-file FILE      list the tools in FILE (JSON array) instead of the defaults
   --pid-file FILE        write this process's pid to FILE
@@ -75,6 +76,8 @@ if option("--log-env"):
 if "--exit-at-start" in args:
     print("fault server: refusing to start (configured to exit)", file=sys.stderr, flush=True)
     sys.exit(3)
+if option("--start-delay"):
+    time.sleep(float(option("--start-delay")))
 
 tools = DEFAULT_TOOLS
 if "--hostile" in args or option("--chaos"):

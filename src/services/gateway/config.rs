@@ -112,7 +112,7 @@ impl fmt::Debug for Transport {
 }
 
 /// One server entry, checked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct UpstreamConfig {
     /// The entry's key in `mcpServers`.
     pub name: String,
@@ -298,17 +298,39 @@ pub struct ConfigError {
 pub struct UpstreamsFile {
     pub servers: Vec<UpstreamConfig>,
     pub warnings: Vec<String>,
+    /// Entries left out, each with what is wrong: (entry name, problem).
+    pub bad: Vec<(String, String)>,
 }
 
-/// Reads and checks an upstreams file.
+/// Reads and checks an upstreams file; any bad entry is an error (the
+/// commands that write the file use this).
 pub fn load(path: &Path) -> Result<UpstreamsFile, ConfigError> {
+    let file = load_each(path)?;
+    match file.bad.first() {
+        Some((name, problem)) => Err(ConfigError {
+            file: path.display().to_string(),
+            problem: format!("server {name:?}: {problem}"),
+        }),
+        None => Ok(file),
+    }
+}
+
+/// Reads an upstreams file entry by entry: a bad entry is set aside in
+/// [`UpstreamsFile::bad`] and the others are kept. Errors only when the
+/// file as a whole cannot be used (unreadable, not JSON, wrong shape);
+/// serde's message then gives the line and column.
+pub fn load_each(path: &Path) -> Result<UpstreamsFile, ConfigError> {
     let error = |problem: String| ConfigError {
         file: path.display().to_string(),
         problem,
     };
     let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read: {e}")))?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| error(format!("not JSON: {e}")))?;
-    let file = parse(&value).map_err(error)?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| {
+        error(format!(
+            "not JSON ({e}); fix the file there (a trailing comma or a missing quote is the usual cause)"
+        ))
+    })?;
+    let file = parse_each(&value).map_err(error)?;
     // From here on no log line, whoever writes it, shows these secrets.
     for server in &file.servers {
         crate::redact::register(&server.redactor());
@@ -316,8 +338,19 @@ pub fn load(path: &Path) -> Result<UpstreamsFile, ConfigError> {
     Ok(file)
 }
 
-/// Checks the JSON of an upstreams file (`{"mcpServers": {...}}`).
+/// Checks the JSON of an upstreams file (`{"mcpServers": {...}}`); any bad
+/// entry is an error.
 pub fn parse(value: &Value) -> Result<UpstreamsFile, String> {
+    let file = parse_each(value)?;
+    match file.bad.first() {
+        Some((name, problem)) => Err(format!("server {name:?}: {problem}")),
+        None => Ok(file),
+    }
+}
+
+/// Checks the file's shape, then each entry on its own: a bad entry (or
+/// the second of two with the same prefix) lands in [`UpstreamsFile::bad`].
+pub fn parse_each(value: &Value) -> Result<UpstreamsFile, String> {
     let servers = value
         .get("mcpServers")
         .ok_or(
@@ -328,25 +361,37 @@ pub fn parse(value: &Value) -> Result<UpstreamsFile, String> {
     let mut file = UpstreamsFile::default();
     let mut prefixes: BTreeMap<String, String> = BTreeMap::new();
     for (name, entry) in servers {
-        let (config, warnings) =
-            parse_entry(name, entry).map_err(|problem| format!("server {name:?}: {problem}"))?;
+        let (config, warnings) = match parse_entry(name, entry) {
+            Ok(parsed) => parsed,
+            Err(problem) => {
+                file.bad.push((name.clone(), problem));
+                continue;
+            }
+        };
         if let Some(why) = runs_zenmode(&config) {
             file.warnings.push(self_skip_message(name, &why));
             continue;
+        }
+        if config.enabled
+            && let Some(other) = prefixes.get(&config.prefix)
+        {
+            file.bad.push((
+                name.clone(),
+                format!(
+                    "server {other:?} uses the prefix {:?} already; give one a different \"prefix\"",
+                    config.prefix
+                ),
+            ));
+            continue;
+        }
+        if config.enabled {
+            prefixes.insert(config.prefix.clone(), name.clone());
         }
         file.warnings.extend(
             warnings
                 .into_iter()
                 .map(|w| format!("server {name:?}: {w}")),
         );
-        if config.enabled
-            && let Some(other) = prefixes.insert(config.prefix.clone(), name.clone())
-        {
-            return Err(format!(
-                "servers {other:?} and {name:?} both use the prefix {:?}; give one a different \"prefix\"",
-                config.prefix
-            ));
-        }
         file.servers.push(config);
     }
     Ok(file)
@@ -728,6 +773,39 @@ mod tests {
             "a": {"command": "x", "prefix": "p"}, "b": {"command": "y", "prefix": "p"}}}))
         .unwrap_err();
         assert!(error.contains("prefix \"p\""), "{error}");
+    }
+
+    #[test]
+    fn each_bad_entry_is_set_aside_and_the_good_ones_kept() {
+        let file = parse_each(&json!({"mcpServers": {
+            "a": {"command": "x", "prefix": "p"},
+            "bad": {"command": 3},
+            "b": {"command": "y", "prefix": "p"},
+            "c": {"command": "z"}}}))
+        .unwrap();
+        let names: Vec<&str> = file.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a", "c"]);
+        let bad: Vec<&str> = file.bad.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(bad, ["bad", "b"], "file order: {:?}", file.bad);
+        assert!(file.bad[1].1.contains("prefix \"p\""), "{:?}", file.bad);
+    }
+
+    #[test]
+    fn a_file_that_is_not_json_names_the_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("upstreams.json");
+        std::fs::write(
+            &path,
+            "{\"mcpServers\": {\n  \"a\": {\"command\": \"x\"},\n}}\n",
+        )
+        .unwrap();
+        let error = load_each(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("line 3")
+                && error.contains("column")
+                && error.contains("trailing comma"),
+            "{error}"
+        );
     }
 
     #[test]

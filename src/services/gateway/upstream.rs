@@ -343,6 +343,15 @@ impl Upstream {
             .unwrap_or(true)
     }
 
+    /// Why the last start failed or the server crashed, while that is its
+    /// state (`None` while it runs, is stopped, or is being started).
+    pub fn last_failure(&self) -> Option<String> {
+        match &*self.slot.try_lock().ok()? {
+            Slot::Failed { message, .. } => Some(message.clone()),
+            _ => None,
+        }
+    }
+
     pub fn set_pins(&self, pins: Pins) {
         if let Ok(mut slot) = self.pins.lock() {
             *slot = Some(pins);

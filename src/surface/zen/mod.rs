@@ -101,6 +101,42 @@ impl ZenTool {
     }
 }
 
+/// The most unavailable servers `zen_execute`'s description names.
+const MAX_UNAVAILABLE_IN_DESCRIPTION: usize = 5;
+
+impl Zen {
+    /// Names the gateway servers the model cannot reach as the list is
+    /// built (starting, failed, bad entries) in `zen_execute`'s
+    /// description; the list stays fixed, and select replies say what is
+    /// unavailable at the time of each call.
+    pub fn noting_unavailable(mut self, lines: &[String]) -> Self {
+        if lines.is_empty() {
+            return self;
+        }
+        for tool in &mut self.tools {
+            if tool["name"] != EXECUTE {
+                continue;
+            }
+            let mut text = tool["description"].as_str().unwrap_or_default().to_owned();
+            text.push_str(
+                "\nServers unavailable at start-up (zen_select_mode tells when they are back):",
+            );
+            for line in lines.iter().take(MAX_UNAVAILABLE_IN_DESCRIPTION) {
+                text.push_str("\n- ");
+                text.push_str(line);
+            }
+            if lines.len() > MAX_UNAVAILABLE_IN_DESCRIPTION {
+                text.push_str(&format!(
+                    "\n- and {} more",
+                    lines.len() - MAX_UNAVAILABLE_IN_DESCRIPTION
+                ));
+            }
+            tool["description"] = Value::from(text);
+        }
+        self
+    }
+}
+
 #[async_trait]
 impl Strategy for Zen {
     fn name(&self) -> &'static str {
@@ -123,9 +159,15 @@ impl Strategy for Zen {
         arguments: Map<String, Value>,
         call: &CallContext,
     ) -> Result<Outcome, UnknownTool> {
-        match ZenTool::parse(engine.catalog(), name, arguments) {
+        match ZenTool::parse(&engine.catalog(), name, arguments) {
             None => Err(UnknownTool(name.to_owned())),
-            Some(ZenTool::SelectMode(arguments)) => Ok(select_mode::call(engine, arguments)),
+            Some(ZenTool::SelectMode(arguments)) => {
+                // Describing a mode of a server still starting waits for it.
+                if let Some(Value::String(mode)) = arguments.get("mode") {
+                    engine.await_mode(mode).await;
+                }
+                Ok(select_mode::call(engine, arguments))
+            }
             Some(ZenTool::Execute(arguments)) => Ok(execute::call(engine, arguments, call).await),
             Some(ZenTool::Mode { name, request }) => {
                 call_mode_by_name(engine, &name, request, call).await

@@ -48,7 +48,7 @@ pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
         .filter(|t| !t.is_empty());
     match (task, args.mode.as_deref()) {
         (_, Some(name)) => match engine.mode(name) {
-            Ok(mode) => Outcome::ok(describe_mode(mode)),
+            Ok(mode) => Outcome::ok(describe_mode(&mode)),
             Err(unknown) => unknown_mode(unknown),
         },
         (Some(task), None) => {
@@ -59,7 +59,9 @@ pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
                     format!("top_k must be between 1 and {MAX_TOP_K} (got {top_k})"),
                 );
             }
-            Outcome::ok(recommend(engine, analysed_part(task), top_k))
+            let mut reply = recommend(engine, analysed_part(task), top_k);
+            note_unavailable(engine, &mut reply);
+            Outcome::ok(reply)
         }
         (None, None) => Outcome::failure(
             "invalid_arguments",
@@ -70,7 +72,7 @@ pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
 
 fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
     let catalog = engine.catalog();
-    let ranking = engine.index().ranking(task);
+    let ranking = catalog.index().ranking(task);
     let Some(best) = ranking.ranked.first() else {
         return no_match(engine, task);
     };
@@ -139,6 +141,25 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
         reply.insert("alternatives".into(), Value::Array(alternatives));
     }
     Value::Object(reply)
+}
+
+/// The most unavailable servers a reply names; the rest are counted.
+const MAX_UNAVAILABLE_LINES: usize = 8;
+
+/// Adds what the model cannot reach now (gateway servers starting or
+/// failed, bad entries), one short line each, so it knows a missing
+/// server is missing rather than nonexistent.
+fn note_unavailable(engine: &Engine, reply: &mut Value) {
+    let lines = engine.services().gateway.unavailable();
+    if lines.is_empty() {
+        return;
+    }
+    let more = lines.len().saturating_sub(MAX_UNAVAILABLE_LINES);
+    let mut shown: Vec<String> = lines.into_iter().take(MAX_UNAVAILABLE_LINES).collect();
+    if more > 0 {
+        shown.push(format!("and {more} more"));
+    }
+    reply["unavailable"] = json!(shown);
 }
 
 /// Nothing matched: recommend the general-purpose mode, flagged as a guess.

@@ -229,8 +229,8 @@ pub fn run(
             let config = chosen(&file, Some(&name))?.remove(0);
             runtime.block_on(diff(&config, &dirs, wait, tool.as_deref()))
         }
-        UpstreamCommand::Enable { name } => set_enabled(&file, &name, true),
-        UpstreamCommand::Disable { name } => set_enabled(&file, &name, false),
+        UpstreamCommand::Enable { name } => set_enabled(&file, &dirs, &name, true),
+        UpstreamCommand::Disable { name } => set_enabled(&file, &dirs, &name, false),
         UpstreamCommand::Tools { name, json } => {
             let config = chosen(&file, Some(&name))?.remove(0);
             runtime.block_on(tools(&config, &dirs, wait, json))
@@ -805,7 +805,12 @@ fn unified(old: &str, new: &str) -> String {
 }
 
 /// `upstream enable|disable NAME`: the entry's `enabled` changes, nothing else.
-fn set_enabled(file: &Path, name: &str, enabled: bool) -> anyhow::Result<ExitCode> {
+fn set_enabled(
+    file: &Path,
+    dirs: &GatewayDirs,
+    name: &str,
+    enabled: bool,
+) -> anyhow::Result<ExitCode> {
     let mut document = read_document(file)?;
     let servers = servers_mut(&mut document, file)?;
     let Some(Value::Object(entry)) = servers.get_mut(name) else {
@@ -815,11 +820,11 @@ fn set_enabled(file: &Path, name: &str, enabled: bool) -> anyhow::Result<ExitCod
     entry.insert("enabled".into(), json!(enabled));
     write_document(file, &document)?;
     println!(
-        "{} {name:?} in {}; zenmode processes started from now on {} it (running ones when they reread the file)",
+        "{} {name:?} in {}",
         if enabled { "enabled" } else { "disabled" },
         file.display(),
-        if enabled { "serve" } else { "skip" }
     );
+    println!("{}", live::pickup_report(dirs, file, PICKUP_WAIT));
     Ok(ExitCode::SUCCESS)
 }
 

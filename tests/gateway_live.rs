@@ -240,6 +240,15 @@ fn problem4_reload_added_and_removed_servers_take_effect_without_a_restart() {
         let result = execute(&mut client, "third__echo", json!({"text": "3"}));
         result["structuredContent"] == json!({"echo": "3"})
     }));
+    // So does `upstream disable`, and the server's modes go.
+    let (code, stdout, stderr) = setup.run(&["upstream", "disable", "third"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("1 running zenmode server picked this up"),
+        "{stdout}"
+    );
+    let gone = execute(&mut client, "third__echo", json!({"text": "3"}));
+    assert_eq!(gone["isError"], true, "{gone}");
     client.finish();
 
     let (code, stdout, _) = setup.run(&["upstream", "remove", "third"]);

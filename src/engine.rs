@@ -173,6 +173,8 @@ impl Engine {
         call: &CallContext,
     ) -> Result<Outcome, UnknownMode> {
         let mode = self.mode(mode_name)?;
+        // Field aliases and one-step values the manifest declares.
+        mode.manifest().prepare_request(&mut request);
         if let Err(outcome) = merge_continuation(mode, &mut request, continuation_id) {
             return Ok(outcome);
         }

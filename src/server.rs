@@ -34,6 +34,12 @@ use crate::{
 /// changes when the server is restarted with other options.
 const FIXED_LIST_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
+/// How long a call waits for rmcp to take its `list_changed` notification.
+/// Once the client has closed its input, rmcp only drains responses and no
+/// longer reads notifications; waiting longer would hold the call's own
+/// response until rmcp gives up on it.
+const NOTIFY_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Methods rmcp types itself; reaching `on_custom_request` means bad params.
 const STANDARD_METHODS: &[&str] = &[
     "initialize",
@@ -175,6 +181,15 @@ pub fn to_call_result(outcome: Outcome) -> CallToolResult {
             }
         }
     }
+    if !outcome.body.is_object() {
+        // Structured content must be an object: an array or a plain value
+        // (the shapes some designs answer with) goes out as JSON text.
+        let mut result = CallToolResult::success(vec![rmcp::model::ContentBlock::text(
+            outcome.body.to_string(),
+        )]);
+        result.is_error = Some(outcome.is_error);
+        return result;
+    }
     if outcome.is_error {
         CallToolResult::structured_error(outcome.body)
     } else {
@@ -247,8 +262,10 @@ impl ServerHandler for ZenServer {
             .await;
         if may_change && self.session.changes() != changes_before {
             // Clients that ignore the notification can still re-list.
-            if let Err(error) = context.peer.notify_tool_list_changed().await {
-                tracing::debug!(%error, "could not send tools/list_changed");
+            match tokio::time::timeout(NOTIFY_WAIT, context.peer.notify_tool_list_changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::debug!(%error, "could not send tools/list_changed"),
+                Err(_) => tracing::debug!("tools/list_changed not taken (the session is closing)"),
             }
         }
         match answer {

@@ -297,8 +297,29 @@ impl Catalog {
         Self::from_shared(self.modes.iter().filter(|mode| !drop(mode.name())).cloned())
     }
 
+    /// The mode with this name, or with this alias (`aliases` in its manifest).
     pub fn get(&self, name: &str) -> Option<&Arc<Mode>> {
-        self.by_name.get(name).map(|&index| &self.modes[index])
+        match self.by_name.get(name) {
+            Some(&index) => Some(&self.modes[index]),
+            None => self.by_alias(name),
+        }
+    }
+
+    /// Looks `name` up among the manifests' aliases. Start-up parses no
+    /// manifest, so this reads only manifests already parsed and embedded
+    /// ones whose text holds the name (parsing just those).
+    fn by_alias(&self, name: &str) -> Option<&Arc<Mode>> {
+        if !manifest::is_valid_mode_name(name) {
+            return None;
+        }
+        let quoted = format!("\"{name}\"");
+        self.modes.iter().find(|mode| {
+            let worth_reading = mode.is_parsed()
+                || mode
+                    .embedded_text
+                    .is_some_and(|text| text.contains("\"aliases\"") && text.contains(&quoted));
+            worth_reading && mode.manifest().aliases.iter().any(|alias| alias == name)
+        })
     }
 
     pub fn modes(&self) -> &[Arc<Mode>] {

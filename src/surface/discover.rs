@@ -190,7 +190,7 @@ impl Discover {
                             ],
                             "description": "A tool name, or a list of 1 to 10"
                         },
-                        "names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_DETAIL, "description": "Same as command (older name)"}
+                        "names": {"description": "Same as command"}
                     },
                     "additionalProperties": false
                 },

@@ -86,10 +86,7 @@ impl Lazy {
                         "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
                         "description": "Tool name(s) to enable or disable"
                     },
-                    "names": {
-                        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
-                        "description": "Same as tools"
-                    }
+                    "names": {"description": "Same as tools"}
                 },
                 "required": ["action"],
                 "additionalProperties": false

@@ -259,7 +259,12 @@ pub struct ServeArgs {
     pub exclusive_groups: Vec<String>,
     /// Put PREFIX before the name of every meta tool, under any strategy
     /// (`--strategy discover --tool-prefix afd-` gives afd-discover, afd-detail, afd-call...)
-    #[arg(long, value_name = "PREFIX", env = "ZEN_TOOL_PREFIX", default_value = "")]
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        env = "ZEN_TOOL_PREFIX",
+        default_value = ""
+    )]
     pub tool_prefix: String,
     /// groups strategy: a call to a hidden tool names the activator instead of "tool not found"
     #[arg(long)]

@@ -24,7 +24,9 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> Client {
     let mut command = zenmode(&[]);
     command.arg("serve").args(args);
     command.env_remove("LAZY_MODE").env_remove("TOOL_LOADING");
-    command.env_remove("ZEN_TOOL_PREFIX").env_remove("ZEN_STRATEGY");
+    command
+        .env_remove("ZEN_TOOL_PREFIX")
+        .env_remove("ZEN_STRATEGY");
     for (key, value) in env {
         command.env(key, value);
     }
@@ -62,7 +64,10 @@ fn names_of(list: &Value) -> Vec<String> {
 
 #[test]
 fn doc000_lazy_mode_manage_tools_list_enable_disable() {
-    let mut client = serve(&["--catalog", ADGUARD, "--no-builtin-modes"], &[("LAZY_MODE", "true")]);
+    let mut client = serve(
+        &["--catalog", ADGUARD, "--no-builtin-modes"],
+        &[("LAZY_MODE", "true")],
+    );
     assert_eq!(client.tool_names(), ["manage_tools"]);
 
     let (error, listed) = call(&mut client, "manage_tools", json!({"action": "list"}));
@@ -73,7 +78,12 @@ fn doc000_lazy_mode_manage_tools_list_enable_disable() {
         .iter()
         .find(|t| t["name"] == "get_status")
         .expect("get_status listed");
-    assert!(status["description"].as_str().unwrap().starts_with("Get the AdGuard"));
+    assert!(
+        status["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Get the AdGuard")
+    );
     assert!(status.get("inputSchema").is_none(), "no schemas in list");
 
     let (error, enabled) = call(
@@ -132,7 +142,12 @@ fn a_list_changing_call_is_answered_when_stdin_closes() {
         drop(stdin);
         let started = Instant::now();
         let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
         child.wait().unwrap();
         assert!(
             started.elapsed() < Duration::from_secs(4),
@@ -152,8 +167,7 @@ fn a_list_changing_call_is_answered_when_stdin_closes() {
 
 #[test]
 fn doc001_huly_categories_eager_and_lazy() {
-    let huly: Value =
-        serde_json::from_str(&std::fs::read_to_string(HULY).unwrap()).unwrap();
+    let huly: Value = serde_json::from_str(&std::fs::read_to_string(HULY).unwrap()).unwrap();
     let huly_tools = huly["tools"].as_array().unwrap();
 
     // TOOL_LOADING=eager: every tool with its full schema (and the meta tools).
@@ -168,7 +182,10 @@ fn doc001_huly_categories_eager_and_lazy() {
         .iter()
         .find(|t| t["name"] == "create_issue")
         .unwrap();
-    let original = huly_tools.iter().find(|t| t["name"] == "create_issue").unwrap();
+    let original = huly_tools
+        .iter()
+        .find(|t| t["name"] == "create_issue")
+        .unwrap();
     assert_eq!(create["inputSchema"], original["inputSchema"]);
     assert_eq!(listed.as_array().unwrap().len(), 114 + 3);
 
@@ -179,7 +196,11 @@ fn doc001_huly_categories_eager_and_lazy() {
     );
     assert_eq!(
         client.tool_names(),
-        ["list_tool_categories", "get_category_tools", "get_tool_schema"]
+        [
+            "list_tool_categories",
+            "get_category_tools",
+            "get_tool_schema"
+        ]
     );
     let (error, categories) = call(&mut client, "list_tool_categories", json!({}));
     assert!(!error, "{categories}");
@@ -193,19 +214,41 @@ fn doc001_huly_categories_eager_and_lazy() {
     assert_eq!(total, 114);
     let issues = categories
         .iter()
-        .find(|c| c["category"].as_str().unwrap().eq_ignore_ascii_case("issues"))
+        .find(|c| {
+            c["category"]
+                .as_str()
+                .unwrap()
+                .eq_ignore_ascii_case("issues")
+        })
         .unwrap();
-    let expected = huly_tools.iter().filter(|t| t["category"] == "issues").count();
+    let expected = huly_tools
+        .iter()
+        .filter(|t| t["category"] == "issues")
+        .count();
     assert_eq!(issues["toolCount"], expected);
 
-    let (error, tools) = call(&mut client, "get_category_tools", json!({"category": "Issues"}));
+    let (error, tools) = call(
+        &mut client,
+        "get_category_tools",
+        json!({"category": "Issues"}),
+    );
     assert!(!error, "{tools}");
     let names = names_of(&tools);
     assert!(names.contains(&"list_issues".to_owned()) && names.contains(&"get_issue".to_owned()));
     assert_eq!(names.len(), expected);
-    assert!(tools.as_array().unwrap().iter().all(|t| t["description"].is_string()));
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["description"].is_string())
+    );
 
-    let (error, schema) = call(&mut client, "get_tool_schema", json!({"toolName": "create_issue"}));
+    let (error, schema) = call(
+        &mut client,
+        "get_tool_schema",
+        json!({"toolName": "create_issue"}),
+    );
     assert!(!error, "{schema}");
     assert_eq!(schema["inputSchema"], original["inputSchema"]);
 
@@ -240,20 +283,23 @@ fn doc002_groups_nest_and_exclude() {
     assert!(first.contains(&"activate_infra".to_owned()), "{first:?}");
     // deactivate shows once there is something to deactivate (README).
     assert!(!first.contains(&"deactivate".to_owned()));
-    assert!(!first.contains(&"activate_infra_aws".to_owned()), "child hidden");
+    assert!(
+        !first.contains(&"activate_infra_aws".to_owned()),
+        "child hidden"
+    );
     assert!(!first.contains(&"ec2_list".to_owned()));
 
     // A hidden tool does not exist for the client (strict mode).
-    let hidden = client.request(
-        "tools/call",
-        json!({"name": "ec2_list", "arguments": {}}),
-    );
+    let hidden = client.request("tools/call", json!({"name": "ec2_list", "arguments": {}}));
     assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
 
     client.tool("activate_infra", json!({}));
     client.wait_for(list_changed);
     let listed = client.tool_names();
-    assert!(listed.contains(&"activate_infra_aws".to_owned()), "{listed:?}");
+    assert!(
+        listed.contains(&"activate_infra_aws".to_owned()),
+        "{listed:?}"
+    );
     assert!(listed.contains(&"deactivate".to_owned()));
     assert!(!listed.contains(&"ec2_list".to_owned()), "needs aws too");
 
@@ -273,7 +319,14 @@ fn doc002_groups_nest_and_exclude() {
 
     // Helpful mode names the activator.
     let mut hinted = serve(
-        &["--strategy", "groups", "--catalog", DEVOPS, "--no-builtin-modes", "--hidden-tool-hints"],
+        &[
+            "--strategy",
+            "groups",
+            "--catalog",
+            DEVOPS,
+            "--no-builtin-modes",
+            "--hidden-tool-hints",
+        ],
         &[],
     );
     let result = hinted.tool("ec2_list", json!({}));
@@ -293,7 +346,13 @@ fn doc003_discover_detail_call_to_the_letter() {
     let mut client = afd(&["--strategy", "discover", "--no-builtin-modes"]);
     assert_eq!(
         client.tool_names(),
-        ["afd-discover", "afd-detail", "afd-call", "afd-batch", "afd-pipe"]
+        [
+            "afd-discover",
+            "afd-detail",
+            "afd-call",
+            "afd-batch",
+            "afd-pipe"
+        ]
     );
 
     // Example 1: browsing, then by category.
@@ -312,26 +371,45 @@ fn doc003_discover_detail_call_to_the_letter() {
         assert!(categories.contains(&json!(category)), "{categories:?}");
     }
     for tag in ["crud", "admin", "billing"] {
-        assert!(data["availableTags"].as_array().unwrap().contains(&json!(tag)));
+        assert!(
+            data["availableTags"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(tag))
+        );
     }
-    assert!(data["commands"][0].get("mutation").is_none(), "mutation only on request");
+    assert!(
+        data["commands"][0].get("mutation").is_none(),
+        "mutation only on request"
+    );
 
     let (_, orders) = call(&mut client, "afd-discover", json!({"category": "order"}));
     let orders = &orders["data"];
     assert_eq!(orders["filtered"], 3);
     assert_eq!(orders["returned"], 3);
     let commands = orders["commands"].as_array().unwrap();
-    let cancel = commands.iter().find(|c| c["name"] == "order-cancel").unwrap();
+    let cancel = commands
+        .iter()
+        .find(|c| c["name"] == "order-cancel")
+        .unwrap();
     assert_eq!(cancel["description"], "Cancel a pending order");
 
     // Paging.
-    let (_, page) = call(&mut client, "afd-discover", json!({"limit": 2, "offset": 1}));
+    let (_, page) = call(
+        &mut client,
+        "afd-discover",
+        json!({"limit": 2, "offset": 1}),
+    );
     assert_eq!(page["data"]["returned"], 2);
     assert_eq!(page["data"]["hasMore"], true);
     assert!(page["reasoning"].as_str().unwrap().contains("offset: 3"));
 
     // Search: every word must appear.
-    let (_, found) = call(&mut client, "afd-discover", json!({"search": "create user"}));
+    let (_, found) = call(
+        &mut client,
+        "afd-discover",
+        json!({"search": "create user"}),
+    );
     assert_eq!(names_of(&found["data"]["commands"]), ["user-create"]);
 
     // Example 2: search then batch inspect.
@@ -344,7 +422,10 @@ fn doc003_discover_detail_call_to_the_letter() {
     );
     assert!(!error, "{details}");
     let entries = details["data"].as_array().unwrap();
-    assert_eq!(names_of(&details["data"]), ["order-cancel", "subscription-cancel"]);
+    assert_eq!(
+        names_of(&details["data"]),
+        ["order-cancel", "subscription-cancel"]
+    );
     assert_eq!(entries[0]["found"], true);
     assert_eq!(entries[0]["mutation"], true);
     assert_eq!(entries[0]["destructive"], true);
@@ -353,13 +434,22 @@ fn doc003_discover_detail_call_to_the_letter() {
     assert!(entries[0]["callable"].is_boolean());
 
     // Example 3: typo recovery.
-    let (error, typo) = call(&mut client, "afd-detail", json!({"command": "order-cancle"}));
+    let (error, typo) = call(
+        &mut client,
+        "afd-detail",
+        json!({"command": "order-cancle"}),
+    );
     assert!(!error && typo["success"] == true, "{typo}");
     let miss = &typo["data"][0];
     assert_eq!(miss["found"], false);
     assert_eq!(miss["error"]["code"], "COMMAND_NOT_FOUND");
     assert_eq!(miss["error"]["message"], "No command named 'order-cancle'");
-    assert!(miss["error"]["suggestion"].as_str().unwrap().starts_with("Did you mean 'order-cancel'?"));
+    assert!(
+        miss["error"]["suggestion"]
+            .as_str()
+            .unwrap()
+            .starts_with("Did you mean 'order-cancel'?")
+    );
 
     // Example 5: validation error with guidance.
     let (error, invalid) = call(
@@ -379,7 +469,11 @@ fn doc003_discover_detail_call_to_the_letter() {
 
     // Example 4: a valid call of an imported command reaches dispatch (no
     // handler runs it inside zenmode, and the error says so).
-    let (error, direct) = call(&mut client, "afd-call", json!({"command": "user-get", "input": {"id": 42}}));
+    let (error, direct) = call(
+        &mut client,
+        "afd-call",
+        json!({"command": "user-get", "input": {"id": 42}}),
+    );
     assert!(error);
     assert_eq!(direct["error"]["code"], "NO_EXECUTOR", "{direct}");
 
@@ -388,19 +482,35 @@ fn doc003_discover_detail_call_to_the_letter() {
     assert_eq!(unknown["error"]["code"], "COMMAND_NOT_FOUND");
 
     // Example 6: tags, with the mutation flag.
-    let (_, admin) = call(&mut client, "afd-discover", json!({"tag": "admin", "includeMutation": true}));
+    let (_, admin) = call(
+        &mut client,
+        "afd-discover",
+        json!({"tag": "admin", "includeMutation": true}),
+    );
     let admin = admin["data"]["commands"].as_array().unwrap().clone();
     let mut names: Vec<&str> = admin.iter().map(|c| c["name"].as_str().unwrap()).collect();
     names.sort_unstable();
     assert_eq!(names, ["config-reset", "user-delete"]);
     assert!(admin.iter().all(|c| c["mutation"] == true));
-    let (_, both) = call(&mut client, "afd-discover", json!({"tag": ["admin", "billing"], "tagMode": "all"}));
+    let (_, both) = call(
+        &mut client,
+        "afd-discover",
+        json!({"tag": ["admin", "billing"], "tagMode": "all"}),
+    );
     assert_eq!(both["data"]["filtered"], 0);
-    let (_, either) = call(&mut client, "afd-discover", json!({"tag": ["admin", "billing"]}));
+    let (_, either) = call(
+        &mut client,
+        "afd-discover",
+        json!({"tag": ["admin", "billing"]}),
+    );
     assert_eq!(either["data"]["filtered"], 6);
 
     // includeMutation false keeps every command.
-    let (_, unflagged) = call(&mut client, "afd-discover", json!({"includeMutation": false}));
+    let (_, unflagged) = call(
+        &mut client,
+        "afd-discover",
+        json!({"includeMutation": false}),
+    );
     assert_eq!(unflagged["data"]["filtered"], 9);
 }
 
@@ -408,7 +518,11 @@ fn doc003_discover_detail_call_to_the_letter() {
 fn doc003_afd_call_batch_and_pipe_work_under_every_strategy() {
     for strategy in ["zen", "full", "lazy", "categories", "groups", "discover"] {
         let mut client = afd(&["--strategy", strategy]);
-        let (error, ran) = call(&mut client, "afd-call", json!({"command": "version", "input": {}}));
+        let (error, ran) = call(
+            &mut client,
+            "afd-call",
+            json!({"command": "version", "input": {}}),
+        );
         assert!(!error, "{strategy}: {ran}");
         assert_eq!(ran["success"], true);
         assert_eq!(ran["data"]["name"], "zenmode");

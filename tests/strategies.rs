@@ -23,9 +23,10 @@ fn serve(args: &[&str]) -> Client {
 
 /// A tool result's JSON, sent as structured content or (arrays) as text.
 fn json_of(result: &Value) -> Value {
-    result.get("structuredContent").cloned().unwrap_or_else(|| {
-        serde_json::from_str(&common::text_of(result)).expect("a JSON answer")
-    })
+    result
+        .get("structuredContent")
+        .cloned()
+        .unwrap_or_else(|| serde_json::from_str(&common::text_of(result)).expect("a JSON answer"))
 }
 
 fn list_changed(message: &Value) -> bool {
@@ -211,7 +212,10 @@ fn categories_browse_then_fetch_in_every_sub_mode() {
     let mut eager = serve(&["--strategy", "categories", "--tool-loading", "eager"]);
     let tools = eager.call("tools/list", Value::Null)["tools"].clone();
     assert_eq!(tools.as_array().unwrap().len(), 3 + 18);
-    assert!(tools[3]["inputSchema"]["properties"].is_object(), "full schemas");
+    assert!(
+        tools[3]["inputSchema"]["properties"].is_object(),
+        "full schemas"
+    );
 
     let mut command = zenmode(&["serve", "--pin", "planner"]);
     command.env("TOOL_LOADING", "core");
@@ -442,7 +446,10 @@ fn discover_detail_call_batch_and_pipe() {
     );
     assert_eq!(invalid["error"]["code"], "VALIDATION_ERROR");
     assert!(
-        invalid["error"]["suggestion"].as_str().unwrap().contains("detail"),
+        invalid["error"]["suggestion"]
+            .as_str()
+            .unwrap()
+            .contains("detail"),
         "{invalid}"
     );
     let unknown = structured(&client.tool("call", json!({"command": "chalenge"})), true);

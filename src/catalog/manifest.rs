@@ -164,12 +164,16 @@ impl Manifest {
     }
 
     /// Rewrites a request in the mode's own terms: aliased fields under their
-    /// real names, and the one-step values when the request gives none of
-    /// them. A field the request names itself is never overwritten.
+    /// real names, and the one-step values when the request, as sent, names
+    /// none of them and none of the required fields (it speaks another
+    /// vocabulary, such as design 004's). A field the request names itself
+    /// is never overwritten.
     pub fn prepare_request(&self, request: &mut Value) {
         let Value::Object(fields) = request else {
             return;
         };
+        let own_terms = self.required().into_iter().any(|f| fields.contains_key(f))
+            || self.one_shot.keys().any(|f| fields.contains_key(f));
         for (alias, field) in &self.field_aliases {
             let Some(field) = field.as_str() else {
                 continue;
@@ -180,7 +184,7 @@ impl Manifest {
                 fields.insert(field.to_owned(), value);
             }
         }
-        if !self.one_shot.is_empty() && self.one_shot.keys().all(|k| !fields.contains_key(k)) {
+        if !own_terms {
             for (field, value) in &self.one_shot {
                 fields.insert(field.clone(), value.clone());
             }

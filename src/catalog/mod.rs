@@ -404,6 +404,33 @@ mod tests {
     }
 
     #[test]
+    fn an_alias_finds_its_mode_and_parses_few_manifests() {
+        let catalog = Catalog::builtin().unwrap();
+        assert_eq!(catalog.get("security").unwrap().name(), "secaudit");
+        assert!(catalog.parsed_modes().len() < catalog.len() / 2);
+        assert!(catalog.get("securityy").is_none());
+        assert!(catalog.get("Not A Name").is_none());
+    }
+
+    #[test]
+    fn a_one_step_request_gets_its_aliases_and_defaults() {
+        let catalog = Catalog::builtin().unwrap();
+        let debug = catalog.get("debug").unwrap().manifest();
+        let mut request = serde_json::json!({"problem": "tokens vanish", "files": ["/a.py"], "confidence": "exploring"});
+        debug.prepare_request(&mut request);
+        assert_eq!(request["step"], "tokens vanish");
+        assert_eq!(request["relevant_files"], serde_json::json!(["/a.py"]));
+        assert_eq!(request["step_number"], 1);
+        assert_eq!(request["next_step_required"], false);
+        assert!(request.get("problem").is_none());
+        // A request that names a step field is left to say what it means.
+        let mut later = serde_json::json!({"step": "s", "step_number": 2, "problem": "p"});
+        debug.prepare_request(&mut later);
+        assert!(later.get("total_steps").is_none());
+        assert_eq!(later["problem"], "p", "step is given: the alias stays put");
+    }
+
+    #[test]
     fn builtin_catalog_loads_without_parsing_or_compiling_anything() {
         let catalog = Catalog::builtin().expect("embedded manifests load");
         assert_eq!(catalog.len(), 18);

@@ -220,7 +220,8 @@ impl Discover {
                 started,
             );
         }
-        let categories: BTreeSet<String> = catalog.modes().iter().map(|m| category_of(m).0).collect();
+        let categories: BTreeSet<String> =
+            catalog.modes().iter().map(|m| category_of(m).0).collect();
         let wanted_tags = args.tag.into_vec();
         let tag_mode = args.tag_mode.unwrap_or(TagMode::Any);
         let include_mutation = args.include_mutation.unwrap_or(false);

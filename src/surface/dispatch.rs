@@ -256,7 +256,9 @@ async fn batch(engine: &Engine, prefix: &str, args: BatchArgs, context: &CallCon
     for call in &args.calls {
         let outcome = run(engine, prefix, call, context).await;
         failed += usize::from(outcome.is_error);
-        results.push(json!({"command": call.command, "ok": !outcome.is_error, "result": outcome.body}));
+        results.push(
+            json!({"command": call.command, "ok": !outcome.is_error, "result": outcome.body}),
+        );
     }
     let total = args.calls.len();
     let body = json!({"results": results, "succeeded": total - failed, "failed": failed});
@@ -317,7 +319,9 @@ async fn pipe(engine: &Engine, prefix: &str, args: PipeArgs, context: &CallConte
                     step.command
                 ),
                 "Fix that step's input and run the pipe again.".to_owned(),
-                Some(json!({"failed_step": number, "completed": results.len(), "result": outcome.body})),
+                Some(
+                    json!({"failed_step": number, "completed": results.len(), "result": outcome.body}),
+                ),
                 started,
             );
         }

@@ -136,7 +136,12 @@ impl Lazy {
                 "unknown": unknown,
             }));
         }
-        let wanted: BTreeSet<String> = names.into_iter().collect();
+        // Aliases (`security`) stand for the mode's own name.
+        let wanted: BTreeSet<String> = names
+            .iter()
+            .filter_map(|name| catalog.get(name))
+            .map(|mode| mode.name().to_owned())
+            .collect();
         let enable = matches!(args.action, Action::Enable);
         let changed = session.state.update(|active| {
             if enable {
@@ -223,10 +228,10 @@ impl Strategy for Lazy {
                 },
             );
         }
-        if engine.catalog().get(name).is_none() {
+        let Some(mode) = engine.catalog().get(name) else {
             return Err(UnknownTool(name.to_owned()));
-        }
-        if session.list_may_change && !session.state.is_active(name) {
+        };
+        if session.list_may_change && !session.state.is_active(mode.name()) {
             return Ok(Outcome::failure(
                 "tool_not_enabled",
                 format!(

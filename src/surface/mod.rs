@@ -386,7 +386,8 @@ impl Strategy for Fronted {
         // A mode named like one of the three keeps its name.
         if matches!(own, dispatch::CALL | dispatch::BATCH | dispatch::PIPE)
             && !self.modes.contains(own)
-            && let Some(outcome) = dispatch::handle(engine, &self.prefix, own, arguments.clone(), call).await
+            && let Some(outcome) =
+                dispatch::handle(engine, &self.prefix, own, arguments.clone(), call).await
         {
             return Ok(outcome);
         }

@@ -71,7 +71,7 @@ fn design_fields(engine: &Engine, reply: &mut Value, confidence: Option<Value>) 
     };
     // An alternative whose required fields are the same list says nothing
     // new: leaving it out pays for the two names above.
-    if let Some(alternatives) = reply["alternatives"].as_array_mut() {
+    if let Some(alternatives) = reply.get_mut("alternatives").and_then(Value::as_array_mut) {
         for alternative in alternatives.iter_mut().filter_map(Value::as_object_mut) {
             if alternative.get("required").and_then(Value::as_array) == Some(&required) {
                 alternative.remove("required");

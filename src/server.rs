@@ -28,6 +28,7 @@ use crate::{
     engine::{Engine, Outcome},
     services::{CallContext, ProgressSink},
     surface::{Session, SessionView, Strategy, initial_tools, tool_names},
+    transport::OwedNotices,
 };
 
 /// How long a client may keep a fixed `tools/list` (a day): the list only
@@ -69,6 +70,8 @@ pub struct ZenServer {
     tools: Arc<Vec<Tool>>,
     /// What this session has switched on; a new connection gets a new one.
     session: Arc<Session>,
+    /// `list_changed` notifications rmcp did not take, for the transport.
+    owed: Arc<OwedNotices>,
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -98,7 +101,13 @@ impl ZenServer {
             strategy,
             tools: Arc::new(tools),
             session: Arc::new(Session::default()),
+            owed: Arc::default(),
         })
+    }
+
+    /// What this session's transport must write before some replies.
+    pub fn owed_notices(&self) -> Arc<OwedNotices> {
+        self.owed.clone()
     }
 
     /// The same server for another session: shared engine and strategy,
@@ -106,6 +115,7 @@ impl ZenServer {
     pub fn new_session(&self) -> Self {
         ZenServer {
             session: Arc::new(Session::default()),
+            owed: Arc::default(),
             ..self.clone()
         }
     }
@@ -265,7 +275,12 @@ impl ServerHandler for ZenServer {
             match tokio::time::timeout(NOTIFY_WAIT, context.peer.notify_tool_list_changed()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => tracing::debug!(%error, "could not send tools/list_changed"),
-                Err(_) => tracing::debug!("tools/list_changed not taken (the session is closing)"),
+                Err(_) => {
+                    // The session is closing: the transport writes it
+                    // before this call's reply.
+                    tracing::debug!("tools/list_changed not taken; sent before the reply");
+                    self.owed.owe(context.id.clone());
+                }
             }
         }
         match answer {

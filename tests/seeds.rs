@@ -154,12 +154,26 @@ fn a_list_changing_call_is_answered_when_stdin_closes() {
             "{strategy}: took {:?}",
             started.elapsed()
         );
-        let reply = out
+        let messages: Vec<Value> = out
             .lines()
             .map(|line| serde_json::from_str::<Value>(line).unwrap())
-            .find(|m| m["id"] == 2)
+            .collect();
+        let reply = messages
+            .iter()
+            .position(|m| m["id"] == 2)
             .unwrap_or_else(|| panic!("{strategy}: no reply to the call in {out}"));
-        assert!(reply["result"]["isError"] != true, "{strategy}: {reply}");
+        assert!(
+            messages[reply]["result"]["isError"] != true,
+            "{strategy}: {out}"
+        );
+        let notice = messages
+            .iter()
+            .position(list_changed)
+            .unwrap_or_else(|| panic!("{strategy}: no list_changed in {out}"));
+        assert!(
+            notice < reply,
+            "{strategy}: the notification comes first: {out}"
+        );
     }
 }
 

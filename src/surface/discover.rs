@@ -160,7 +160,7 @@ impl Discover {
             json!({
                 "name": DISCOVER,
                 "title": "Find tools",
-                "description": "List available commands with optional filtering by category, tag, or search text. Returns compact summaries, paging counts and every category and tag.",
+                "description": "Browse the tools: one line each, narrowed by category, tag or words, a page at a time, with every category and tag there is.",
                 "inputSchema": {
                     "type": "object",
                     "properties": {
@@ -179,7 +179,7 @@ impl Discover {
             json!({
                 "name": DETAIL,
                 "title": "Tool definitions",
-                "description": "Get the full input schema and metadata for one or more commands by name (1 to 10), in the order given.",
+                "description": "Full definitions (input schema, whether it changes things, category, tags) of one tool or up to ten, in the order named.",
                 "inputSchema": {
                     "type": "object",
                     "properties": {
@@ -272,15 +272,15 @@ impl Discover {
         let returned = commands.len();
         let has_more = (offset as usize) + returned < filtered.len();
         let reasoning = format!(
-            "Returned {returned} of {} matching commands ({} total){}{}",
+            "{returned} shown of {} matching ({} in all){}{}",
             filtered.len(),
             catalog.len(),
             args.category
                 .as_deref()
-                .map(|c| format!(" in category '{c}'"))
+                .map(|c| format!(", category '{c}'"))
                 .unwrap_or_default(),
             if has_more {
-                format!(". Use offset: {} to see more.", offset + limit)
+                format!("; the next page starts at offset {}", offset + limit)
             } else {
                 String::new()
             }
@@ -355,7 +355,7 @@ impl Discover {
                     "found": false,
                     "error": {
                         "code": "COMMAND_NOT_FOUND",
-                        "message": format!("No command named '{name}'"),
+                        "message": format!("'{name}' is not a command here"),
                         "suggestion": dispatch::not_found_suggestion(&suggestions(catalog, name), &self.prefix),
                     }
                 }),
@@ -363,7 +363,7 @@ impl Discover {
             .collect();
         dispatch::success(
             Value::Array(entries),
-            format!("Found {found} of {} commands asked for", names.len()),
+            format!("{found} of {} names are tools", names.len()),
             started,
         )
     }

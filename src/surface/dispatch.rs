@@ -88,9 +88,9 @@ pub fn failure(
 
 /// The `COMMAND_NOT_FOUND` suggestion: the closest name, and where to look.
 pub fn not_found_suggestion(closest: &[String], prefix: &str) -> String {
-    let list = format!("Use {prefix}discover to list all commands.");
+    let list = format!("{prefix}discover lists every command.");
     match closest.first() {
-        Some(best) => format!("Did you mean '{best}'? {list}"),
+        Some(best) => format!("Closest name: '{best}'. {list}"),
         None => list,
     }
 }
@@ -185,7 +185,7 @@ async fn run(engine: &Engine, prefix: &str, call: &CallArgs, context: &CallConte
         Err(unknown) => {
             return failure(
                 "COMMAND_NOT_FOUND",
-                format!("No command named '{command}'"),
+                format!("'{command}' is not a command here"),
                 not_found_suggestion(&unknown.closest, prefix),
                 None,
                 started,
@@ -213,10 +213,8 @@ async fn run(engine: &Engine, prefix: &str, call: &CallArgs, context: &CallConte
             .collect();
         return failure(
             "VALIDATION_ERROR",
-            format!("Invalid input for '{command}': {}", problems.join("; ")),
-            format!(
-                "Call {prefix}detail with command '{command}' to see the expected input schema."
-            ),
+            format!("'{command}' refused its input: {}", problems.join("; ")),
+            format!("{prefix}detail with command '{command}' shows the input it expects."),
             Some(body),
             started,
         );

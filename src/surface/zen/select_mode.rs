@@ -40,37 +40,46 @@ pub fn call(engine: &Engine, mut arguments: Map<String, Value>) -> Outcome {
         Ok(args) => run(engine, &args),
         Err(outcome) => return outcome,
     };
-    if !outcome.is_error {
-        design_fields(engine, &mut outcome.body, confidence);
+    if !outcome.is_error
+        && let Some(level) = confidence
+    {
+        carry_confidence(engine, &mut outcome.body, level);
     }
     outcome
 }
 
-/// Design 004's reply names (`recommended_mode`, `required_fields`) beside
-/// ours, and the caller's confidence level carried into the next call.
-fn design_fields(engine: &Engine, reply: &mut Value, confidence: Option<Value>) {
+/// Puts the caller's confidence level into the suggested request, when the
+/// mode has a `confidence` field that accepts it.
+fn carry_confidence(engine: &Engine, reply: &mut Value, level: Value) {
     let Some(mode) = reply["mode"].as_str().and_then(|m| engine.catalog().get(m)) else {
         return;
     };
-    if let Some(level) = confidence.filter(|level| {
-        mode.manifest()
-            .properties()
-            .and_then(|p| p.get("confidence"))
-            .is_some_and(|field| {
-                field["enum"]
-                    .as_array()
-                    .is_none_or(|allowed| allowed.contains(level))
-            })
-    }) && let Some(request) = reply.pointer_mut("/next_call/arguments/request")
-    {
+    let accepted = mode
+        .manifest()
+        .properties()
+        .and_then(|p| p.get("confidence"))
+        .is_some_and(|field| {
+            field["enum"]
+                .as_array()
+                .is_none_or(|allowed| allowed.contains(&level))
+        });
+    if accepted && let Some(request) = reply.pointer_mut("/next_call/arguments/request") {
         request["confidence"] = level;
     }
+}
+
+/// Design 004's reply names (`recommended_mode`, `required_fields`) beside
+/// ours.
+fn design_fields(reply: &mut Value) {
+    let Some(mode) = reply["mode"].as_str().map(str::to_owned) else {
+        return;
+    };
     let required: Vec<Value> = match &reply["required"] {
         Value::Object(fields) => fields.keys().map(|k| json!(k)).collect(),
         _ => Vec::new(),
     };
     // An alternative whose required fields are the same list says nothing
-    // new: leaving it out pays for the two names above.
+    // new: leaving it out pays for the two names added here.
     if let Some(alternatives) = reply.get_mut("alternatives").and_then(Value::as_array_mut) {
         for alternative in alternatives.iter_mut().filter_map(Value::as_object_mut) {
             if alternative.get("required").and_then(Value::as_array) == Some(&required) {
@@ -78,7 +87,7 @@ fn design_fields(engine: &Engine, reply: &mut Value, confidence: Option<Value>) 
             }
         }
     }
-    reply["recommended_mode"] = json!(mode.name());
+    reply["recommended_mode"] = json!(mode);
     reply["required_fields"] = Value::Array(required);
 }
 
@@ -116,7 +125,9 @@ pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
                     format!("top_k must be between 1 and {MAX_TOP_K} (got {top_k})"),
                 );
             }
-            Outcome::ok(recommend(engine, analysed_part(task), top_k))
+            let mut reply = recommend(engine, analysed_part(task), top_k);
+            design_fields(&mut reply);
+            Outcome::ok(reply)
         }
         (None, None) => Outcome::failure(
             "invalid_arguments",
@@ -350,8 +361,10 @@ mod tests {
         assert!(reply["reason"].as_str().unwrap().starts_with("matched: "));
         let alternatives = reply["alternatives"].as_array().unwrap();
         assert!(alternatives.len() < DEFAULT_TOP_K);
+        assert_eq!(reply["recommended_mode"], "testgen");
+        assert!(reply["required_fields"].as_array().unwrap().len() >= 4);
         for alternative in alternatives {
-            for key in ["mode", "confidence", "summary", "required"] {
+            for key in ["mode", "confidence", "summary"] {
                 assert!(
                     alternative.get(key).is_some(),
                     "{key} missing: {alternative}"

@@ -274,12 +274,21 @@ pub struct ServeArgs {
     /// Same as --strategy full: every mode as its own tool (the original tool list)
     #[arg(long)]
     pub full: bool,
-    /// categories strategy: list every tool with a stripped schema (eager), none (lazy) or the pinned ones (core)
+    /// categories strategy: list every tool in full (eager), with a stripped schema (stripped), none (lazy) or the pinned ones (core)
     #[arg(long, value_enum, env = "TOOL_LOADING", ignore_case = true)]
     pub tool_loading: Option<ToolLoading>,
     /// groups strategy: groups of which at most one may be active, e.g. workflow,conversation (repeatable)
     #[arg(long = "exclusive-groups", value_name = "GROUPS")]
     pub exclusive_groups: Vec<String>,
+    /// Put PREFIX before the name of every meta tool, under any strategy
+    /// (`--strategy discover --tool-prefix afd-` gives afd-discover, afd-detail, afd-call...)
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        env = "ZEN_TOOL_PREFIX",
+        default_value = ""
+    )]
+    pub tool_prefix: String,
     /// groups strategy: a call to a hidden tool names the activator instead of "tool not found"
     #[arg(long)]
     pub hidden_tool_hints: bool,
@@ -443,6 +452,7 @@ impl ServeArgs {
                 .collect(),
             unavailable: Vec::new(),
             hidden_tool_hints: self.hidden_tool_hints,
+            tool_prefix: self.tool_prefix.trim().to_owned(),
         }
     }
 }

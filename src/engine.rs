@@ -393,6 +393,8 @@ impl Engine {
             return Err(self.unknown(&snapshot, mode_name));
         };
         let mode = mode.as_ref();
+        // Field aliases and one-step values the manifest declares.
+        mode.manifest().prepare_request(&mut request);
         if let Err(outcome) = merge_continuation(mode, &mut request, continuation_id) {
             return Ok(outcome);
         }

@@ -33,7 +33,8 @@ pub async fn serve_session<R, W>(
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let transport = LineTransport::new(reader, writer, max_message_bytes);
+    let transport = LineTransport::new(reader, writer, max_message_bytes)
+        .with_owed_notices(server.owed_notices());
     run_session(server, transport, shutdown).await;
 }
 
@@ -358,7 +359,8 @@ pub async fn serve_tcp_with(
             tracing::debug!(%peer, "connection opened");
             let (reader, writer) = stream.into_split();
             let transport = LineTransport::new(reader, writer, max_message_bytes)
-                .with_idle_timeout(Some(limits.idle_timeout));
+                .with_idle_timeout(Some(limits.idle_timeout))
+                .with_owed_notices(session.owed_notices());
             run_session(session, transport, token).await;
             drop(slot);
             tracing::debug!(%peer, "connection closed");

@@ -28,11 +28,18 @@ use crate::{
     engine::{Engine, Outcome},
     services::{CallContext, ProgressSink},
     surface::{Session, SessionView, Strategy, initial_tools, tool_names},
+    transport::OwedNotices,
 };
 
 /// How long a client may keep a fixed `tools/list` (a day): the list only
 /// changes when the server is restarted with other options.
 const FIXED_LIST_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// How long a call waits for rmcp to take its `list_changed` notification.
+/// Once the client has closed its input, rmcp only drains responses and no
+/// longer reads notifications; waiting longer would hold the call's own
+/// response until rmcp gives up on it.
+const NOTIFY_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Methods rmcp types itself; reaching `on_custom_request` means bad params.
 const STANDARD_METHODS: &[&str] = &[
@@ -65,6 +72,8 @@ pub struct ZenServer {
     session: Arc<Session>,
     /// The activity log line of a call also carries its arguments.
     log_arguments: bool,
+    /// `list_changed` notifications rmcp did not take, for the transport.
+    owed: Arc<OwedNotices>,
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -95,6 +104,7 @@ impl ZenServer {
             tools: Arc::new(tools),
             session: Arc::new(Session::default()),
             log_arguments: false,
+            owed: Arc::default(),
         })
     }
 
@@ -104,11 +114,17 @@ impl ZenServer {
         self
     }
 
+    /// What this session's transport must write before some replies.
+    pub fn owed_notices(&self) -> Arc<OwedNotices> {
+        self.owed.clone()
+    }
+
     /// The same server for another session: shared engine and strategy,
     /// fresh session state.
     pub fn new_session(&self) -> Self {
         ZenServer {
             session: Arc::new(Session::default()),
+            owed: Arc::default(),
             ..self.clone()
         }
     }
@@ -241,6 +257,15 @@ pub fn to_call_result(outcome: Outcome) -> CallToolResult {
             }
         }
     }
+    if !outcome.body.is_object() {
+        // Structured content must be an object: an array or a plain value
+        // (the shapes some designs answer with) goes out as JSON text.
+        let mut result = CallToolResult::success(vec![rmcp::model::ContentBlock::text(
+            outcome.body.to_string(),
+        )]);
+        result.is_error = Some(outcome.is_error);
+        return result;
+    }
     if outcome.is_error {
         CallToolResult::structured_error(outcome.body)
     } else {
@@ -318,8 +343,15 @@ impl ServerHandler for ZenServer {
             .await;
         if may_change && self.session.changes() != changes_before {
             // Clients that ignore the notification can still re-list.
-            if let Err(error) = context.peer.notify_tool_list_changed().await {
-                tracing::debug!(%error, "could not send tools/list_changed");
+            match tokio::time::timeout(NOTIFY_WAIT, context.peer.notify_tool_list_changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::debug!(%error, "could not send tools/list_changed"),
+                Err(_) => {
+                    // The session is closing: the transport writes it
+                    // before this call's reply.
+                    tracing::debug!("tools/list_changed not taken; sent before the reply");
+                    self.owed.owe(context.id.clone());
+                }
             }
         }
         let answer = answer.map(to_call_result);

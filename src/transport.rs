@@ -52,6 +52,35 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 /// refuses deeper input (its recursion limit) before anything is built.
 pub const MAX_NESTING: usize = 127;
 
+/// Replies that must be preceded by `notifications/tools/list_changed`.
+///
+/// A call that changed the tool list hands rmcp the notification first. When
+/// the client has closed its input, rmcp only drains replies and never takes
+/// the notification; the server then notes the call's id here, and the
+/// transport writes the notification just before that reply.
+#[derive(Debug, Default)]
+pub struct OwedNotices(std::sync::Mutex<Vec<RequestId>>);
+
+impl OwedNotices {
+    pub fn owe(&self, id: RequestId) {
+        self.lock().push(id);
+    }
+
+    /// Whether a notification is owed before the reply to `id` (once).
+    fn settle(&self, id: &RequestId) -> bool {
+        let mut owed = self.lock();
+        let before = owed.len();
+        owed.retain(|owed| owed != id);
+        owed.len() != before
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<RequestId>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 pub struct LineTransport<R, W> {
     reader: R,
     buffer: BytesMut,
@@ -64,6 +93,7 @@ pub struct LineTransport<R, W> {
     /// Close the session after this long without input while no request
     /// is in progress (TCP); `None` waits forever (stdio).
     idle_timeout: Option<Duration>,
+    owed: Arc<OwedNotices>,
     /// Error replies of this transport's own, not yet handed to `replies`.
     pending: std::sync::Mutex<VecDeque<Value>>,
     /// The queue to the task that writes error replies (started on the
@@ -119,6 +149,7 @@ where
             reached_eof: false,
             in_flight: Arc::default(),
             idle_timeout: None,
+            owed: Arc::default(),
             pending: std::sync::Mutex::default(),
             replies: None,
         }
@@ -164,6 +195,12 @@ where
     /// `timeout` while no request is in progress.
     pub fn with_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.idle_timeout = timeout;
+        self
+    }
+
+    /// Shares the server's [`OwedNotices`] with this transport.
+    pub fn with_owed_notices(mut self, owed: Arc<OwedNotices>) -> Self {
+        self.owed = owed;
         self
     }
 
@@ -411,11 +448,22 @@ where
             JsonRpcMessage::Error(error) => error.id.as_ref(),
             _ => None,
         };
+        let mut notice_first = false;
         if let Some(id) = answered {
             self.in_flight().remove(id);
+            notice_first = self.owed.settle(id);
         }
         let writer = self.writer.clone();
-        async move { write_line(&writer, &item).await }
+        async move {
+            if notice_first {
+                write_line(
+                    &writer,
+                    &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                )
+                .await?;
+            }
+            write_line(&writer, &item).await
+        }
     }
 
     /// Cancel-safe: partial input stays in `self.buffer` for the next call.

@@ -21,6 +21,14 @@ fn serve(args: &[&str]) -> Client {
     client
 }
 
+/// A tool result's JSON, sent as structured content or (arrays) as text.
+fn json_of(result: &Value) -> Value {
+    result
+        .get("structuredContent")
+        .cloned()
+        .unwrap_or_else(|| serde_json::from_str(&common::text_of(result)).expect("a JSON answer"))
+}
+
 fn list_changed(message: &Value) -> bool {
     message["method"] == "notifications/tools/list_changed"
 }
@@ -154,22 +162,19 @@ fn categories_browse_then_fetch_in_every_sub_mode() {
             "get_tool_schema"
         ]
     );
-    let categories = structured(&client.tool("list_tool_categories", json!({})), false);
-    let workflow = categories["categories"]
+    let categories = json_of(&client.tool("list_tool_categories", json!({})));
+    let workflow = categories
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["name"] == "workflow")
+        .find(|c| c["category"] == "workflow")
         .unwrap()
         .clone();
-    assert_eq!(workflow["tools"], 11);
+    assert_eq!(workflow["toolCount"], 11);
     assert!(!workflow["description"].as_str().unwrap().is_empty());
-    let tools = structured(
-        &client.tool("get_category_tools", json!({"category": "utility"})),
-        false,
-    );
+    let tools = json_of(&client.tool("get_category_tools", json!({"category": "utility"})));
     assert!(
-        tools["tools"]
+        tools
             .as_array()
             .unwrap()
             .iter()
@@ -200,10 +205,17 @@ fn categories_browse_then_fetch_in_every_sub_mode() {
     let wrong = structured(&client.tool("get_tool_schema", json!({"tool": "x"})), true);
     assert_eq!(wrong["error"], "invalid_arguments");
 
+    let mut stripped = serve(&["--strategy", "categories", "--tool-loading", "stripped"]);
+    let tools = stripped.call("tools/list", Value::Null)["tools"].clone();
+    assert_eq!(tools.as_array().unwrap().len(), 3 + 18);
+    assert_eq!(tools[3]["inputSchema"], json!({"type": "object"}));
     let mut eager = serve(&["--strategy", "categories", "--tool-loading", "eager"]);
     let tools = eager.call("tools/list", Value::Null)["tools"].clone();
     assert_eq!(tools.as_array().unwrap().len(), 3 + 18);
-    assert_eq!(tools[3]["inputSchema"], json!({"type": "object"}));
+    assert!(
+        tools[3]["inputSchema"]["properties"].is_object(),
+        "full schemas"
+    );
 
     let mut command = zenmode(&["serve", "--pin", "planner"]);
     command.env("TOOL_LOADING", "core");
@@ -357,7 +369,7 @@ fn discover_detail_call_batch_and_pipe() {
         ["discover", "detail", "call", "batch", "pipe"]
     );
 
-    let all = structured(&client.tool("discover", json!({"limit": 5})), false);
+    let all = structured(&client.tool("discover", json!({"limit": 5})), false)["data"].clone();
     assert_eq!(all["total"], 18);
     assert_eq!(all["returned"], 5);
     assert_eq!(all["hasMore"], true);
@@ -374,27 +386,25 @@ fn discover_detail_call_batch_and_pipe() {
             .contains(&json!("read-only"))
     );
     let found = structured(
+        &client.tool("discover", json!({"search": "Plan STEP"})),
+        false,
+    )["data"]
+        .clone();
+    // Every word appears (any case) in each result's name or description.
+    let found = found["commands"].as_array().unwrap();
+    assert!(found.iter().any(|c| c["name"] == "planner"), "{found:?}");
+    assert!(found.len() < 18);
+    let flagged = structured(
         &client.tool(
             "discover",
-            json!({"search": "plan the migration step by step"}),
+            json!({"includeMutation": true, "category": "utility"}),
         ),
         false,
-    );
-    assert_eq!(found["tools"][0]["name"], "planner", "{found}");
-    let read_only = structured(
-        &client.tool(
-            "discover",
-            json!({"includeMutation": false, "category": "utility"}),
-        ),
-        false,
-    );
-    assert!(
-        read_only["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|t| t["mutation"] == false)
-    );
+    )["data"]
+        .clone();
+    let commands = flagged["commands"].as_array().unwrap();
+    assert!(commands.iter().all(|t| t["mutation"].is_boolean()));
+    assert!(commands.iter().any(|t| t["mutation"] == false));
     let tagged = structured(
         &client.tool(
             "discover",
@@ -402,16 +412,25 @@ fn discover_detail_call_batch_and_pipe() {
         ),
         false,
     );
-    assert!(tagged["filtered"].as_u64().unwrap() > 0);
+    assert!(tagged["data"]["filtered"].as_u64().unwrap() > 0);
+    let nothing = structured(&client.tool("discover", json!({"category": "nope"})), false);
+    assert_eq!(nothing["data"]["filtered"], 0);
 
     let detail = structured(
         &client.tool("detail", json!({"names": ["planner", "plannr"]})),
         false,
+    )["data"]
+        .clone();
+    assert_eq!(detail[0]["name"], "planner");
+    assert_eq!(detail[0]["callable"], true);
+    assert_eq!(detail[1]["found"], false);
+    assert_eq!(detail[1]["error"]["code"], "COMMAND_NOT_FOUND");
+    assert!(
+        detail[1]["error"]["suggestion"]
+            .as_str()
+            .unwrap()
+            .contains("'planner'")
     );
-    assert_eq!(detail["tools"][0]["name"], "planner");
-    assert_eq!(detail["tools"][0]["callable"], true);
-    assert_eq!(detail["tools"][1]["found"], false);
-    assert_eq!(detail["tools"][1]["suggestions"][0], "planner");
 
     let ran = structured(
         &client.tool(
@@ -420,17 +439,26 @@ fn discover_detail_call_batch_and_pipe() {
         ),
         false,
     );
-    assert_eq!(ran["status"], "challenge_accepted");
+    assert_eq!(ran["data"]["status"], "challenge_accepted");
     let invalid = structured(
         &client.tool("call", json!({"command": "challenge", "input": {}})),
         true,
     );
+    assert_eq!(invalid["error"]["code"], "VALIDATION_ERROR");
     assert!(
-        invalid["hint"].as_str().unwrap().contains("detail"),
+        invalid["error"]["suggestion"]
+            .as_str()
+            .unwrap()
+            .contains("detail"),
         "{invalid}"
     );
     let unknown = structured(&client.tool("call", json!({"command": "chalenge"})), true);
-    assert_eq!(unknown["suggestions"][0], "challenge");
+    assert!(
+        unknown["error"]["suggestion"]
+            .as_str()
+            .unwrap()
+            .contains("'challenge'")
+    );
 
     let batch = structured(
         &client.tool(
@@ -438,7 +466,8 @@ fn discover_detail_call_batch_and_pipe() {
             json!({"calls": [{"command": "challenge", "input": {"prompt": "a"}}, {"command": "nope"}]}),
         ),
         false,
-    );
+    )["data"]
+        .clone();
     assert_eq!(batch["succeeded"], 1);
     assert_eq!(batch["failed"], 1);
     assert_eq!(batch["results"][1]["ok"], false);
@@ -456,7 +485,8 @@ fn discover_detail_call_batch_and_pipe() {
             json!({"steps": [step(1, true, None), step(2, false, Some("$1/continuation_id"))]}),
         ),
         false,
-    );
+    )["data"]
+        .clone();
     assert_eq!(piped["steps"], 2);
     assert_eq!(
         piped["results"][1]["continuation_id"],
@@ -469,25 +499,28 @@ fn discover_detail_call_batch_and_pipe() {
         ),
         true,
     );
-    assert_eq!(bad_reference["error"], "bad_reference");
-    assert_eq!(bad_reference["failed_step"], 1);
+    assert_eq!(bad_reference["error"]["code"], "BAD_REFERENCE");
+    assert_eq!(bad_reference["error"]["details"]["failed_step"], 1);
     let failing = structured(
         &client.tool("pipe", json!({"steps": [{"command": "challenge", "input": {"prompt": "a"}}, {"command": "challenge"}, step(1, true, None)]})),
         true,
     );
-    assert_eq!(failing["failed_step"], 2);
-    assert_eq!(failing["completed"], 1);
+    assert_eq!(failing["error"]["details"]["failed_step"], 2);
+    assert_eq!(failing["error"]["details"]["completed"], 1);
 
     for (tool, args) in [
         ("discover", json!({"limit": 0})),
         ("discover", json!({"limit": 201})),
         ("discover", json!({"offset": -1})),
-        ("discover", json!({"category": "nope"})),
         ("detail", json!({"names": []})),
+        ("detail", json!({"command": []})),
         ("batch", json!({"calls": []})),
     ] {
         let refused = structured(&client.tool(tool, args.clone()), true);
-        assert!(refused["error"].is_string(), "{tool} {args}: {refused}");
+        assert!(
+            refused["error"].is_string() || refused["error"]["code"].is_string(),
+            "{tool} {args}: {refused}"
+        );
     }
 }
 

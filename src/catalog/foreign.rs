@@ -32,6 +32,11 @@ struct ForeignTool {
     /// The server's own grouping of its tools, where it has one.
     #[serde(default)]
     category: Option<String>,
+    /// Free labels for filtering (`discover`'s tags).
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<Map<String, Value>>,
 }
 
 pub(super) fn load(path: &Path) -> Result<Vec<Mode>, LoadError> {
@@ -76,16 +81,30 @@ fn into_manifest(tool: ForeignTool, source: &str) -> Manifest {
         description,
         category: Category::Imported,
         server: Some(tool.server.unwrap_or_else(|| source.to_owned())),
-        topic: tool.category,
+        // The tool's own category: the catalog entry's, else its `_meta`'s
+        // or its annotations'.
+        topic: tool
+            .category
+            .or_else(|| {
+                [&tool.meta, &tool.annotations]
+                    .into_iter()
+                    .flatten()
+                    .find_map(|m| m.get("category").and_then(Value::as_str))
+                    .map(str::to_owned)
+            })
+            .filter(|c| !c.trim().is_empty()),
         upstream_tool: None,
         output_schema: None,
-        keywords: Vec::new(),
+        keywords: tool.tags,
         examples: Vec::new(),
         annotations: tool.annotations.unwrap_or_default(),
         executor: None,
         summary_fields: Vec::new(),
         workflow: None,
         example_request: None,
+        aliases: Vec::new(),
+        field_aliases: Map::new(),
+        one_shot: Map::new(),
         schema: Value::Object(schema),
     }
 }

@@ -65,6 +65,18 @@ pub struct Manifest {
     /// A request that validates against `schema`; `None` only for foreign tools.
     #[serde(default)]
     pub example_request: Option<Value>,
+    /// Other names the mode answers to, such as a design document's own
+    /// name for it (`security` for `secaudit`).
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// Other names for request fields: alias -> the schema property it fills
+    /// when the request does not give that property itself.
+    #[serde(default)]
+    pub field_aliases: Map<String, Value>,
+    /// Values that make a one-step call of a multi-step mode: filled in only
+    /// when the request gives none of these fields.
+    #[serde(default)]
+    pub one_shot: Map<String, Value>,
     /// The request schema, always a JSON object (checked at parse time).
     pub schema: Value,
 }
@@ -113,6 +125,29 @@ impl Manifest {
             return Err("schema must be an object with \"type\": \"object\"".to_owned());
         }
         let properties = self.properties();
+        let is_property = |field: &str| properties.is_some_and(|p| p.contains_key(field));
+        for (alias, field) in &self.field_aliases {
+            let Some(field) = field.as_str().filter(|f| is_property(f)) else {
+                return Err(format!(
+                    "field_aliases maps {alias:?} to {field}, which is not a schema property"
+                ));
+            };
+            if is_property(alias) {
+                return Err(format!(
+                    "field_aliases: {alias:?} (for {field:?}) is already a schema property"
+                ));
+            }
+        }
+        if let Some(field) = self.one_shot.keys().find(|f| !is_property(f)) {
+            return Err(format!(
+                "one_shot names {field:?}, which is not a schema property"
+            ));
+        }
+        for alias in &self.aliases {
+            if !is_valid_mode_name(alias) || *alias == self.name {
+                return Err(format!("alias {alias:?} is not a usable mode name"));
+            }
+        }
         for field in &self.summary_fields {
             if !properties.is_some_and(|p| p.contains_key(field)) {
                 return Err(format!(
@@ -126,6 +161,34 @@ impl Manifest {
     /// The schema's `properties` object, if any.
     pub fn properties(&self) -> Option<&Map<String, Value>> {
         self.schema.get("properties").and_then(Value::as_object)
+    }
+
+    /// Rewrites a request in the mode's own terms: aliased fields under their
+    /// real names, and the one-step values when the request, as sent, names
+    /// none of them and none of the required fields (it speaks another
+    /// vocabulary, such as design 004's). A field the request names itself
+    /// is never overwritten.
+    pub fn prepare_request(&self, request: &mut Value) {
+        let Value::Object(fields) = request else {
+            return;
+        };
+        let own_terms = self.required().into_iter().any(|f| fields.contains_key(f))
+            || self.one_shot.keys().any(|f| fields.contains_key(f));
+        for (alias, field) in &self.field_aliases {
+            let Some(field) = field.as_str() else {
+                continue;
+            };
+            if !fields.contains_key(field)
+                && let Some(value) = fields.remove(alias)
+            {
+                fields.insert(field.to_owned(), value);
+            }
+        }
+        if !own_terms {
+            for (field, value) in &self.one_shot {
+                fields.insert(field.clone(), value.clone());
+            }
+        }
     }
 
     /// The schema's `required` list, in schema order.

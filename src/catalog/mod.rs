@@ -313,8 +313,29 @@ impl Catalog {
         Self::from_shared(self.modes.iter().filter(|mode| !drop(mode.name())).cloned())
     }
 
+    /// The mode with this name, or with this alias (`aliases` in its manifest).
     pub fn get(&self, name: &str) -> Option<&Arc<Mode>> {
-        self.by_name.get(name).map(|&index| &self.modes[index])
+        match self.by_name.get(name) {
+            Some(&index) => Some(&self.modes[index]),
+            None => self.by_alias(name),
+        }
+    }
+
+    /// Looks `name` up among the manifests' aliases. Start-up parses no
+    /// manifest, so this reads only manifests already parsed and embedded
+    /// ones whose text holds the name (parsing just those).
+    fn by_alias(&self, name: &str) -> Option<&Arc<Mode>> {
+        if !manifest::is_valid_mode_name(name) {
+            return None;
+        }
+        let quoted = format!("\"{name}\"");
+        self.modes.iter().find(|mode| {
+            let worth_reading = mode.is_parsed()
+                || mode
+                    .embedded_text
+                    .is_some_and(|text| text.contains("\"aliases\"") && text.contains(&quoted));
+            worth_reading && mode.manifest().aliases.iter().any(|alias| alias == name)
+        })
     }
 
     pub fn modes(&self) -> &[Arc<Mode>] {
@@ -396,6 +417,33 @@ mod tests {
         assert_eq!(catalog.closest_names("codereviw", 1), ["codereview"]);
         assert_eq!(catalog.closest_names("DEBGU", 3)[0], "debug");
         assert!(catalog.closest_names("zzzzzzzzzzzzzzzz", 3).is_empty());
+    }
+
+    #[test]
+    fn an_alias_finds_its_mode_and_parses_few_manifests() {
+        let catalog = Catalog::builtin().unwrap();
+        assert_eq!(catalog.get("security").unwrap().name(), "secaudit");
+        assert!(catalog.parsed_modes().len() < catalog.len() / 2);
+        assert!(catalog.get("securityy").is_none());
+        assert!(catalog.get("Not A Name").is_none());
+    }
+
+    #[test]
+    fn a_one_step_request_gets_its_aliases_and_defaults() {
+        let catalog = Catalog::builtin().unwrap();
+        let debug = catalog.get("debug").unwrap().manifest();
+        let mut request = serde_json::json!({"problem": "tokens vanish", "files": ["/a.py"], "confidence": "exploring"});
+        debug.prepare_request(&mut request);
+        assert_eq!(request["step"], "tokens vanish");
+        assert_eq!(request["relevant_files"], serde_json::json!(["/a.py"]));
+        assert_eq!(request["step_number"], 1);
+        assert_eq!(request["next_step_required"], false);
+        assert!(request.get("problem").is_none());
+        // A request that names a step field is left to say what it means.
+        let mut later = serde_json::json!({"step": "s", "step_number": 2, "problem": "p"});
+        debug.prepare_request(&mut later);
+        assert!(later.get("total_steps").is_none());
+        assert_eq!(later["problem"], "p", "step is given: the alias stays put");
     }
 
     #[test]

@@ -90,7 +90,13 @@ fn manifest(server: &str, mode_name: &str, tool: &Value) -> Manifest {
         description,
         category: Category::Imported,
         server: Some(server.to_owned()),
-        topic: None,
+        // The tool's own category, where the upstream gives one (in `_meta`
+        // or its annotations); strategies fall back to the server.
+        topic: ["/_meta/category", "/annotations/category"]
+            .iter()
+            .find_map(|pointer| tool.pointer(pointer).and_then(Value::as_str))
+            .filter(|category| !category.trim().is_empty())
+            .map(str::to_owned),
         upstream_tool: Some(name.to_owned()),
         output_schema: tool.get("outputSchema").filter(|v| v.is_object()).cloned(),
         keywords: Vec::new(),
@@ -100,6 +106,9 @@ fn manifest(server: &str, mode_name: &str, tool: &Value) -> Manifest {
         summary_fields: Vec::new(),
         workflow: None,
         example_request: None,
+        aliases: Vec::new(),
+        field_aliases: Map::new(),
+        one_shot: Map::new(),
         schema: Value::Object(schema),
     }
 }

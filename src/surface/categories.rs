@@ -12,12 +12,13 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+pub use super::category_of;
 use super::{
     SessionView, Strategy, ToolLoading, UnknownTool, call_mode_by_name, mode_tool, one_line,
     parse_arguments, suggestions,
 };
 use crate::{
-    catalog::{Catalog, Mode},
+    catalog::Catalog,
     engine::{Engine, Outcome},
     services::CallContext,
 };
@@ -33,19 +34,6 @@ pub struct Categories {
     meta: Vec<Value>,
     /// Category -> its description and its modes, in catalog order.
     by_category: BTreeMap<String, (String, Vec<String>)>,
-}
-
-/// A mode's category for browsing: its own category, or for an imported
-/// tool the server it comes from, with a description of it.
-pub fn category_of(mode: &Mode) -> (String, String) {
-    let manifest = mode.manifest();
-    match &manifest.server {
-        Some(server) => (server.clone(), format!("Tools of the {server} server")),
-        None => (
-            manifest.category.as_str().to_owned(),
-            manifest.category.description().to_owned(),
-        ),
-    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -106,7 +94,8 @@ impl Categories {
         }
         let extra: Vec<Value> = match loading {
             ToolLoading::Lazy => Vec::new(),
-            ToolLoading::Eager => catalog
+            ToolLoading::Eager => catalog.modes().iter().map(|mode| mode_tool(mode)).collect(),
+            ToolLoading::Stripped => catalog
                 .modes()
                 .iter()
                 .map(|mode| {
@@ -151,10 +140,10 @@ impl Categories {
             .by_category
             .iter()
             .map(|(category, (description, tools))| {
-                json!({"name": category, "description": description, "tools": tools.len()})
+                json!({"category": category, "toolCount": tools.len(), "description": description})
             })
             .collect();
-        Outcome::ok(json!({"categories": categories}))
+        Outcome::ok(Value::Array(categories))
     }
 
     fn category_tools(&self, catalog: &Catalog, args: CategoryArgs) -> Outcome {
@@ -180,7 +169,7 @@ impl Categories {
             .filter_map(|name| catalog.get(name))
             .map(|mode| json!({"name": mode.name(), "description": one_line(&mode.manifest().summary, 120)}))
             .collect();
-        Outcome::ok(json!({"category": category, "tools": tools}))
+        Outcome::ok(Value::Array(tools))
     }
 
     fn tool_schema(&self, catalog: &Catalog, args: SchemaArgs) -> Outcome {

@@ -44,6 +44,10 @@ enum Action {
 #[serde(deny_unknown_fields)]
 struct ManageArgs {
     action: Action,
+    /// Design 000's name for the list.
+    #[serde(default)]
+    tools: Names,
+    /// zenmode's first name for it, still accepted.
     #[serde(default)]
     names: Names,
 }
@@ -78,10 +82,11 @@ impl Lazy {
                 "type": "object",
                 "properties": {
                     "action": {"type": "string", "enum": ["list", "enable", "disable"], "description": "list, enable or disable"},
-                    "names": {
+                    "tools": {
                         "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
                         "description": "Tool name(s) to enable or disable"
-                    }
+                    },
+                    "names": {"description": "Same as tools"}
                 },
                 "required": ["action"],
                 "additionalProperties": false
@@ -96,7 +101,8 @@ impl Lazy {
 
     fn manage(&self, engine: &Engine, session: SessionView<'_>, args: ManageArgs) -> Outcome {
         let catalog = engine.catalog();
-        let names = args.names.into_vec();
+        let mut names = args.tools.into_vec();
+        names.extend(args.names.into_vec());
         if matches!(args.action, Action::List) {
             let tools: Vec<Value> = catalog
                 .modes()
@@ -114,7 +120,7 @@ impl Lazy {
         if names.is_empty() {
             return Outcome::failure(
                 "invalid_arguments",
-                "names is required for enable and disable: one tool name or a list",
+                "tools is required for enable and disable: one tool name or a list",
             );
         }
         let unknown: Vec<Value> = names
@@ -130,7 +136,12 @@ impl Lazy {
                 "unknown": unknown,
             }));
         }
-        let wanted: BTreeSet<String> = names.into_iter().collect();
+        // Aliases (`security`) stand for the mode's own name.
+        let wanted: BTreeSet<String> = names
+            .iter()
+            .filter_map(|name| catalog.get(name))
+            .map(|mode| mode.name().to_owned())
+            .collect();
         let enable = matches!(args.action, Action::Enable);
         let changed = session.state.update(|active| {
             if enable {
@@ -217,14 +228,15 @@ impl Strategy for Lazy {
                 },
             );
         }
-        if engine.catalog().get(name).is_none() {
+        let catalog = engine.catalog();
+        let Some(mode) = catalog.get(name) else {
             return Err(UnknownTool(name.to_owned()));
-        }
-        if session.list_may_change && !session.state.is_active(name) {
+        };
+        if session.list_may_change && !session.state.is_active(mode.name()) {
             return Ok(Outcome::failure(
                 "tool_not_enabled",
                 format!(
-                    "{name} is not enabled; call {MANAGE_TOOLS} with {{\"action\": \"enable\", \"names\": [\"{name}\"]}} first"
+                    "{name} is not enabled; call {MANAGE_TOOLS} with {{\"action\": \"enable\", \"tools\": [\"{name}\"]}} first"
                 ),
             ));
         }

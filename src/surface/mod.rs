@@ -10,6 +10,10 @@
 //! - [`groups`]: an `activate_<group>` tool per group of tools;
 //! - [`discover`]: discover / detail / call / batch / pipe.
 //!
+//! [`dispatch`] holds `call`, `batch` and `pipe`, which every strategy
+//! answers (design 003 makes them universal); only `discover` lists them.
+//! `--tool-prefix` puts a prefix before every meta tool's name.
+//!
 //! `lazy` and `groups` change a session's list as it goes; the rest list
 //! the same tools for the life of the process. A [`Session`] holds what a
 //! session has switched on; it is never shared between sessions.
@@ -19,6 +23,7 @@
 
 pub mod categories;
 pub mod discover;
+pub mod dispatch;
 pub mod full;
 pub mod groups;
 pub mod lazy;
@@ -173,8 +178,10 @@ pub enum StrategyKind {
 /// How `categories` lists the real tools beside its meta tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ToolLoading {
-    /// Every tool listed, its schema stripped to `{"type":"object"}`.
+    /// Every tool listed with its full schema (design 001's `eager`).
     Eager,
+    /// Every tool listed, its schema stripped to `{"type":"object"}` (approach A).
+    Stripped,
     /// Meta tools only; the tools stay callable by name.
     #[default]
     Lazy,
@@ -200,6 +207,9 @@ pub struct SurfaceOptions {
     /// `zen`: gateway servers unavailable when the list is built, one line
     /// each, named in `zen_execute`'s description ([`build`] fills it).
     pub unavailable: Vec<String>,
+    /// Put before the name of every meta tool (`afd-` gives design 003's
+    /// `afd-discover`, `afd-call` and so on); modes keep their names.
+    pub tool_prefix: String,
 }
 
 impl Default for SurfaceOptions {
@@ -211,6 +221,7 @@ impl Default for SurfaceOptions {
             exclusive_groups: Vec::new(),
             hidden_tool_hints: false,
             unavailable: Vec::new(),
+            tool_prefix: String::new(),
         }
     }
 }
@@ -293,6 +304,124 @@ impl Strategy for AlwaysLoaded {
     }
 }
 
+/// Wraps a strategy so that `call`, `batch` and `pipe` answer under every
+/// strategy, and every meta tool (a listed tool that is not a mode) is
+/// named with the prefix. Unprefixed names keep working.
+struct Fronted {
+    inner: Arc<dyn Strategy>,
+    modes: BTreeSet<String>,
+    prefix: String,
+    /// The renamed list, for strategies whose list never changes.
+    fixed: Option<Vec<Value>>,
+}
+
+impl Fronted {
+    fn new(inner: Arc<dyn Strategy>, catalog: &Catalog, prefix: &str) -> Self {
+        let mut fronted = Fronted {
+            inner,
+            modes: catalog.names().map(str::to_owned).collect(),
+            prefix: prefix.to_owned(),
+            fixed: None,
+        };
+        if !fronted.inner.is_dynamic() {
+            let tools = initial_tools(fronted.inner.as_ref());
+            fronted.fixed = Some(fronted.rename(&tools));
+        }
+        fronted
+    }
+
+    fn rename(&self, tools: &[Value]) -> Vec<Value> {
+        tools
+            .iter()
+            .map(|tool| {
+                let mut tool = tool.clone();
+                if let Some(name) = tool["name"].as_str()
+                    && !self.prefix.is_empty()
+                    && !self.modes.contains(name)
+                {
+                    tool["name"] = json!(format!("{}{name}", self.prefix));
+                }
+                tool
+            })
+            .collect()
+    }
+
+    /// The strategy's own name for a called tool: a prefixed meta tool
+    /// loses its prefix; modes and unprefixed names stay as they are.
+    fn own_name<'a>(&self, name: &'a str) -> &'a str {
+        match name.strip_prefix(self.prefix.as_str()) {
+            Some(stripped) if !self.prefix.is_empty() && !self.modes.contains(name) => stripped,
+            _ => name,
+        }
+    }
+}
+
+#[async_trait]
+impl Strategy for Fronted {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn tools(&self, session: SessionView<'_>) -> Cow<'_, [Value]> {
+        match &self.fixed {
+            Some(tools) => Cow::Borrowed(tools),
+            None if self.prefix.is_empty() => self.inner.tools(session),
+            None => Cow::Owned(self.rename(&self.inner.tools(session))),
+        }
+    }
+
+    fn is_dynamic(&self) -> bool {
+        self.inner.is_dynamic()
+    }
+
+    fn instructions(&self) -> &'static str {
+        self.inner.instructions()
+    }
+
+    async fn call(
+        &self,
+        engine: &Engine,
+        session: SessionView<'_>,
+        name: &str,
+        arguments: Map<String, Value>,
+        call: &CallContext,
+    ) -> Result<Outcome, UnknownTool> {
+        let own = self.own_name(name);
+        // A mode named like one of the three keeps its name.
+        if matches!(own, dispatch::CALL | dispatch::BATCH | dispatch::PIPE)
+            && !self.modes.contains(own)
+            && let Some(outcome) =
+                dispatch::handle(engine, &self.prefix, own, arguments.clone(), call).await
+        {
+            return Ok(outcome);
+        }
+        self.inner
+            .call(engine, session, own, arguments, call)
+            .await
+            .map_err(|_| UnknownTool(name.to_owned()))
+    }
+}
+
+/// A mode's category for browsing, with a line describing it: the tool's
+/// own category where it carries one (a catalog entry's `category`, an
+/// upstream's `_meta` or annotations), else the server it comes from, else
+/// (zenmode's own modes) the manifest's category.
+pub fn category_of(mode: &Mode) -> (String, String) {
+    let manifest = mode.manifest();
+    match (&manifest.topic, &manifest.server) {
+        (Some(topic), Some(server)) => (
+            topic.clone(),
+            format!("Tools of the {server} server filed under {topic}"),
+        ),
+        (Some(topic), None) => (topic.clone(), format!("Tools filed under {topic}")),
+        (None, Some(server)) => (server.clone(), format!("Tools of the {server} server")),
+        (None, None) => (
+            manifest.category.as_str().to_owned(),
+            manifest.category.description().to_owned(),
+        ),
+    }
+}
+
 impl StrategyKind {
     /// Every strategy, in the order `zenmode tokens` prints them.
     pub const ALL: [StrategyKind; 6] = [
@@ -327,8 +456,12 @@ impl StrategyKind {
                 &options.exclusive_groups,
                 options.hidden_tool_hints,
             )?),
-            StrategyKind::Discover => Arc::new(discover::Discover::new(catalog)),
+            StrategyKind::Discover => {
+                Arc::new(discover::Discover::new(catalog, &options.tool_prefix))
+            }
         };
+        let strategy: Arc<dyn Strategy> =
+            Arc::new(Fronted::new(strategy, catalog, &options.tool_prefix));
         Ok(if options.always_load {
             Arc::new(AlwaysLoaded::new(strategy, catalog, &options.pinned))
         } else {

@@ -286,6 +286,38 @@ async def dynamic_suite(strategy: str, change: tuple[str, dict[str, Any]], appea
         await check(tag + f"re-listing shows {appears}, and it runs", relist)
 
 
+def json_of(result: Any) -> Any:
+    """A result's JSON: structured content, or (arrays) the text block."""
+    if isinstance(result.structured_content, dict):
+        return result.structured_content
+    return json.loads(next(c.text for c in result.content if getattr(c, "type", None) == "text"))
+
+
+async def seeds_suite() -> None:
+    """One call per design document (../shared/seeds), as the document writes it."""
+    calls = [
+        ("000", ("--strategy", "lazy"), "manage_tools", {"action": "enable", "tools": ["challenge"]},
+         lambda b: b["enabled"] == ["challenge"]),
+        ("001", ("--strategy", "categories"), "list_tool_categories", {},
+         lambda b: any(c["category"] == "workflow" and c["toolCount"] > 0 for c in b)),
+        ("002", ("--strategy", "groups"), "activate_utility", {}, lambda b: b["group"] == "utility"),
+        ("003", ("--strategy", "discover", "--tool-prefix", "afd-"), "afd-detail", {"command": "chat"},
+         lambda b: b["success"] is True and b["data"][0]["found"] is True),
+        ("004", (), "zen_select_mode",
+         {"task_description": "Debug OAuth token persistence issue", "confidence_level": "exploring"},
+         lambda b: b["recommended_mode"] == "debug" and "step" in b["required_fields"]),
+    ]
+    for doc, args, tool, arguments, expect in calls:
+        async with Client(params(*args), mode="legacy", read_timeout_seconds=CALL_TIMEOUT) as client:
+            async def one() -> None:
+                r = await client.call_tool(tool, arguments)
+                assert not r.is_error, f"isError: {r.content}"
+                body = json_of(r)
+                assert expect(body), body
+
+            await check(f"[design {doc}] {tool} {json.dumps(arguments)}", one)
+
+
 class TcpServer:
     """`zenmode serve --transport tcp --listen 127.0.0.1:0` (reached through
     tcp_bridge.py), or with transport="http" the same over Streamable HTTP."""
@@ -437,6 +469,7 @@ async def main() -> int:
         ("http", http_suites),
         ("lazy", lambda: dynamic_suite("lazy", ("manage_tools", {"action": "enable", "names": ["challenge"]}), "challenge")),
         ("groups", lambda: dynamic_suite("groups", ("activate_utility", {}), "challenge")),
+        ("seeds", seeds_suite),
         ("gateway[legacy]", lambda: gateway_suite("legacy")),
         ("gateway[auto]", lambda: gateway_suite("auto")),
     ]

@@ -275,6 +275,40 @@ function dynamic(strategy, change, appears) {
 const lazySuite = dynamic("lazy", { name: "manage_tools", arguments: { action: "enable", names: ["challenge"] } }, "challenge");
 const groupsSuite = dynamic("groups", { name: "activate_utility", arguments: {} }, "challenge");
 
+// One call per design document (../shared/seeds), as the document writes it.
+function jsonOf(result) {
+  if (result.structuredContent && typeof result.structuredContent === "object") return result.structuredContent;
+  return JSON.parse(result.content.find((c) => c.type === "text").text);
+}
+
+async function seedsSuite(flavor) {
+  const calls = [
+    ["000", ["--strategy", "lazy"], "manage_tools", { action: "enable", tools: ["challenge"] },
+      (b) => b.enabled.includes("challenge")],
+    ["001", ["--strategy", "categories"], "list_tool_categories", {},
+      (b) => b.some((c) => c.category === "workflow" && c.toolCount > 0)],
+    ["002", ["--strategy", "groups"], "activate_utility", {}, (b) => b.group === "utility"],
+    ["003", ["--strategy", "discover", "--tool-prefix", "afd-"], "afd-detail", { command: "chat" },
+      (b) => b.success === true && b.data[0].found === true],
+    ["004", [], "zen_select_mode", { task_description: "Debug OAuth token persistence issue", confidence_level: "exploring" },
+      (b) => b.recommended_mode === "debug" && b.required_fields.includes("step")],
+  ];
+  for (const [doc, args, tool, args2, expect] of calls) {
+    const { client } = await connect(flavor, args);
+    try {
+      await check(`[${flavor.tag}] [design ${doc}] ${tool} ${JSON.stringify(args2)}`, async () => {
+        const r = await client.callTool({ name: tool, arguments: args2 });
+        assert(!r.isError, `isError: ${JSON.stringify(r.content)}`);
+        const body = jsonOf(r);
+        assert(expect(body), JSON.stringify(body));
+      });
+    } finally {
+      await client.close();
+    }
+  }
+}
+Object.defineProperty(seedsSuite, "name", { value: "design documents" });
+
 // `zenmode serve --transport http` on a free loopback port; resolves with
 // its /mcp URL once it prints the address it listens on.
 function startHttpServer() {
@@ -310,7 +344,7 @@ async function main() {
       `@modelcontextprotocol/client ${version("@modelcontextprotocol/client")} against ${ZENMODE_BIN}`,
   );
   for (const flavor of FLAVORS) {
-    for (const suite of [optimized, full, lazySuite, groupsSuite]) {
+    for (const suite of [optimized, full, lazySuite, groupsSuite, seedsSuite]) {
       try {
         await suite(flavor);
       } catch (e) {

@@ -32,11 +32,78 @@ pub struct SelectArgs {
     pub top_k: Option<usize>,
 }
 
-pub fn call(engine: &Engine, arguments: Map<String, Value>) -> Outcome {
-    match parse_arguments::<SelectArgs>(SELECT_MODE, arguments) {
+pub fn call(engine: &Engine, mut arguments: Map<String, Value>) -> Outcome {
+    // Design 004's Stage 1 sends `confidence_level`; it goes into the
+    // suggested request when the mode has a `confidence` field.
+    let confidence = arguments.remove("confidence_level");
+    let mut outcome = match parse_arguments::<SelectArgs>(SELECT_MODE, arguments) {
         Ok(args) => run(engine, &args),
-        Err(outcome) => outcome,
+        Err(outcome) => return outcome,
+    };
+    if !outcome.is_error
+        && let Some(level) = confidence
+    {
+        carry_confidence(engine, &mut outcome.body, level);
     }
+    outcome
+}
+
+/// Puts the caller's confidence level into the suggested request, when the
+/// mode has a `confidence` field that accepts it.
+fn carry_confidence(engine: &Engine, reply: &mut Value, level: Value) {
+    let catalog = engine.catalog();
+    let Some(mode) = reply["mode"].as_str().and_then(|m| catalog.get(m)) else {
+        return;
+    };
+    let accepted = mode
+        .manifest()
+        .properties()
+        .and_then(|p| p.get("confidence"))
+        .is_some_and(|field| {
+            field["enum"]
+                .as_array()
+                .is_none_or(|allowed| allowed.contains(&level))
+        });
+    if accepted && let Some(request) = reply.pointer_mut("/next_call/arguments/request") {
+        request["confidence"] = level;
+    }
+}
+
+/// Design 004's reply names (`recommended_mode`, `required_fields`) beside
+/// ours.
+fn design_fields(reply: &mut Value) {
+    let Some(mode) = reply["mode"].as_str().map(str::to_owned) else {
+        return;
+    };
+    let required: Vec<Value> = match &reply["required"] {
+        Value::Object(fields) => fields.keys().map(|k| json!(k)).collect(),
+        _ => Vec::new(),
+    };
+    // An alternative whose required fields are the same list says nothing
+    // new: leaving it out pays for the two names added here.
+    if let Some(alternatives) = reply.get_mut("alternatives").and_then(Value::as_array_mut) {
+        for alternative in alternatives.iter_mut().filter_map(Value::as_object_mut) {
+            if alternative.get("required").and_then(Value::as_array) == Some(&required) {
+                alternative.remove("required");
+            }
+        }
+    }
+    reply["recommended_mode"] = json!(mode);
+    reply["required_fields"] = Value::Array(required);
+}
+
+/// The mode a task names with its first word ("Debug the ...", "Refactor
+/// ..."): a caller who starts with a mode's name (or alias) asks for it.
+fn named_by_first_word<'a>(catalog: &'a crate::catalog::Catalog, task: &str) -> Option<&'a Mode> {
+    let word: String = task
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let mode = catalog.get(&word)?;
+    // Only zenmode's own modes: an imported tool's name is not a verb.
+    mode.manifest().server.is_none().then_some(mode.as_ref())
 }
 
 /// What the tool and `zenmode select` both run.
@@ -61,6 +128,7 @@ pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
             }
             let mut reply = recommend(engine, analysed_part(task), top_k);
             note_unavailable(engine, &mut reply);
+            design_fields(&mut reply);
             Outcome::ok(reply)
         }
         (None, None) => Outcome::failure(
@@ -76,16 +144,26 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
     let Some(best) = ranking.ranked.first() else {
         return no_match(engine, task);
     };
+    let named = named_by_first_word(&catalog, task);
     let fallback = catalog
         .get(FALLBACK_MODE)
-        .filter(|_| ranking.no_clear_fit())
+        .filter(|_| named.is_none() && ranking.no_clear_fit())
         .filter(|fallback| fallback.name() != catalog.modes()[best.mode_index].name());
 
     let mut reply = Map::new();
-    let (mode, confidence, reason_text) = match fallback {
+    let (mode, confidence, reason_text) = match (named, fallback) {
+        (Some(named), _) => (
+            named,
+            ranking
+                .ranked
+                .iter()
+                .find(|r| catalog.modes()[r.mode_index].name() == named.name())
+                .map_or(best.confidence, |r| r.confidence.max(best.confidence)),
+            format!("the task starts with the mode's name ({})", named.name()),
+        ),
         // No mode clearly fits: recommend the general mode, and list the
         // best matches (including the top one) as alternatives.
-        Some(fallback) => {
+        (None, Some(fallback)) => {
             let confidence = ranking
                 .ranked
                 .iter()
@@ -99,7 +177,7 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
             );
             (fallback.as_ref(), confidence, reason)
         }
-        None => (
+        (None, None) => (
             catalog.modes()[best.mode_index].as_ref(),
             best.confidence,
             reason(
@@ -113,7 +191,7 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
     };
     reply.insert("mode".into(), json!(mode.name()));
     reply.insert("confidence".into(), json!(round2(confidence)));
-    if fallback.is_some() || ranking.is_low_confidence() {
+    if named.is_none() && (fallback.is_some() || ranking.is_low_confidence()) {
         reply.insert("low_confidence".into(), json!(true));
     }
     reply.insert("reason".into(), json!(reason_text));
@@ -304,8 +382,10 @@ mod tests {
         assert!(reply["reason"].as_str().unwrap().starts_with("matched: "));
         let alternatives = reply["alternatives"].as_array().unwrap();
         assert!(alternatives.len() < DEFAULT_TOP_K);
+        assert_eq!(reply["recommended_mode"], "testgen");
+        assert!(reply["required_fields"].as_array().unwrap().len() >= 4);
         for alternative in alternatives {
-            for key in ["mode", "confidence", "summary", "required"] {
+            for key in ["mode", "confidence", "summary"] {
                 assert!(
                     alternative.get(key).is_some(),
                     "{key} missing: {alternative}"

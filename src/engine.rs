@@ -181,6 +181,9 @@ impl Snapshot {
 
 /// How long a call waits for a gateway server that is still starting.
 const START_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a call then waits for the follower to install the snapshot
+/// with that server's modes.
+const SWAP_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// An executor, or why the mode's manifest cannot be run.
 type StartedExecutor = Result<Arc<dyn Executor>, String>;
@@ -305,29 +308,38 @@ impl Engine {
     /// A call for a mode of a gateway server that is still starting waits
     /// for it (at most [`START_WAIT`]) and then sees its modes: a model
     /// that calls right after start-up gets an answer, not an error.
-    pub async fn await_mode(&self, name: &str) {
-        if self.catalog().get(name).is_some()
+    /// Returns the snapshot the call should run on.
+    ///
+    /// The follower ([`Engine::follow_gateway`]) installs the snapshot
+    /// with the server's modes, its index built off the request path; the
+    /// call waits a moment for that. Only when no follower does it in time
+    /// does the call build a snapshot for itself, which it never installs:
+    /// a snapshot without its index, once installed, would make the next
+    /// select build the index on a worker thread and stall every session.
+    pub async fn await_mode(&self, name: &str) -> Arc<Snapshot> {
+        let current = self.catalog();
+        if current.get(name).is_some()
             || !self.services.gateway.wait_for_mode(name, START_WAIT).await
         {
-            return;
+            return self.catalog();
         }
-        let before = self.catalog();
         let (version, modes) = self.services.gateway.modes();
-        if version == before.gateway_version {
-            return;
-        }
-        // The follower would swap a new snapshot in shortly; this request
-        // waits for nothing more than a sort of the catalog.
-        let catalog = self.base.clone().with_shared_modes(modes);
-        let snapshot = Arc::new(Snapshot::new(
-            catalog,
-            self.model_later,
-            version,
-            Some(&before),
-        ));
-        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
-        if current.gateway_version < version {
-            *current = snapshot;
+        let deadline = std::time::Instant::now() + SWAP_WAIT;
+        loop {
+            let now = self.catalog();
+            if now.gateway_version >= version {
+                return now;
+            }
+            if std::time::Instant::now() >= deadline {
+                let catalog = self.base.clone().with_shared_modes(modes);
+                return Arc::new(Snapshot::new(
+                    catalog,
+                    self.model_later,
+                    version,
+                    Some(&now),
+                ));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
 
@@ -372,8 +384,7 @@ impl Engine {
         continuation_id: Option<&str>,
         call: &CallContext,
     ) -> Result<Outcome, UnknownMode> {
-        self.await_mode(mode_name).await;
-        let snapshot = self.catalog();
+        let snapshot = self.await_mode(mode_name).await;
         let server = match snapshot.get(mode_name).map(|mode| &mode.origin) {
             Some(Origin::Upstream(server)) => Some(server.as_str()),
             _ => None,

@@ -245,3 +245,34 @@ fn item13_a_huge_upstream_error_message_is_capped_once() {
     assert!(text_of(&result).contains("more characters cut"), "{result}");
     client.finish();
 }
+
+#[test]
+fn a_flood_of_short_stderr_lines_is_paced_not_logged_line_by_line() {
+    let setup = Setup::new(json!({"noisy": faulty(json!({}), &[])}));
+    let mut client = setup.serve(&[]);
+    // A million lines: each would cost a log event.
+    let started = Instant::now();
+    let result = execute(
+        &mut client,
+        "noisy__stderr",
+        json!({"hex": "610a", "repeat": 1_000_000, "newline": false}),
+    );
+    assert_ne!(result["isError"], true, "{result}");
+    let ping = client.request("ping", Value::Null);
+    assert!(ping.get("result").is_some(), "{ping}");
+    eprintln!("a million stderr lines answered in {:?}", started.elapsed());
+    client.finish();
+    let log = setup.log_text();
+    assert!(
+        log.contains("stderr lines left out"),
+        "the flood is counted"
+    );
+    let logged = log
+        .lines()
+        .filter(|l| l.ends_with("[noisy] a server=\"noisy\""))
+        .count();
+    assert!(
+        logged < 1_000,
+        "{logged} lines of the flood were logged one by one"
+    );
+}

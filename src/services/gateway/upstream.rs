@@ -759,6 +759,7 @@ impl Upstream {
         tokio::spawn(async move {
             let mut reader = BufReader::new(stderr);
             let mut line = BoundedLine::default();
+            let mut pace = StderrPace::default();
             loop {
                 let (consumed, ended) = match reader.fill_buf().await {
                     Ok([]) | Err(_) => break,
@@ -774,12 +775,36 @@ impl Upstream {
                     },
                 };
                 reader.consume(consumed);
-                if ended {
-                    sink(&log_stderr_line(&server, &redactor, &tail, line.take()));
+                if !ended {
+                    continue;
+                }
+                // A flood of short lines costs a log event each: past the
+                // pace they are only counted, and the count is logged.
+                match pace.allow(Instant::now()) {
+                    Some(left_out) => {
+                        if left_out > 0 {
+                            sink(&log_stderr_line(
+                                &server,
+                                &redactor,
+                                &tail,
+                                left_out_note(left_out),
+                            ));
+                        }
+                        sink(&log_stderr_line(&server, &redactor, &tail, line.take()));
+                    }
+                    None => line.discard(),
                 }
             }
-            if !line.is_empty() {
+            if !line.is_empty() && pace.allow(Instant::now()).is_some() {
                 sink(&log_stderr_line(&server, &redactor, &tail, line.take()));
+            }
+            if pace.left_out > 0 {
+                sink(&log_stderr_line(
+                    &server,
+                    &redactor,
+                    &tail,
+                    left_out_note(pace.left_out),
+                ));
             }
         });
     }
@@ -972,6 +997,12 @@ impl BoundedLine {
         self.kept.is_empty() && self.dropped == 0
     }
 
+    /// Forgets the line without reading it as text.
+    fn discard(&mut self) {
+        self.kept.clear();
+        self.dropped = 0;
+    }
+
     /// The line as text (invalid UTF-8 replaced), with a note of what was
     /// cut; starts over.
     fn take(&mut self) -> String {
@@ -995,6 +1026,44 @@ impl BoundedLine {
 
 /// Logs one stderr line and keeps it in the tail; returns it as logged
 /// (secrets hidden, cut to [`STDERR_LINE_CHARS`]) for the log file.
+/// How many stderr lines of one server are logged each second; the rest
+/// are counted and the count logged with the next line let through.
+const STDERR_LINES_PER_SECOND: u32 = 100;
+
+/// The pace of one server's stderr lines in the log.
+#[derive(Default)]
+struct StderrPace {
+    window: Option<Instant>,
+    used: u32,
+    left_out: u64,
+}
+
+impl StderrPace {
+    /// `Some(left out before this line)` when the line may be logged.
+    fn allow(&mut self, now: Instant) -> Option<u64> {
+        if self
+            .window
+            .is_none_or(|start| now.duration_since(start) >= Duration::from_secs(1))
+        {
+            self.window = Some(now);
+            self.used = 0;
+        }
+        if self.used < STDERR_LINES_PER_SECOND {
+            self.used += 1;
+            Some(std::mem::take(&mut self.left_out))
+        } else {
+            self.left_out += 1;
+            None
+        }
+    }
+}
+
+fn left_out_note(count: u64) -> String {
+    format!(
+        "[{count} stderr lines left out: the server wrote more than {STDERR_LINES_PER_SECOND} a second]"
+    )
+}
+
 fn log_stderr_line(
     server: &str,
     redactor: &Redactor,
@@ -1028,6 +1097,15 @@ fn backoff(failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stderr_flood_is_paced_and_counted() {
+        let mut pace = StderrPace::default();
+        let start = Instant::now();
+        let allowed = (0..250).filter(|_| pace.allow(start).is_some()).count();
+        assert_eq!(allowed, STDERR_LINES_PER_SECOND as usize);
+        assert_eq!(pace.allow(start + Duration::from_secs(1)), Some(150));
+    }
 
     #[test]
     fn backoff_retries_at_once_then_doubles_up_to_a_cap() {

@@ -453,6 +453,14 @@ impl Engine {
     }
 }
 
+/// Whether a tool's name says it deletes or overwrites something (for
+/// tools whose server gives no `destructiveHint`).
+pub fn named_destructive(tool: &str) -> bool {
+    tool.to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| DESTRUCTIVE_WORDS.contains(&word))
+}
+
 /// Between a server's prefix and its tool's name in a mode name.
 const SERVER_SEPARATOR: &str = crate::catalog::upstream::SEPARATOR;
 
@@ -463,10 +471,7 @@ fn is_destructive(mode: &Mode) -> bool {
     if manifest.annotations.get("destructiveHint") == Some(&Value::Bool(true)) {
         return true;
     }
-    let tool = manifest.upstream_tool.as_deref().unwrap_or(mode.name());
-    tool.to_ascii_lowercase()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|word| DESTRUCTIVE_WORDS.contains(&word))
+    named_destructive(manifest.upstream_tool.as_deref().unwrap_or(mode.name()))
 }
 
 /// The names closest to `name`, leaving out other servers' destructive

@@ -831,12 +831,7 @@ fn set_enabled(
 /// Whether a tool says it only reads, or may destroy something.
 fn hints(tool: &Value) -> (bool, bool) {
     let hint = |key: &str| tool.pointer(&format!("/annotations/{key}")) == Some(&Value::Bool(true));
-    let name = store::tool_name(tool)
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    let named = name
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|word| ["delete", "remove", "reset", "drop", "overwrite"].contains(&word));
+    let named = crate::engine::named_destructive(store::tool_name(tool).unwrap_or_default());
     (hint("readOnlyHint"), hint("destructiveHint") || named)
 }
 
@@ -898,18 +893,7 @@ async fn tools(
 
 fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitCode> {
     if !file.exists() {
-        if json {
-            println!(
-                "{}",
-                json!({"file": file.display().to_string(), "servers": []})
-            );
-        } else {
-            println!(
-                "no upstreams file at {} (add one with `zenmode upstream add NAME -- CMD ARGS...`)",
-                file.display()
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(no_upstreams_file(file, json));
     }
     let configs = config::load(file)?.servers;
     let mut rows = Vec::new();
@@ -1086,27 +1070,44 @@ fn ago(at_ms: u64) -> String {
     }
 }
 
+/// What `list` and `status` print when there is no upstreams file yet.
+fn no_upstreams_file(file: &Path, json: bool) -> ExitCode {
+    if json {
+        println!(
+            "{}",
+            json!({"file": file.display().to_string(), "servers": []})
+        );
+    } else {
+        println!(
+            "no upstreams file at {} (add a server with `zenmode upstream add NAME -- CMD ARGS...`)",
+            file.display()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
 /// `zenmode status`: every configured server as the serving zenmode
 /// processes last recorded it.
 pub fn status(file: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
     let file = file.unwrap_or_else(default_upstreams_file);
     let dirs = GatewayDirs::from_env();
     if !file.exists() {
-        if json {
-            println!(
-                "{}",
-                json!({"file": file.display().to_string(), "servers": []})
-            );
-        } else {
-            println!(
-                "no upstreams file at {} (add a server with `zenmode upstream add NAME -- CMD ARGS...`)",
-                file.display()
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(no_upstreams_file(&file, json));
     }
-    let configs = config::load(&file)?.servers;
-    let rows: Vec<Value> = configs.iter().map(|c| server_status(c, &dirs)).collect();
+    // Entry by entry, as a serving zenmode reads it: a bad entry is shown
+    // beside the others, not a reason to show nothing.
+    let parsed = config::load_each(&file)?;
+    let mut rows: Vec<Value> = parsed
+        .servers
+        .iter()
+        .map(|c| server_status(c, &dirs))
+        .collect();
+    rows.extend(
+        parsed
+            .bad
+            .iter()
+            .map(|(name, problem)| json!({"server": name, "state": "bad entry", "note": problem})),
+    );
     if json {
         println!(
             "{}",

@@ -252,7 +252,7 @@ pub async fn serve_http(
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
-        let (mut stream, peer) = match accepted {
+        let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(error) => {
                 // Out of file descriptors and the like: wait, do not spin.
@@ -274,10 +274,7 @@ pub async fn serve_http(
                     "connection refused: too many open from one address"
                 );
             }
-            tokio::spawn(async move {
-                let _ = stream.write_all(TOO_MANY_FROM_ADDRESS).await;
-                let _ = stream.shutdown().await;
-            });
+            refuse(stream, TOO_MANY_FROM_ADDRESS);
             continue;
         };
         let Ok(permit) = connections.clone().try_acquire_owned() else {
@@ -288,10 +285,7 @@ pub async fn serve_http(
                     "connection refused: too many open"
                 );
             }
-            tokio::spawn(async move {
-                let _ = stream.write_all(TOO_MANY_CONNECTIONS).await;
-                let _ = stream.shutdown().await;
-            });
+            refuse(stream, TOO_MANY_CONNECTIONS);
             continue;
         };
         // Replies are written in pieces (headers, then SSE events): without
@@ -328,6 +322,15 @@ pub async fn serve_http(
         });
     }
     Ok(())
+}
+
+/// Writes a canned 503 on a connection zenmode will not serve, then closes
+/// it, off the accept loop.
+fn refuse(mut stream: tokio::net::TcpStream, response: &'static [u8]) {
+    tokio::spawn(async move {
+        let _ = stream.write_all(response).await;
+        let _ = stream.shutdown().await;
+    });
 }
 
 const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 1\r\ncontent-type: text/plain\r\ncontent-length: 37\r\n\r\nToo many connections; try again soon\n";

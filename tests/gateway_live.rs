@@ -76,6 +76,13 @@ fn problem2_a_bad_entry_removes_only_itself() {
     let description = execute_description(&mut client);
     assert!(description.contains("broken"), "{description}");
     client.finish();
+    // The user sees the same in `zenmode status`, beside the good server.
+    let (code, status, stderr) = setup.run(&["status"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        status.contains("broken") && status.contains("bad entry") && status.contains("good"),
+        "{status}"
+    );
 }
 
 #[test]

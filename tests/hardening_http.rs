@@ -16,31 +16,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{REPLY_TIMEOUT, TcpServer, zenmode};
+use common::{
+    REPLY_TIMEOUT,
+    http::{ACCEPT, client, http_server, runtime},
+};
 use serde_json::{Value, json};
-
-const ACCEPT: &str = "application/json, text/event-stream";
-
-fn http_server(extra: &[&str]) -> TcpServer {
-    let mut args = vec!["serve", "--transport", "http", "--listen", "127.0.0.1:0"];
-    args.extend_from_slice(extra);
-    TcpServer::spawn(zenmode(&args))
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .timeout(REPLY_TIMEOUT)
-        .build()
-        .unwrap()
-}
 
 fn initialize_request() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

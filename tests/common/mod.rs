@@ -9,6 +9,7 @@
 
 pub mod fake_provider;
 pub mod gateway;
+pub mod http;
 pub mod sets;
 
 use std::{

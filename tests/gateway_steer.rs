@@ -58,10 +58,19 @@ fn problem4_status_doctor_state_logs_and_enable_disable() {
     let ok = execute(&mut client, "flaky__echo", json!({"text": "hi"}));
     assert_eq!(ok["structuredContent"], json!({"echo": "hi"}), "{ok}");
 
-    // While zenmode runs, status shows each server as the running process sees it.
-    let (code, text, stderr) = setup.run(&["status", "--json"]);
-    assert_eq!(code, 0, "{text}\n{stderr}");
-    let status: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    // While zenmode runs, status shows each server as the running process
+    // sees it. The broken server is started in the background, so its
+    // failure may be recorded a moment after the flaky server answered.
+    let read_status = || {
+        let (code, text, stderr) = setup.run(&["status", "--json"]);
+        assert_eq!(code, 0, "{text}\n{stderr}");
+        serde_json::from_str::<Value>(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    };
+    let mut status = read_status();
+    wait_until(Duration::from_secs(20), || {
+        status = read_status();
+        status_of(&status, "broken")["state"] != "starting"
+    });
     let running = status_of(&status, "flaky");
     assert_eq!(running["enabled"], true, "{running}");
     assert_eq!(running["state"], "running", "{running}");

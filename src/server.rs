@@ -8,7 +8,9 @@
 //! list, and `subscriptions/listen` (accepted; a 2026-07-28 list never
 //! changes, so nothing is ever sent on it).
 
-use std::sync::Arc;
+mod client_peer;
+
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -21,12 +23,12 @@ use rmcp::{
         ProgressNotificationParam, ProgressToken, ProtocolVersion, ResultType, ServerCapabilities,
         ServerConfig, SubscriptionFilter, Tool,
     },
-    service::{Peer, RequestContext},
+    service::{NotificationContext, Peer, RequestContext},
 };
 
 use crate::{
     engine::{Engine, Outcome},
-    services::{CallContext, ProgressSink},
+    services::{CallContext, ProgressSink, gateway::flowback::ClientRequests},
     surface::{Session, SessionView, Strategy, initial_tools, tool_names},
     transport::OwedNotices,
 };
@@ -74,6 +76,10 @@ pub struct ZenServer {
     log_arguments: bool,
     /// `list_changed` notifications rmcp did not take, for the transport.
     owed: Arc<OwedNotices>,
+    /// The session's client once initialized, kept here so the gateway's
+    /// weak reference (for upstreams asking roots between calls) lives
+    /// exactly as long as the session.
+    client: Arc<OnceLock<Arc<dyn ClientRequests>>>,
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -105,6 +111,7 @@ impl ZenServer {
             session: Arc::new(Session::default()),
             log_arguments: false,
             owed: Arc::default(),
+            client: Arc::default(),
         })
     }
 
@@ -125,6 +132,7 @@ impl ZenServer {
         ZenServer {
             session: Arc::new(Session::default()),
             owed: Arc::default(),
+            client: Arc::default(),
             ..self.clone()
         }
     }
@@ -151,6 +159,20 @@ impl ZenServer {
 
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+
+    /// The client of this session, for upstream requests during a call.
+    fn session_client(
+        &self,
+        peer: &Peer<RoleServer>,
+        call: &tokio_util::sync::CancellationToken,
+    ) -> Arc<dyn ClientRequests> {
+        client_peer::SessionClient {
+            peer: peer.clone(),
+            session: Arc::as_ptr(&self.session) as usize,
+            closed: call.clone(),
+        }
+        .shared()
     }
 
     /// The `tools/list` result a new session gets: a clone of the list built
@@ -324,9 +346,13 @@ impl ServerHandler for ZenServer {
                 token,
             }) as Arc<dyn ProgressSink>
         });
+        // Only a session opened with `initialize` may be sent requests;
+        // 2026-07-28 forbids them.
+        let client = list_may_change(&context).then(|| self.session_client(&context.peer, &context.ct));
         let call = CallContext {
             cancel: context.ct.clone(),
             progress,
+            client,
             ..CallContext::default()
         };
         let may_change = list_may_change(&context);
@@ -396,6 +422,22 @@ impl ServerHandler for ZenServer {
                 None,
             ))
         }
+    }
+
+    /// A client offering roots lends them to the upstreams: they are told
+    /// to ask again (see `services::gateway::flowback`).
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let client = self
+            .client
+            .get_or_init(|| {
+                self.session_client(&context.peer, &tokio_util::sync::CancellationToken::new())
+            })
+            .clone();
+        self.engine.services().gateway.client_connected(&client).await;
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        self.engine.services().gateway.roots_changed().await;
     }
 
     fn accepted_subscription_filter(

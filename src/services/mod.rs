@@ -105,6 +105,9 @@ pub struct CallContext {
     pub progress: Option<Arc<dyn ProgressSink>>,
     /// What ran, noted by the engine for the server's activity log line.
     pub activity: ActivityNote,
+    /// The session's client, which answers what an upstream asks during
+    /// the call (elicitation, sampling, roots); `None` outside a session.
+    pub client: Option<Arc<dyn gateway::flowback::ClientRequests>>,
 }
 
 /// The mode a call ran and its upstream server, if any: the engine notes

@@ -4,6 +4,8 @@
 //! - [`config`]: the `mcpServers` file and zenmode's per-server options;
 //! - [`store`]: cached catalogs and the pins of approved tool definitions;
 //! - [`upstream`]: one server's process (or HTTP session), started lazily;
+//! - [`flowback`]: what an upstream asks of the client (elicitation,
+//!   sampling, roots), passed to the session whose call it serves;
 //! - [`live`]: which version of the upstreams file each serving process loaded;
 //! - [`http_errors`]: a remote server's failures explained, with what to do;
 //! - [`reply_guard`]: a stdio server's replies held to its size limit;
@@ -29,6 +31,7 @@
 //! process has loaded.
 
 pub mod config;
+pub mod flowback;
 pub mod http_errors;
 pub mod live;
 pub mod reply_guard;

@@ -26,8 +26,8 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{
     ClientHandler, ErrorData, RoleClient, ServiceExt,
     model::{
-        CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-        ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, ErrorCode, Implementation,
+        CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientConfig,
+        ClientRequest, ElicitRequestParams, ElicitResult, Implementation,
         ProgressNotificationParam, ProgressToken, ServerResult,
     },
     service::{
@@ -39,6 +39,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::{
     GatewayError,
+    flowback::{self, Callers, RootsResult, SamplingParams, SamplingResult},
     config::{Redactor, Transport, UpstreamConfig},
     reply_guard,
     state::{StateFile, StderrLog},
@@ -97,14 +98,14 @@ type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, Arc<dyn ProgressSink>>>>;
 struct ClientSide {
     server: String,
     routes: ProgressRoutes,
+    /// The calls in flight, whose clients answer what the server asks.
+    callers: Callers,
 }
 
 impl ClientHandler for ClientSide {
     fn get_info(&self) -> ClientConfig {
-        // No sampling, elicitation or roots: zenmode has no user or model to
-        // ask (rmcp answers sampling requests with "method not found").
         ClientConfig::new(
-            ClientCapabilities::default(),
+            flowback::upstream_capabilities(),
             Implementation::new("zenmode-gateway", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -127,20 +128,26 @@ impl ClientHandler for ClientSide {
 
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
+        request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Err(refusal(&self.server, "elicitation (asking the user)"))
+        self.callers.elicit(&self.server, request).await
     }
-}
 
-fn refusal(server: &str, what: &str) -> ErrorData {
-    tracing::warn!(server, "refused an upstream request for {what}");
-    ErrorData::new(
-        ErrorCode::METHOD_NOT_FOUND,
-        format!("zenmode's gateway does not support {what}; the call must work without it"),
-        None,
-    )
+    async fn create_message(
+        &self,
+        params: SamplingParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<SamplingResult, ErrorData> {
+        self.callers.create_message(&self.server, params).await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<RootsResult, ErrorData> {
+        self.callers.list_roots(&self.server).await
+    }
 }
 
 /// A started upstream.
@@ -257,6 +264,7 @@ pub struct Upstream {
     pins: Mutex<Option<Pins>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     routes: ProgressRoutes,
+    callers: Callers,
     /// An oversized reply the guard could not match to a call.
     oversize_note: reply_guard::OversizeNote,
     /// Failures in a row (reset by a successful call).
@@ -296,6 +304,7 @@ impl Upstream {
             pins: Mutex::new(pins),
             stderr_tail: Arc::default(),
             routes: Arc::default(),
+            callers: Callers::default(),
             oversize_note: Arc::default(),
             failures: Mutex::new(0),
             recorder: None,
@@ -334,6 +343,18 @@ impl Upstream {
 
     pub fn name(&self) -> &str {
         &self.config.name
+    }
+
+    /// Passes the client's `roots/list_changed` on, if the server runs.
+    pub(super) async fn notify_roots_changed(&self) {
+        // A server being started asks for roots itself once it is up.
+        let peer = match self.slot.try_lock().as_deref() {
+            Ok(Slot::Running(connection)) if !connection.is_closed() => connection.peer.clone(),
+            _ => return,
+        };
+        if let Err(error) = peer.notify_roots_list_changed().await {
+            tracing::debug!(server = self.name(), %error, "could not pass on roots/list_changed");
+        }
     }
 
     pub fn is_running(&self) -> bool {
@@ -396,6 +417,9 @@ impl Upstream {
         arguments: Map<String, Value>,
         call: &CallContext,
     ) -> Result<Value, GatewayError> {
+        // From here on (a start included: a server asks for roots as it
+        // starts), what the server asks goes to this call's client.
+        let _caller = self.callers.enter(call.client.as_ref());
         let connection = self.connection().await?;
         self.check_approved(&connection, tool)?;
         connection.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -590,6 +614,7 @@ impl Upstream {
         let handler = ClientSide {
             server: self.name().to_owned(),
             routes: self.routes.clone(),
+            callers: self.callers.clone(),
         };
         let (service, group, child) = match self.launch.as_ref().map_err(Clone::clone)? {
             Transport::Stdio {

@@ -1,0 +1,272 @@
+//! Requests that flow back: an upstream's `elicitation/create`,
+//! `sampling/createMessage` and `roots/list`, passed to zenmode's own client.
+//!
+//! Upstream processes are shared by every session of the process, so each
+//! request goes to the session whose call is in progress on that upstream
+//! (stdio carries no link between a server's request and the call it serves,
+//! so the in-flight calls are the only clue). With no call in flight, only a
+//! `roots/list` is answered, and only when one open session offers roots (a
+//! server asks for roots when it starts and after `list_changed`). Anything
+//! else is refused at once with an error that says why: never a hang.
+//!
+//! The gateway knows nothing of the server layer: the session hands its
+//! [`ClientRequests`] down in the call's [`crate::services::CallContext`].
+
+// Sampling and roots are deprecated for 2026-07-28, not for the sessions
+// opened with `initialize` that this serves.
+#![allow(deprecated)]
+
+use std::sync::{
+    Arc, Mutex, Weak,
+    atomic::{AtomicU64, Ordering},
+};
+
+use async_trait::async_trait;
+use rmcp::{
+    ErrorData,
+    model::{
+        ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+        ElicitResult, ErrorCode, ListRootsResult,
+    },
+};
+use serde_json::json;
+
+use super::Gateway;
+
+/// The sampling and roots types, named once here where their deprecation
+/// (for 2026-07-28 only) is allowed.
+pub type SamplingParams = CreateMessageRequestParams;
+pub type SamplingResult = CreateMessageResult;
+pub type RootsResult = ListRootsResult;
+
+/// What an upstream may ask of zenmode's client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ask {
+    Elicitation,
+    Sampling,
+    Roots,
+}
+
+impl Ask {
+    fn describe(self) -> &'static str {
+        match self {
+            Ask::Elicitation => "elicitation (asking the user)",
+            Ask::Sampling => "sampling (asking the client's model)",
+            Ask::Roots => "the client's roots",
+        }
+    }
+
+    fn capability(self) -> &'static str {
+        match self {
+            Ask::Elicitation => "elicitation",
+            Ask::Sampling => "sampling",
+            Ask::Roots => "roots",
+        }
+    }
+}
+
+/// zenmode's client, as one session sees it: what it declared and how to
+/// ask it. Implemented by the server layer over its peer.
+#[async_trait]
+pub trait ClientRequests: Send + Sync {
+    /// Identifies the session (two calls of one session give the same id).
+    fn session(&self) -> usize;
+    /// Whether the client declared the capability `ask` needs.
+    fn can(&self, ask: Ask) -> bool;
+    /// Whether the session has ended.
+    fn is_closed(&self) -> bool;
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorData>;
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData>;
+    async fn list_roots(&self) -> Result<ListRootsResult, ErrorData>;
+}
+
+/// What zenmode declares to every upstream: it can pass all three on.
+/// Upstreams are shared and often start before any client connects, so the
+/// declaration cannot follow one client's; a request the calling client
+/// cannot answer is refused when it comes.
+pub fn upstream_capabilities() -> ClientCapabilities {
+    serde_json::from_value(json!({
+        "roots": {"listChanged": true},
+        "sampling": {},
+        "elicitation": {"form": {}},
+    }))
+    .unwrap_or_default()
+}
+
+/// The calls in flight on one upstream, each with its session's client.
+#[derive(Clone, Default)]
+pub struct Callers(Arc<Mutex<Vec<(u64, Arc<dyn ClientRequests>)>>>);
+
+/// Removes its call from [`Callers`] when the call ends, however it ends.
+pub struct CallerGuard {
+    callers: Callers,
+    id: u64,
+}
+
+impl Drop for CallerGuard {
+    fn drop(&mut self) {
+        if let Ok(mut list) = self.callers.0.lock() {
+            list.retain(|(id, _)| *id != self.id);
+        }
+    }
+}
+
+impl Callers {
+    /// Notes a call in flight; `None` (a CLI call, a test) is no client.
+    pub fn enter(&self, client: Option<&Arc<dyn ClientRequests>>) -> Option<CallerGuard> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let client = client?;
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        self.0.lock().ok()?.push((id, client.clone()));
+        Some(CallerGuard {
+            callers: self.clone(),
+            id,
+        })
+    }
+
+    /// The client that should answer `ask` from `server`, or the refusal.
+    fn route(&self, server: &str, ask: Ask) -> Result<Arc<dyn ClientRequests>, ErrorData> {
+        let in_flight: Vec<Arc<dyn ClientRequests>> = self
+            .0
+            .lock()
+            .map(|list| list.iter().map(|(_, client)| client.clone()).collect())
+            .unwrap_or_default();
+        let client = match one_session(&in_flight) {
+            Pick::One(client) => client,
+            Pick::Many => {
+                return Err(refusal(
+                    server,
+                    ask,
+                    "calls from several client sessions are in progress on this server, so zenmode cannot tell which client the request is for",
+                ));
+            }
+            Pick::None if ask == Ask::Roots => match one_session(&sessions_with_roots()) {
+                Pick::One(client) => client,
+                Pick::None => {
+                    return Err(refusal(server, ask, "no connected client offers roots"));
+                }
+                Pick::Many => {
+                    return Err(refusal(
+                        server,
+                        ask,
+                        "no call is in progress and several connected clients offer roots",
+                    ));
+                }
+            },
+            Pick::None => {
+                return Err(refusal(
+                    server,
+                    ask,
+                    "it came while no call to this server was in progress",
+                ));
+            }
+        };
+        if !client.can(ask) {
+            return Err(refusal(
+                server,
+                ask,
+                &format!(
+                    "zenmode's client did not declare the {} capability",
+                    ask.capability()
+                ),
+            ));
+        }
+        Ok(client)
+    }
+
+    pub async fn elicit(
+        &self,
+        server: &str,
+        params: ElicitRequestParams,
+    ) -> Result<ElicitResult, ErrorData> {
+        let client = self.route(server, Ask::Elicitation)?;
+        tracing::info!(server, "passing an elicitation request to the client");
+        client.elicit(params).await
+    }
+
+    pub async fn create_message(
+        &self,
+        server: &str,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let client = self.route(server, Ask::Sampling)?;
+        tracing::info!(server, "passing a sampling request to the client");
+        client.create_message(params).await
+    }
+
+    pub async fn list_roots(&self, server: &str) -> Result<ListRootsResult, ErrorData> {
+        let client = self.route(server, Ask::Roots)?;
+        tracing::debug!(server, "passing roots/list to the client");
+        client.list_roots().await
+    }
+}
+
+enum Pick {
+    None,
+    One(Arc<dyn ClientRequests>),
+    Many,
+}
+
+/// The one open session among `clients`, if there is exactly one.
+fn one_session(clients: &[Arc<dyn ClientRequests>]) -> Pick {
+    let mut open = clients.iter().filter(|client| !client.is_closed());
+    let Some(first) = open.next() else {
+        return Pick::None;
+    };
+    if open.any(|other| other.session() != first.session()) {
+        Pick::Many
+    } else {
+        Pick::One(first.clone())
+    }
+}
+
+fn refusal(server: &str, ask: Ask, why: &str) -> ErrorData {
+    tracing::warn!(server, "refused an upstream request for {}: {why}", ask.describe());
+    ErrorData::new(
+        ErrorCode::INVALID_REQUEST,
+        format!(
+            "zenmode cannot pass on this request for {}: {why}",
+            ask.describe()
+        ),
+        None,
+    )
+}
+
+/// Open sessions whose client offers roots, for a `roots/list` that comes
+/// outside any call. Process-wide: sessions belong to the process, not to
+/// one gateway.
+static ROOT_SESSIONS: Mutex<Vec<Weak<dyn ClientRequests>>> = Mutex::new(Vec::new());
+
+fn sessions_with_roots() -> Vec<Arc<dyn ClientRequests>> {
+    let Ok(mut list) = ROOT_SESSIONS.lock() else {
+        return Vec::new();
+    };
+    list.retain(|weak| weak.upgrade().is_some_and(|client| !client.is_closed()));
+    list.iter().filter_map(Weak::upgrade).collect()
+}
+
+impl Gateway {
+    /// A session opened whose client offers roots: its roots are what the
+    /// running upstreams see now, so they are told to ask again. The session
+    /// keeps `client` alive; the gateway only holds it weakly.
+    pub async fn client_connected(&self, client: &Arc<dyn ClientRequests>) {
+        if !client.can(Ask::Roots) {
+            return;
+        }
+        if let Ok(mut list) = ROOT_SESSIONS.lock() {
+            list.push(Arc::downgrade(client));
+        }
+        self.roots_changed().await;
+    }
+
+    /// Tells every running upstream that the client's roots changed.
+    pub async fn roots_changed(&self) {
+        let upstreams: Vec<_> = self.read().upstreams.values().cloned().collect();
+        for upstream in upstreams {
+            upstream.notify_roots_changed().await;
+        }
+    }
+}

@@ -262,11 +262,12 @@ impl Gateway {
         self.roots_changed().await;
     }
 
-    /// Tells every running upstream that the client's roots changed.
+    /// Tells every running upstream that the client's roots changed, each
+    /// in its own task (one that is starting is told once it is up).
     pub async fn roots_changed(&self) {
         let upstreams: Vec<_> = self.read().upstreams.values().cloned().collect();
         for upstream in upstreams {
-            upstream.notify_roots_changed().await;
+            tokio::spawn(async move { upstream.notify_roots_changed().await });
         }
     }
 }

@@ -347,9 +347,10 @@ impl Upstream {
 
     /// Passes the client's `roots/list_changed` on, if the server runs.
     pub(super) async fn notify_roots_changed(&self) {
-        // A server being started asks for roots itself once it is up.
-        let peer = match self.slot.try_lock().as_deref() {
-            Ok(Slot::Running(connection)) if !connection.is_closed() => connection.peer.clone(),
+        // Waits out a start in progress: the server may have asked for
+        // roots before the client that has them connected.
+        let peer = match &*self.slot.lock().await {
+            Slot::Running(connection) if !connection.is_closed() => connection.peer.clone(),
             _ => return,
         };
         if let Err(error) = peer.notify_roots_list_changed().await {

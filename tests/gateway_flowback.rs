@@ -1,0 +1,229 @@
+//! Requests that flow back through the gateway: a real upstream's
+//! sampling, elicitation and roots requests reach zenmode's client (the MCP
+//! Python SDK, `peers/flowback_client.py`) and its answers go back; the
+//! answers through zenmode are compared with what the same client gets from
+//! the server directly. Needs `tests/upstreams/install.sh` (skips with a
+//! note otherwise, fails under `ZEN_REQUIRE_UPSTREAMS=1`).
+
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use common::{binary, gateway::Setup};
+use serde_json::{Value, json};
+
+fn upstreams_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstreams")
+}
+
+fn npm_bin(name: &str) -> String {
+    upstreams_dir()
+        .join("node_modules/.bin")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// The Python with the MCP SDK (installed with the upstreams' venv).
+fn python() -> PathBuf {
+    upstreams_dir().join(".venv/bin/python")
+}
+
+fn installed() -> bool {
+    let needed = [
+        PathBuf::from(npm_bin("mcp-server-everything")),
+        PathBuf::from(npm_bin("mcp-server-filesystem")),
+        python(),
+    ];
+    let missing: Vec<_> = needed.iter().filter(|path| !path.exists()).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    if std::env::var("ZEN_REQUIRE_UPSTREAMS").as_deref() == Ok("1") {
+        panic!("upstream servers missing (run tests/upstreams/install.sh): {missing:?}");
+    }
+    eprintln!("skipping: upstream servers not installed (tests/upstreams/install.sh): {missing:?}");
+    false
+}
+
+/// Runs the Python client against `spec.command`; its `{results, asked}`.
+fn run_client(spec: Value) -> Value {
+    let output = Command::new(python())
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/peers/flowback_client.py")
+                .display()
+                .to_string(),
+        )
+        .arg(spec.to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// zenmode serving `setup`'s upstreams, as the client's command and env.
+fn through_zenmode(setup: &Setup, spec: Value) -> Value {
+    let mut spec = spec;
+    spec["command"] = json!([binary(), "serve", "--upstream-wait-secs", "60"]);
+    spec["env"] = json!({
+        "ZEN_UPSTREAMS": setup.file(),
+        "ZEN_CACHE_DIR": setup.path("cache"),
+        "ZEN_STATE_DIR": setup.path("state"),
+        "RUST_LOG": "info",
+    });
+    run_client(spec)
+}
+
+fn zen_execute(mode: &str, request: Value) -> Value {
+    json!({"tool": "zen_execute", "arguments": {"mode": mode, "request": request}})
+}
+
+/// The content blocks of a result, as the client got them.
+fn content(result: &Value) -> &Value {
+    assert!(result.get("error").is_none(), "call failed: {result}");
+    &result["content"]
+}
+
+#[test]
+fn sampling_elicitation_and_roots_reach_the_client_as_they_do_directly() {
+    if !installed() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let base = json!({
+        "sampling": true,
+        "elicitation": true,
+        "roots": [root.path()],
+    });
+    let calls = [
+        ("trigger-sampling-request", json!({"prompt": "name a colour", "maxTokens": 12})),
+        ("trigger-elicitation-request", json!({})),
+        ("get-roots-list", json!({})),
+    ];
+
+    let mut direct = base.clone();
+    direct["command"] = json!([npm_bin("mcp-server-everything")]);
+    direct["calls"] = calls
+        .iter()
+        .map(|(tool, arguments)| json!({"tool": tool, "arguments": arguments}))
+        .collect();
+    let direct = run_client(direct);
+
+    let setup = Setup::new(json!({"everything": {"command": npm_bin("mcp-server-everything")}}));
+    let mut gated = base;
+    gated["calls"] = calls
+        .iter()
+        .map(|(tool, arguments)| zen_execute(&format!("everything__{tool}"), arguments.clone()))
+        .collect();
+    let gated = through_zenmode(&setup, gated);
+
+    for (index, (tool, _)) in calls.iter().enumerate() {
+        let (direct, gated) = (&direct["results"][index], &gated["results"][index]);
+        assert_eq!(content(gated), content(direct), "{tool} through zenmode");
+        assert_ne!(gated["isError"], true, "{tool}: {gated}");
+    }
+    let sampled = content(&gated["results"][0]).to_string();
+    assert!(sampled.contains("sampled[12]: "), "the client's model answered: {sampled}");
+    let elicited = content(&gated["results"][1]).to_string();
+    assert!(elicited.contains("Ada"), "the user's answer came back: {elicited}");
+    let roots = content(&gated["results"][2]).to_string();
+    let root_name = root.path().file_name().unwrap().to_string_lossy().to_string();
+    assert!(roots.contains(&root_name), "the client's root: {roots}");
+    // The client was asked the same things, once for each call (roots also
+    // when the server started or was told they changed).
+    let asked = |run: &Value, method: &str| {
+        run["asked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| *m == method)
+            .count()
+    };
+    for method in ["sampling/createMessage", "elicitation/create"] {
+        assert_eq!(asked(&gated, method), 1, "{method}: {gated}");
+        assert_eq!(asked(&direct, method), 1, "{method}: {direct}");
+    }
+    assert!(asked(&gated, "roots/list") >= 1, "{gated}");
+}
+
+#[test]
+fn a_client_without_sampling_gets_a_clear_error_not_a_hang() {
+    if !installed() {
+        return;
+    }
+    let setup = Setup::new(json!({"everything": {"command": npm_bin("mcp-server-everything")}}));
+    let started = Instant::now();
+    let run = through_zenmode(
+        &setup,
+        json!({
+            "sampling": false,
+            "elicitation": false,
+            "roots": null,
+            "calls": [
+                zen_execute("everything__trigger-sampling-request", json!({"prompt": "hi"})),
+                zen_execute("everything__trigger-elicitation-request", json!({})),
+                zen_execute("everything__get-sum", json!({"a": 2, "b": 3})),
+            ],
+        }),
+    );
+    // Well inside any timeout: the refusal is immediate.
+    assert!(started.elapsed() < Duration::from_secs(40), "took {:?}", started.elapsed());
+    for (index, capability) in [(0, "sampling"), (1, "elicitation")] {
+        let result = &run["results"][index];
+        assert_eq!(result["isError"], true, "{result}");
+        let text = content(result).to_string();
+        assert!(
+            text.contains(&format!("did not declare the {capability} capability")),
+            "the refusal says why: {text}"
+        );
+    }
+    // The session goes on: a plain call still works.
+    let sum = content(&run["results"][2]).to_string();
+    assert!(sum.contains('5'), "{sum}");
+    assert_eq!(run["asked"], json!([]), "nothing reached the client");
+}
+
+#[test]
+fn filesystem_server_sees_the_clients_roots() {
+    if !installed() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("hello.txt"), "from the client's root\n").unwrap();
+    let root_path = root.path().canonicalize().unwrap();
+    // No directory arguments: the server takes its folders from the roots.
+    let setup = Setup::new(json!({"fs": {"command": npm_bin("mcp-server-filesystem")}}));
+    let run = through_zenmode(
+        &setup,
+        json!({
+            "sampling": false,
+            "elicitation": false,
+            "roots": [root_path],
+            "calls": [
+                zen_execute("fs__list_allowed_directories", json!({})),
+                zen_execute("fs__read_text_file", json!({"path": root_path.join("hello.txt")})),
+            ],
+        }),
+    );
+    let allowed = content(&run["results"][0]).to_string();
+    assert!(
+        allowed.contains(&root_path.display().to_string()),
+        "the client's root is allowed: {allowed}"
+    );
+    let read = content(&run["results"][1]).to_string();
+    assert!(read.contains("from the client's root"), "{read}");
+    assert!(
+        run["asked"].as_array().unwrap().iter().any(|m| m == "roots/list"),
+        "{run}"
+    );
+}

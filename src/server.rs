@@ -28,7 +28,7 @@ use rmcp::{
 
 use crate::{
     engine::{Engine, Outcome},
-    services::{CallContext, ProgressSink, gateway::flowback::ClientRequests},
+    services::{CallContext, ProgressSink, Resume, gateway::flowback::ClientRequests},
     surface::{Session, SessionView, Strategy, initial_tools, tool_names},
     transport::OwedNotices,
 };
@@ -348,11 +348,22 @@ impl ServerHandler for ZenServer {
         });
         // Only a session opened with `initialize` may be sent requests;
         // 2026-07-28 forbids them.
-        let client = list_may_change(&context).then(|| self.session_client(&context.peer, &context.ct));
+        let initialized = list_may_change(&context);
+        let client = initialized.then(|| self.session_client(&context.peer, &context.ct));
+        let resume = (request.input_responses.is_some() || request.request_state.is_some()).then(
+            || Resume {
+                input_responses: request.input_responses.clone(),
+                request_state: request.request_state.clone(),
+            },
+        );
         let call = CallContext {
             cancel: context.ct.clone(),
             progress,
             client,
+            takes_input_required: context.protocol_version().is_some_and(|version| {
+                version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
+            }),
+            resume,
             ..CallContext::default()
         };
         let may_change = list_may_change(&context);
@@ -380,7 +391,11 @@ impl ServerHandler for ZenServer {
                 }
             }
         }
-        let answer = answer.map(to_call_result);
+        let answer = match answer.map(client_peer::input_required) {
+            Ok(Ok(asked)) => return Ok(CallToolResponse::InputRequired(asked)),
+            Ok(Err(outcome)) => Ok(to_call_result(outcome)),
+            Err(unknown) => Err(unknown),
+        };
         log_activity(
             &request.name,
             &call,

@@ -125,3 +125,16 @@ impl ClientRequests for SessionClient {
         }
     }
 }
+
+/// An upstream's input-required result (its state already sealed by the
+/// gateway), for a 2026-07-28 client; any other outcome as it was.
+pub fn input_required(
+    outcome: crate::engine::Outcome,
+) -> Result<rmcp::model::InputRequiredResult, crate::engine::Outcome> {
+    let asks = outcome.passthrough
+        && outcome.body.get("resultType").and_then(|t| t.as_str()) == Some("input_required");
+    if !asks {
+        return Err(outcome);
+    }
+    serde_json::from_value(outcome.body.clone()).map_err(|_| outcome)
+}

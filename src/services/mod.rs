@@ -108,6 +108,18 @@ pub struct CallContext {
     /// The session's client, which answers what an upstream asks during
     /// the call (elicitation, sampling, roots); `None` outside a session.
     pub client: Option<Arc<dyn gateway::flowback::ClientRequests>>,
+    /// The client speaks 2026-07-28: an upstream's input-required result
+    /// goes to it as such (older clients are asked through `client`).
+    pub takes_input_required: bool,
+    /// A 2026-07-28 client's retry of an input-required call.
+    pub resume: Option<Resume>,
+}
+
+/// What a client's retry brings: its answers and the state it echoes.
+#[derive(Clone, Default)]
+pub struct Resume {
+    pub input_responses: Option<rmcp::model::InputResponses>,
+    pub request_state: Option<String>,
 }
 
 /// The mode a call ran and its upstream server, if any: the engine notes

@@ -62,6 +62,7 @@ const KNOWN_KEYS: &[&str] = &[
     "deny_tools",
     "inherit_env",
     "max_reply_bytes",
+    "protocol_version",
 ];
 
 /// When an upstream is started.
@@ -129,6 +130,10 @@ pub struct UpstreamConfig {
     /// The largest message the server may send (one line over stdio, one
     /// event over HTTP); a larger reply fails its call at once.
     pub max_reply_bytes: usize,
+    /// `"2026-07-28"`: connect with `server/discover` at that version, so
+    /// the server can answer with input-required results; otherwise (the
+    /// default) with `initialize`.
+    pub modern: bool,
 }
 
 impl UpstreamConfig {
@@ -472,6 +477,15 @@ fn parse_entry(name: &str, entry: &Value) -> Result<(UpstreamConfig, Vec<String>
                 .ok_or(
                     "\"max_reply_bytes\" must be a whole number of bytes from 1024 to 1073741824",
                 )?,
+        },
+        modern: match entry.get("protocol_version").map(|v| string(v, "protocol_version")).transpose()? {
+            None => false,
+            Some(version) if version == "2026-07-28" => true,
+            Some(other) => {
+                return Err(format!(
+                    "\"protocol_version\" is {other:?}; the only one to ask for is \"2026-07-28\" (leave it out for initialize)"
+                ));
+            }
         },
     };
     Ok((config, warnings))

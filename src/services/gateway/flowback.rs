@@ -26,7 +26,7 @@ use rmcp::{
     ErrorData,
     model::{
         ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-        ElicitResult, ErrorCode, ListRootsResult,
+        ElicitResult, ErrorCode, InputRequest, InputRequests, InputResponses, ListRootsResult,
     },
 };
 use serde_json::json;
@@ -269,5 +269,38 @@ impl Gateway {
         for upstream in upstreams {
             tokio::spawn(async move { upstream.notify_roots_changed().await });
         }
+    }
+}
+
+impl Callers {
+    /// Answers a 2026-07-28 server's input requests by asking the calling
+    /// session's client, one by one (for a session opened with
+    /// `initialize`, which cannot take an input-required result).
+    pub async fn fulfil(
+        &self,
+        server: &str,
+        requests: InputRequests,
+    ) -> Result<InputResponses, ErrorData> {
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let answer = match request {
+                InputRequest::Elicitation(request) => {
+                    serde_json::to_value(self.elicit(server, request.params).await?)
+                }
+                InputRequest::CreateMessage(request) => {
+                    serde_json::to_value(self.create_message(server, request.params).await?)
+                }
+                InputRequest::ListRoots(_) => serde_json::to_value(self.list_roots(server).await?),
+                _ => {
+                    return Err(ErrorData::invalid_request(
+                        format!("server {server:?} asked for input of a kind zenmode does not know"),
+                        None,
+                    ));
+                }
+            };
+            let answer = answer.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            responses.insert(key, answer);
+        }
+        Ok(responses)
     }
 }

@@ -8,6 +8,7 @@
 //!   sampling, roots), passed to the session whose call it serves;
 //! - [`live`]: which version of the upstreams file each serving process loaded;
 //! - [`http_errors`]: a remote server's failures explained, with what to do;
+//! - [`request_state`]: zenmode's signed `requestState` around an upstream's;
 //! - [`reply_guard`]: a stdio server's replies held to its size limit;
 //! - [`state`]: each server's state file and stderr log, for `zenmode status`;
 //! - [`supervisor`]: the guard process that takes a stdio server's whole
@@ -35,6 +36,7 @@ pub mod flowback;
 pub mod http_errors;
 pub mod live;
 pub mod reply_guard;
+pub mod request_state;
 pub mod state;
 pub mod store;
 pub mod supervisor;

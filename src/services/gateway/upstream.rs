@@ -24,11 +24,11 @@ use std::{
 
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{
-    ClientHandler, ErrorData, RoleClient, ServiceExt,
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient,
     model::{
         CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientConfig,
-        ClientRequest, ElicitRequestParams, ElicitResult, Implementation,
-        ProgressNotificationParam, ProgressToken, ServerResult,
+        ClientRequest, DEFAULT_MRTR_MAX_ROUNDS, ElicitRequestParams, ElicitResult, Implementation,
+        InputRequiredResult, ProgressNotificationParam, ProgressToken, ServerResult,
     },
     service::{
         NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService, ServiceError,
@@ -40,6 +40,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use super::{
     GatewayError,
     flowback::{self, Callers, RootsResult, SamplingParams, SamplingResult},
+    request_state,
     config::{Redactor, Transport, UpstreamConfig},
     reply_guard,
     state::{StateFile, StderrLog},
@@ -147,6 +148,18 @@ impl ClientHandler for ClientSide {
         _context: RequestContext<RoleClient>,
     ) -> Result<RootsResult, ErrorData> {
         self.callers.list_roots(&self.server).await
+    }
+}
+
+/// How to open the session: `initialize`, or `server/discover` at
+/// 2026-07-28 for an entry that asks for it.
+fn lifecycle(config: &UpstreamConfig) -> ClientLifecycleMode {
+    if config.modern {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        ClientLifecycleMode::Initialize
     }
 }
 
@@ -459,6 +472,10 @@ impl Upstream {
         ))
     }
 
+    /// Sends the call; a 2026-07-28 server's input-required result goes to
+    /// a 2026-07-28 client with the state sealed ([`request_state`]), or,
+    /// for a session opened with `initialize`, is answered by asking its
+    /// client ([`flowback`]) and sent again, round by round.
     async fn forward(
         &self,
         connection: &Connection,
@@ -466,7 +483,85 @@ impl Upstream {
         arguments: Map<String, Value>,
         call: &CallContext,
     ) -> Result<Value, GatewayError> {
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+        if let Some(resume) = &call.resume {
+            params.input_responses = resume.input_responses.clone();
+            if let Some(sealed) = &resume.request_state {
+                params.request_state = self.unseal(tool, sealed)?;
+            }
+        }
+        let mut rounds = 0;
+        loop {
+            let result = match self.send_call(connection, params, call).await? {
+                ServerResult::CallToolResult(result) => serde_json::to_value(result),
+                ServerResult::InputRequiredResult(asked) if call.takes_input_required => {
+                    let sealed = request_state::seal(self.name(), tool, asked.request_state);
+                    let mut result = InputRequiredResult::new(asked.input_requests, Some(sealed));
+                    result.meta = asked.meta;
+                    serde_json::to_value(result)
+                }
+                ServerResult::InputRequiredResult(asked) => {
+                    rounds += 1;
+                    if rounds > DEFAULT_MRTR_MAX_ROUNDS {
+                        return Err(self.error("upstream_error", format!("server {:?} still asked for input after {DEFAULT_MRTR_MAX_ROUNDS} rounds", self.name())));
+                    }
+                    let responses = self
+                        .callers
+                        .fulfil(self.name(), asked.input_requests.unwrap_or_default())
+                        .await
+                        .map_err(|e| self.error("input_refused", e.message.into_owned()))?;
+                    params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+                    params.input_responses = Some(responses);
+                    params.request_state = asked.request_state;
+                    continue;
+                }
+                _ => {
+                    return Err(self.error(
+                        "upstream_error",
+                        format!(
+                            "server {:?} answered with something other than a tool result (tasks are not supported through the gateway)",
+                            self.name()
+                        ),
+                    ));
+                }
+            };
+            let mut result = result.map_err(|e| {
+                self.error("upstream_error", format!("unreadable result: {e}"))
+            })?;
+            // An upstream that echoes its own credentials (an error
+            // quoting the request, a tool printing its environment)
+            // does not hand them to the client.
+            hide_secrets(&mut result, &self.redactor);
+            return Ok(result);
+        }
+    }
+
+    /// The upstream's own state from zenmode's sealed one, if it is intact,
+    /// unused and this server's.
+    fn unseal(&self, tool: &str, sealed: &str) -> Result<Option<String>, GatewayError> {
+        let wrapped = request_state::open(sealed)
+            .map_err(|message| self.error("invalid_request_state", message))?;
+        if wrapped.server != self.name() || wrapped.tool != tool {
+            return Err(self.error(
+                "invalid_request_state",
+                format!(
+                    "the requestState is refused: it belongs to tool {:?} of server {:?}, not to this call of {tool:?} on {:?}",
+                    wrapped.tool,
+                    wrapped.server,
+                    self.name()
+                ),
+            ));
+        }
+        Ok(wrapped.state)
+    }
+
+    /// One `tools/call` round, with progress and cancellation forwarded.
+    async fn send_call(
+        &self,
+        connection: &Connection,
+        params: CallToolRequestParams,
+        call: &CallContext,
+    ) -> Result<ServerResult, GatewayError> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let options = PeerRequestOptions::with_timeout(self.config.timeout);
         let handle = connection
@@ -496,25 +591,7 @@ impl Upstream {
             let _ = connection.peer.notify_cancelled(cancel).await;
             return Err(self.error("cancelled", "the call was cancelled".to_owned()));
         };
-        match answer.map_err(|e| self.service_error(e))? {
-            ServerResult::CallToolResult(result) => {
-                let mut result = serde_json::to_value(result).map_err(|e| {
-                    self.error("upstream_error", format!("unreadable result: {e}"))
-                })?;
-                // An upstream that echoes its own credentials (an error
-                // quoting the request, a tool printing its environment)
-                // does not hand them to the client.
-                hide_secrets(&mut result, &self.redactor);
-                Ok(result)
-            }
-            _ => Err(self.error(
-                "upstream_error",
-                format!(
-                    "server {:?} answered with something other than a tool result (input requests and tasks are not supported through the gateway)",
-                    self.name()
-                ),
-            )),
-        }
+        answer.map_err(|e| self.service_error(e))
     }
 
     /// The running connection, starting the server when needed.
@@ -676,7 +753,7 @@ impl Upstream {
                 ));
                 let transport = AsyncRwTransport::<RoleClient, _, _>::new(from_guard, stdin)
                     .with_max_line_length(limit);
-                let service = handler.serve(transport).await.map_err(|e| {
+                let service = handler.serve_with_lifecycle(transport, lifecycle(&self.config)).await.map_err(|e| {
                     signal_group(group, Signal::Kill);
                     format!(
                         "server {:?} did not complete the MCP handshake: {}{}",
@@ -702,7 +779,7 @@ impl Upstream {
                     .custom_headers(header_map);
                 config.max_sse_event_size = self.config.max_reply_bytes;
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                let service = handler.serve(transport).await.map_err(|e| {
+                let service = handler.serve_with_lifecycle(transport, lifecycle(&self.config)).await.map_err(|e| {
                     format!(
                         "server {:?} ({}): {}",
                         self.name(),

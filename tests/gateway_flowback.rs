@@ -227,3 +227,107 @@ fn filesystem_server_sees_the_clients_roots() {
         "{run}"
     );
 }
+
+/// The 2026-07-28 upstream of `upstreams/mrtr_server.py`, under `name`.
+fn mrtr_upstream() -> Value {
+    json!({
+        "command": python(),
+        "args": [upstreams_dir().join("mrtr_server.py")],
+        "protocol_version": "2026-07-28",
+    })
+}
+
+/// zenmode serving `setup`'s upstreams with the request-state key `key`.
+fn zenmode_side(setup: &Setup, key: &str) -> Value {
+    json!({
+        "command": [binary(), "serve", "--upstream-wait-secs", "60"],
+        "env": {
+            "ZEN_UPSTREAMS": setup.file(),
+            "ZEN_CACHE_DIR": setup.path("cache"),
+            "ZEN_STATE_DIR": setup.path("state"),
+            "ZEN_REQUEST_STATE_KEY": key,
+        },
+    })
+}
+
+fn structured_error(result: &Value) -> String {
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["structuredContent"]["error"], "invalid_request_state", "{result}");
+    result["structuredContent"]["message"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_2026_upstream_asks_twice_and_the_retries_reach_it_through_zen_execute() {
+    if !installed() {
+        return;
+    }
+    let key = "flowback-test-key-of-at-least-32-bytes";
+    let first = Setup::new(json!({"mrtr": mrtr_upstream()}));
+    // A second process with the same key, where the server has another name.
+    let second = Setup::new(json!({"renamed": mrtr_upstream()}));
+    let output = Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mrtr_client.py"))
+        .arg(
+            json!({
+                "a": zenmode_side(&first, key),
+                "b": zenmode_side(&second, key),
+                "mode": "mrtr__two_rounds",
+                "other_mode": "renamed__two_rounds",
+            })
+            .to_string(),
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let run: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+
+    // Two rounds of input, then the result.
+    for (round, asked) in [("first", "name"), ("second", "colour")] {
+        let result = &run[round];
+        assert_eq!(result["resultType"], "input_required", "{round}: {result}");
+        assert_eq!(
+            result["inputRequests"][asked]["method"], "elicitation/create",
+            "{round}: {result}"
+        );
+        let state = result["requestState"].as_str().unwrap();
+        assert!(state.starts_with("zm1."), "zenmode's own state: {state}");
+    }
+    assert_ne!(run["first"]["requestState"], run["second"]["requestState"]);
+    assert_eq!(run["final"]["content"][0]["text"], "tea: Ada likes green", "{}", run["final"]);
+    assert_eq!(run["auto"]["content"][0]["text"], "tea: Ada likes green", "{}", run["auto"]);
+
+    assert!(structured_error(&run["replayed"]).contains("already used"));
+    assert!(structured_error(&run["tampered"]).contains("signature does not match"));
+    assert!(structured_error(&run["foreign"]).contains("not one zenmode issued"));
+    let unknown = structured_error(&run["unknown_server"]);
+    assert!(
+        unknown.contains("\"mrtr\", which this zenmode does not serve"),
+        "{unknown}"
+    );
+}
+
+#[test]
+fn a_2026_upstream_asking_a_2025_client_is_answered_through_its_callbacks() {
+    if !installed() {
+        return;
+    }
+    let setup = Setup::new(json!({"mrtr": mrtr_upstream()}));
+    let run = through_zenmode(
+        &setup,
+        json!({
+            "sampling": false,
+            "elicitation": true,
+            "roots": null,
+            "calls": [zen_execute("mrtr__two_rounds", json!({"topic": "tea"}))],
+        }),
+    );
+    // The flowback client answers every string field with "Ada".
+    let text = content(&run["results"][0]).to_string();
+    assert!(text.contains("tea: Ada likes Ada"), "{text}");
+    assert_eq!(run["asked"], json!(["elicitation/create", "elicitation/create"]));
+}

@@ -56,7 +56,8 @@ async def main() -> None:
         first = await call()
         out["first"] = dump(first)
         if not isinstance(first, types.InputRequiredResult):
-            print(json.dumps(out)); return
+            print(json.dumps(out))
+            return
         second = await call(input_responses=answer(first), request_state=first.request_state)
         out["second"] = dump(second)
         final = await call(input_responses=answer(second), request_state=second.request_state)

@@ -31,7 +31,8 @@ use rmcp::{
 };
 use serde_json::json;
 
-use super::Gateway;
+use super::{Gateway, GatewayError};
+use crate::services::CallContext;
 
 /// The sampling and roots types, named once here where their deprecation
 /// (for 2026-07-28 only) is allowed.
@@ -260,6 +261,29 @@ impl Gateway {
             list.push(Arc::downgrade(client));
         }
         self.roots_changed().await;
+    }
+
+    /// Refuses a retry whose (intact) `requestState` names a server this
+    /// gateway does not have, before anything is sent.
+    pub(super) fn check_state_server(&self, call: &CallContext) -> Result<(), GatewayError> {
+        let Some(server) = call
+            .resume
+            .as_ref()
+            .and_then(|resume| resume.request_state.as_deref())
+            .and_then(super::request_state::server_of)
+        else {
+            return Ok(());
+        };
+        if self.read().upstreams.contains_key(&server) {
+            return Ok(());
+        }
+        Err(GatewayError {
+            kind: "invalid_request_state",
+            server: server.clone(),
+            message: format!(
+                "the requestState is refused: it belongs to server {server:?}, which this zenmode does not serve"
+            ),
+        })
     }
 
     /// Tells every running upstream that the client's roots changed, each

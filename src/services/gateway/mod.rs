@@ -571,6 +571,7 @@ impl Gateway {
         arguments: Map<String, Value>,
         call: &CallContext,
     ) -> Result<Value, GatewayError> {
+        self.check_state_server(call)?;
         let upstream = self.read().upstreams.get(server).cloned();
         let Some(upstream) = upstream else {
             return Err(GatewayError {

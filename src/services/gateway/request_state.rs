@@ -86,9 +86,30 @@ pub fn seal(server: &str, tool: &str, state: Option<String>) -> String {
     format!("{PREFIX}{payload}.{}", URL_SAFE_NO_PAD.encode(tag.as_ref()))
 }
 
+/// The server an intact state belongs to, without using it up.
+pub fn server_of(sealed: &str) -> Option<String> {
+    verified(sealed).ok().map(|wrapped| wrapped.server)
+}
+
 /// Opens a state the client sent back; the error says why it is refused.
 /// Each state opens once.
 pub fn open(sealed: &str) -> Result<Wrapped, String> {
+    let refused = |why: &str| format!("the requestState is refused: {why}");
+    let wrapped = verified(sealed)?;
+    let now = now_ms();
+    if wrapped.expires < now {
+        return Err(refused("it has expired; start the call again"));
+    }
+    let mut used = used_nonces().lock().unwrap_or_else(|p| p.into_inner());
+    used.retain(|_, expires| *expires >= now);
+    if used.insert(wrapped.nonce.clone(), wrapped.expires).is_some() {
+        return Err(refused("it was already used; each state answers one retry"));
+    }
+    Ok(wrapped)
+}
+
+/// The content of a state whose signature holds.
+fn verified(sealed: &str) -> Result<Wrapped, String> {
     let refused = |why: &str| format!("the requestState is refused: {why}");
     let (payload, tag) = sealed
         .strip_prefix(PREFIX)
@@ -104,15 +125,6 @@ pub fn open(sealed: &str) -> Result<Wrapped, String> {
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .ok_or_else(|| refused("its content is unreadable"))?;
-    let now = now_ms();
-    if wrapped.expires < now {
-        return Err(refused("it has expired; start the call again"));
-    }
-    let mut used = used_nonces().lock().unwrap_or_else(|p| p.into_inner());
-    used.retain(|_, expires| *expires >= now);
-    if used.insert(wrapped.nonce.clone(), wrapped.expires).is_some() {
-        return Err(refused("it was already used; each state answers one retry"));
-    }
     Ok(wrapped)
 }
 

@@ -265,6 +265,12 @@ fn a_2026_upstream_asks_twice_and_the_retries_reach_it_through_zen_execute() {
     let first = Setup::new(json!({"mrtr": mrtr_upstream()}));
     // A second process with the same key, where the server has another name.
     let second = Setup::new(json!({"renamed": mrtr_upstream()}));
+    let named = Setup::new(json!({"mrtr": mrtr_upstream()}));
+    let mut by_name = zenmode_side(&named, key);
+    by_name["command"]
+        .as_array_mut()
+        .unwrap()
+        .extend([json!("--strategy"), json!("full")]);
     let output = Command::new(python())
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mrtr_client.py"))
         .arg(
@@ -273,6 +279,8 @@ fn a_2026_upstream_asks_twice_and_the_retries_reach_it_through_zen_execute() {
                 "b": zenmode_side(&second, key),
                 "mode": "mrtr__two_rounds",
                 "other_mode": "renamed__two_rounds",
+                "c": by_name,
+                "by_name": "mrtr__two_rounds",
             })
             .to_string(),
         )
@@ -300,6 +308,10 @@ fn a_2026_upstream_asks_twice_and_the_retries_reach_it_through_zen_execute() {
     assert_ne!(run["first"]["requestState"], run["second"]["requestState"]);
     assert_eq!(run["final"]["content"][0]["text"], "tea: Ada likes green", "{}", run["final"]);
     assert_eq!(run["auto"]["content"][0]["text"], "tea: Ada likes green", "{}", run["auto"]);
+
+    // The same through the mode called by name.
+    assert_eq!(run["by_name_first"]["resultType"], "input_required", "{}", run["by_name_first"]);
+    assert_eq!(run["by_name"]["content"][0]["text"], "tea: Ada likes green", "{}", run["by_name"]);
 
     assert!(structured_error(&run["replayed"]).contains("already used"));
     assert!(structured_error(&run["tampered"]).contains("signature does not match"));

@@ -1,7 +1,8 @@
 """A 2026-07-28 MCP Python SDK client driving input-required rounds through
 zenmode by hand, for tests/gateway_flowback.rs.
 
-argv[1] is JSON: {a: {command, env}, b: {command, env} | null, mode, other_mode}.
+argv[1] is JSON: {a: {command, env}, b: {command, env} | null, mode, other_mode,
+c: {command, env} | null, by_name}; c serves every mode as a tool.
 `a` and `b` are two zenmode processes (b shares a's key but names the
 server differently). Prints one JSON object of what happened; the test
 asserts on it.
@@ -87,6 +88,16 @@ async def main() -> None:
                     allow_input_required=True,
                 )
             )
+    if spec.get("c"):
+        # The mode called by name (a strategy that lists every mode).
+        async with Client(
+            params(spec["c"]), mode="2026-07-28", elicitation_callback=elicitation, read_timeout_seconds=60
+        ) as named:
+            tool = spec["by_name"]
+            out["by_name_first"] = dump(
+                await named.session.call_tool(tool, {"topic": "tea"}, allow_input_required=True)
+            )
+            out["by_name"] = dump(await named.call_tool(tool, {"topic": "tea"}))
     print(json.dumps(out))
 
 

@@ -350,19 +350,20 @@ impl ServerHandler for ZenServer {
         // 2026-07-28 forbids them.
         let initialized = list_may_change(&context);
         let client = initialized.then(|| self.session_client(&context.peer, &context.ct));
-        let resume = (request.input_responses.is_some() || request.request_state.is_some()).then(
-            || Resume {
-                input_responses: request.input_responses.clone(),
-                request_state: request.request_state.clone(),
-            },
-        );
+        let resume =
+            (request.input_responses.is_some() || request.request_state.is_some()).then(|| {
+                Resume {
+                    input_responses: request.input_responses.clone(),
+                    request_state: request.request_state.clone(),
+                }
+            });
         let call = CallContext {
             cancel: context.ct.clone(),
             progress,
             client,
-            takes_input_required: context.protocol_version().is_some_and(|version| {
-                version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
-            }),
+            takes_input_required: context
+                .protocol_version()
+                .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()),
             resume,
             ..CallContext::default()
         };
@@ -448,7 +449,11 @@ impl ServerHandler for ZenServer {
                 self.session_client(&context.peer, &tokio_util::sync::CancellationToken::new())
             })
             .clone();
-        self.engine.services().gateway.client_connected(&client).await;
+        self.engine
+            .services()
+            .gateway
+            .client_connected(&client)
+            .await;
     }
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {

@@ -106,7 +106,10 @@ fn sampling_elicitation_and_roots_reach_the_client_as_they_do_directly() {
         "roots": [root.path()],
     });
     let calls = [
-        ("trigger-sampling-request", json!({"prompt": "name a colour", "maxTokens": 12})),
+        (
+            "trigger-sampling-request",
+            json!({"prompt": "name a colour", "maxTokens": 12}),
+        ),
         ("trigger-elicitation-request", json!({})),
         ("get-roots-list", json!({})),
     ];
@@ -133,11 +136,22 @@ fn sampling_elicitation_and_roots_reach_the_client_as_they_do_directly() {
         assert_ne!(gated["isError"], true, "{tool}: {gated}");
     }
     let sampled = content(&gated["results"][0]).to_string();
-    assert!(sampled.contains("sampled[12]: "), "the client's model answered: {sampled}");
+    assert!(
+        sampled.contains("sampled[12]: "),
+        "the client's model answered: {sampled}"
+    );
     let elicited = content(&gated["results"][1]).to_string();
-    assert!(elicited.contains("Ada"), "the user's answer came back: {elicited}");
+    assert!(
+        elicited.contains("Ada"),
+        "the user's answer came back: {elicited}"
+    );
     let roots = content(&gated["results"][2]).to_string();
-    let root_name = root.path().file_name().unwrap().to_string_lossy().to_string();
+    let root_name = root
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
     assert!(roots.contains(&root_name), "the client's root: {roots}");
     // The client was asked the same things, once for each call (roots also
     // when the server started or was told they changed).
@@ -177,7 +191,11 @@ fn a_client_without_sampling_gets_a_clear_error_not_a_hang() {
         }),
     );
     // Well inside any timeout: the refusal is immediate.
-    assert!(started.elapsed() < Duration::from_secs(40), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(40),
+        "took {:?}",
+        started.elapsed()
+    );
     for (index, capability) in [(0, "sampling"), (1, "elicitation")] {
         let result = &run["results"][index];
         assert_eq!(result["isError"], true, "{result}");
@@ -223,7 +241,11 @@ fn filesystem_server_sees_the_clients_roots() {
     let read = content(&run["results"][1]).to_string();
     assert!(read.contains("from the client's root"), "{read}");
     assert!(
-        run["asked"].as_array().unwrap().iter().any(|m| m == "roots/list"),
+        run["asked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m == "roots/list"),
         "{run}"
     );
 }
@@ -252,8 +274,14 @@ fn zenmode_side(setup: &Setup, key: &str) -> Value {
 
 fn structured_error(result: &Value) -> String {
     assert_eq!(result["isError"], true, "{result}");
-    assert_eq!(result["structuredContent"]["error"], "invalid_request_state", "{result}");
-    result["structuredContent"]["message"].as_str().unwrap().to_owned()
+    assert_eq!(
+        result["structuredContent"]["error"], "invalid_request_state",
+        "{result}"
+    );
+    result["structuredContent"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 #[test]
@@ -292,7 +320,8 @@ fn a_2026_upstream_asks_twice_and_the_retries_reach_it_through_zen_execute() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let run: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let run: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
 
     // Two rounds of input, then the result.
     for (round, asked) in [("first", "name"), ("second", "colour")] {
@@ -306,12 +335,28 @@ fn a_2026_upstream_asks_twice_and_the_retries_reach_it_through_zen_execute() {
         assert!(state.starts_with("zm1."), "zenmode's own state: {state}");
     }
     assert_ne!(run["first"]["requestState"], run["second"]["requestState"]);
-    assert_eq!(run["final"]["content"][0]["text"], "tea: Ada likes green", "{}", run["final"]);
-    assert_eq!(run["auto"]["content"][0]["text"], "tea: Ada likes green", "{}", run["auto"]);
+    assert_eq!(
+        run["final"]["content"][0]["text"], "tea: Ada likes green",
+        "{}",
+        run["final"]
+    );
+    assert_eq!(
+        run["auto"]["content"][0]["text"], "tea: Ada likes green",
+        "{}",
+        run["auto"]
+    );
 
     // The same through the mode called by name.
-    assert_eq!(run["by_name_first"]["resultType"], "input_required", "{}", run["by_name_first"]);
-    assert_eq!(run["by_name"]["content"][0]["text"], "tea: Ada likes green", "{}", run["by_name"]);
+    assert_eq!(
+        run["by_name_first"]["resultType"], "input_required",
+        "{}",
+        run["by_name_first"]
+    );
+    assert_eq!(
+        run["by_name"]["content"][0]["text"], "tea: Ada likes green",
+        "{}",
+        run["by_name"]
+    );
 
     assert!(structured_error(&run["replayed"]).contains("already used"));
     assert!(structured_error(&run["tampered"]).contains("signature does not match"));
@@ -341,5 +386,8 @@ fn a_2026_upstream_asking_a_2025_client_is_answered_through_its_callbacks() {
     // The flowback client answers every string field with "Ada".
     let text = content(&run["results"][0]).to_string();
     assert!(text.contains("tea: Ada likes Ada"), "{text}");
-    assert_eq!(run["asked"], json!(["elicitation/create", "elicitation/create"]));
+    assert_eq!(
+        run["asked"],
+        json!(["elicitation/create", "elicitation/create"])
+    );
 }

@@ -478,7 +478,11 @@ fn parse_entry(name: &str, entry: &Value) -> Result<(UpstreamConfig, Vec<String>
                     "\"max_reply_bytes\" must be a whole number of bytes from 1024 to 1073741824",
                 )?,
         },
-        modern: match entry.get("protocol_version").map(|v| string(v, "protocol_version")).transpose()? {
+        modern: match entry
+            .get("protocol_version")
+            .map(|v| string(v, "protocol_version"))
+            .transpose()?
+        {
             None => false,
             Some(version) if version == "2026-07-28" => true,
             Some(other) => {

@@ -97,9 +97,12 @@ pub fn upstream_capabilities() -> ClientCapabilities {
     .unwrap_or_default()
 }
 
+/// A call in flight (its id) and its session's client.
+type Caller = (u64, Arc<dyn ClientRequests>);
+
 /// The calls in flight on one upstream, each with its session's client.
 #[derive(Clone, Default)]
-pub struct Callers(Arc<Mutex<Vec<(u64, Arc<dyn ClientRequests>)>>>);
+pub struct Callers(Arc<Mutex<Vec<Caller>>>);
 
 /// Removes its call from [`Callers`] when the call ends, however it ends.
 pub struct CallerGuard {
@@ -225,7 +228,11 @@ fn one_session(clients: &[Arc<dyn ClientRequests>]) -> Pick {
 }
 
 fn refusal(server: &str, ask: Ask, why: &str) -> ErrorData {
-    tracing::warn!(server, "refused an upstream request for {}: {why}", ask.describe());
+    tracing::warn!(
+        server,
+        "refused an upstream request for {}: {why}",
+        ask.describe()
+    );
     ErrorData::new(
         ErrorCode::INVALID_REQUEST,
         format!(
@@ -317,7 +324,9 @@ impl Callers {
                 InputRequest::ListRoots(_) => serde_json::to_value(self.list_roots(server).await?),
                 _ => {
                     return Err(ErrorData::invalid_request(
-                        format!("server {server:?} asked for input of a kind zenmode does not know"),
+                        format!(
+                            "server {server:?} asked for input of a kind zenmode does not know"
+                        ),
                         None,
                     ));
                 }

@@ -102,7 +102,10 @@ pub fn open(sealed: &str) -> Result<Wrapped, String> {
     }
     let mut used = used_nonces().lock().unwrap_or_else(|p| p.into_inner());
     used.retain(|_, expires| *expires >= now);
-    if used.insert(wrapped.nonce.clone(), wrapped.expires).is_some() {
+    if used
+        .insert(wrapped.nonce.clone(), wrapped.expires)
+        .is_some()
+    {
         return Err(refused("it was already used; each state answers one retry"));
     }
     Ok(wrapped)
@@ -118,8 +121,9 @@ fn verified(sealed: &str) -> Result<Wrapped, String> {
     let tag = URL_SAFE_NO_PAD
         .decode(tag)
         .map_err(|_| refused("its signature is malformed"))?;
-    hmac::verify(key(), payload.as_bytes(), &tag)
-        .map_err(|_| refused("its signature does not match (changed, or signed with another key)"))?;
+    hmac::verify(key(), payload.as_bytes(), &tag).map_err(|_| {
+        refused("its signature does not match (changed, or signed with another key)")
+    })?;
     let wrapped: Wrapped = URL_SAFE_NO_PAD
         .decode(payload)
         .ok()
@@ -147,10 +151,18 @@ mod tests {
         assert!(open(&changed).unwrap_err().contains("signature"));
         let opened = open(&sealed).unwrap();
         assert_eq!(
-            (opened.server.as_str(), opened.tool.as_str(), opened.state.as_deref()),
+            (
+                opened.server.as_str(),
+                opened.tool.as_str(),
+                opened.state.as_deref()
+            ),
             ("srv", "tool", Some("theirs"))
         );
         assert!(open(&sealed).unwrap_err().contains("already used"));
-        assert!(open("upstream-round-1|tea").unwrap_err().contains("not one zenmode issued"));
+        assert!(
+            open("upstream-round-1|tea")
+                .unwrap_err()
+                .contains("not one zenmode issued")
+        );
     }
 }

@@ -39,10 +39,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::{
     GatewayError,
-    flowback::{self, Callers, RootsResult, SamplingParams, SamplingResult},
-    request_state,
     config::{Redactor, Transport, UpstreamConfig},
-    reply_guard,
+    flowback::{self, Callers, RootsResult, SamplingParams, SamplingResult},
+    reply_guard, request_state,
     state::{StateFile, StderrLog},
     store::{self, GatewayDirs, Pins, Verdict},
 };
@@ -483,7 +482,8 @@ impl Upstream {
         arguments: Map<String, Value>,
         call: &CallContext,
     ) -> Result<Value, GatewayError> {
-        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+        let mut params =
+            CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
         if let Some(resume) = &call.resume {
             params.input_responses = resume.input_responses.clone();
             if let Some(sealed) = &resume.request_state {
@@ -510,7 +510,8 @@ impl Upstream {
                         .fulfil(self.name(), asked.input_requests.unwrap_or_default())
                         .await
                         .map_err(|e| self.error("input_refused", e.message.into_owned()))?;
-                    params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+                    params = CallToolRequestParams::new(tool.to_owned())
+                        .with_arguments(arguments.clone());
                     params.input_responses = Some(responses);
                     params.request_state = asked.request_state;
                     continue;
@@ -525,9 +526,8 @@ impl Upstream {
                     ));
                 }
             };
-            let mut result = result.map_err(|e| {
-                self.error("upstream_error", format!("unreadable result: {e}"))
-            })?;
+            let mut result = result
+                .map_err(|e| self.error("upstream_error", format!("unreadable result: {e}")))?;
             // An upstream that echoes its own credentials (an error
             // quoting the request, a tool printing its environment)
             // does not hand them to the client.
@@ -753,15 +753,18 @@ impl Upstream {
                 ));
                 let transport = AsyncRwTransport::<RoleClient, _, _>::new(from_guard, stdin)
                     .with_max_line_length(limit);
-                let service = handler.serve_with_lifecycle(transport, lifecycle(&self.config)).await.map_err(|e| {
-                    signal_group(group, Signal::Kill);
-                    format!(
-                        "server {:?} did not complete the MCP handshake: {}{}",
-                        self.name(),
-                        self.redactor.redact(&e.to_string()),
-                        self.stderr_note()
-                    )
-                })?;
+                let service = handler
+                    .serve_with_lifecycle(transport, lifecycle(&self.config))
+                    .await
+                    .map_err(|e| {
+                        signal_group(group, Signal::Kill);
+                        format!(
+                            "server {:?} did not complete the MCP handshake: {}{}",
+                            self.name(),
+                            self.redactor.redact(&e.to_string()),
+                            self.stderr_note()
+                        )
+                    })?;
                 (service, group, Some(child))
             }
             Transport::Http { url, headers } => {
@@ -779,15 +782,18 @@ impl Upstream {
                     .custom_headers(header_map);
                 config.max_sse_event_size = self.config.max_reply_bytes;
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                let service = handler.serve_with_lifecycle(transport, lifecycle(&self.config)).await.map_err(|e| {
-                    format!(
-                        "server {:?} ({}): {}",
-                        self.name(),
-                        self.config.describe(),
-                        self.redactor
-                            .redact(&super::http_errors::explain_handshake(&e))
-                    )
-                })?;
+                let service = handler
+                    .serve_with_lifecycle(transport, lifecycle(&self.config))
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "server {:?} ({}): {}",
+                            self.name(),
+                            self.config.describe(),
+                            self.redactor
+                                .redact(&super::http_errors::explain_handshake(&e))
+                        )
+                    })?;
                 (service, None, None)
             }
         };

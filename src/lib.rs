@@ -13,7 +13,9 @@
 //! 2. **services**: [`services`] bundles what executors use (per process:
 //!    [`providers`], [`files`] confined to the allowed roots,
 //!    [`conversation`] threads (in memory, SQLite or Redis), CLI
-//!    configuration, process facts; per call: progress and cancellation).
+//!    configuration, process facts, the gateway to upstream servers; per
+//!    call: progress, cancellation and the session's client, which answers
+//!    what an upstream asks back).
 //! 3. **executors**: [`executor`] holds the `Executor` trait, the registry,
 //!    one file per executor, the workflow engine as one executor, and the
 //!    support they share.
@@ -22,7 +24,8 @@
 //! 5. **surface**: [`surface`] holds the strategies that present the catalog
 //!    as MCP tools (`zen`, `full`, `lazy`, `categories`, `groups`,
 //!    `discover`), one file each, and per-session state.
-//! 6. **server**: [`server`] (the rmcp handler over a strategy),
+//! 6. **server**: [`server`] (the rmcp handler over a strategy, and the
+//!    session's client as the gateway asks it),
 //!    [`transport`] (line framing with error replies), [`listener`] (stdio
 //!    and TCP sessions), [`http`] (Streamable HTTP), [`shutdown`]
 //!    (signals) and [`logging`] (stderr logs that never block or end the

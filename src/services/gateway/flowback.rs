@@ -164,7 +164,7 @@ impl Callers {
                 return Err(refusal(
                     server,
                     ask,
-                    "it came while no call to this server was in progress",
+                    "no call from a session that can be asked (one opened with initialize) was in progress on this server",
                 ));
             }
         };
@@ -186,6 +186,14 @@ impl Callers {
         server: &str,
         params: ElicitRequestParams,
     ) -> Result<ElicitResult, ErrorData> {
+        if !matches!(params, ElicitRequestParams::FormElicitationParams { .. }) {
+            // Only form mode is declared to upstreams.
+            return Err(refusal(
+                server,
+                Ask::Elicitation,
+                "only form-mode elicitation is passed on",
+            ));
+        }
         let client = self.route(server, Ask::Elicitation)?;
         tracing::info!(server, "passing an elicitation request to the client");
         client.elicit(params).await
@@ -228,11 +236,20 @@ fn one_session(clients: &[Arc<dyn ClientRequests>]) -> Pick {
 }
 
 fn refusal(server: &str, ask: Ask, why: &str) -> ErrorData {
-    tracing::warn!(
-        server,
-        "refused an upstream request for {}: {why}",
-        ask.describe()
-    );
+    // A server asking for roots as it starts, before any client, is routine.
+    if ask == Ask::Roots {
+        tracing::info!(
+            server,
+            "refused an upstream request for {}: {why}",
+            ask.describe()
+        );
+    } else {
+        tracing::warn!(
+            server,
+            "refused an upstream request for {}: {why}",
+            ask.describe()
+        );
+    }
     ErrorData::new(
         ErrorCode::INVALID_REQUEST,
         format!(

@@ -393,7 +393,16 @@ impl ServerHandler for ZenServer {
             }
         }
         let answer = match answer.map(client_peer::input_required) {
-            Ok(Ok(asked)) => return Ok(CallToolResponse::InputRequired(asked)),
+            Ok(Ok(asked)) => {
+                let (mode, server) = call.activity.noted().unwrap_or_default();
+                tracing::info!(
+                    target: "zenmode::activity",
+                    tool = %request.name, mode, server = server.as_deref().unwrap_or("-"),
+                    ms = started.elapsed().as_millis() as u64, outcome = "input_required",
+                    "tool call"
+                );
+                return Ok(CallToolResponse::InputRequired(asked));
+            }
             Ok(Err(outcome)) => Ok(to_call_result(outcome)),
             Err(unknown) => Err(unknown),
         };

@@ -391,3 +391,49 @@ fn a_2026_upstream_asking_a_2025_client_is_answered_through_its_callbacks() {
         json!(["elicitation/create", "elicitation/create"])
     );
 }
+
+#[test]
+fn over_http_a_request_is_refused_while_two_sessions_call_the_server_and_answered_after() {
+    if !installed() {
+        return;
+    }
+    let setup = Setup::new(json!({"everything": {"command": npm_bin("mcp-server-everything")}}));
+    let server = common::TcpServer::spawn(setup.command(&[
+        "serve",
+        "--transport",
+        "http",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream-wait-secs",
+        "60",
+    ]));
+    let output = Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/flowback_sessions.py"))
+        .arg(format!("http://{}/mcp", server.address))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let run: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    // B's request came while A's call was in progress on the same server:
+    // neither client is asked.
+    assert_eq!(run["during"]["isError"], true, "{run}");
+    let during = run["during"]["text"].as_str().unwrap();
+    assert!(during.contains("several client sessions"), "{during}");
+    assert_eq!(run["long"]["isError"], false, "{run}");
+    // Alone again, B's call is answered by B, and only B was ever asked.
+    assert_eq!(run["after"]["isError"], false, "{run}");
+    assert!(
+        run["after"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("answered by B"),
+        "{run}"
+    );
+    assert_eq!(run["asked"], json!(["B"]));
+}

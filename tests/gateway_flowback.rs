@@ -88,6 +88,13 @@ fn zen_execute(mode: &str, request: Value) -> Value {
     json!({"tool": "zen_execute", "arguments": {"mode": mode, "request": request}})
 }
 
+/// `call`, sent two seconds after the previous step (time for a server to
+/// act on a notification).
+fn after_a_pause(mut call: Value) -> Value {
+    call["sleep_before"] = json!(2.0);
+    call
+}
+
 /// The content blocks of a result, as the client got them.
 fn content(result: &Value) -> &Value {
     assert!(result.get("error").is_none(), "call failed: {result}");
@@ -212,13 +219,15 @@ fn a_client_without_sampling_gets_a_clear_error_not_a_hang() {
 }
 
 #[test]
-fn filesystem_server_sees_the_clients_roots() {
+fn filesystem_server_sees_the_clients_roots_and_their_changes() {
     if !installed() {
         return;
     }
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("hello.txt"), "from the client's root\n").unwrap();
     let root_path = root.path().canonicalize().unwrap();
+    let moved = tempfile::tempdir().unwrap();
+    let moved_path = moved.path().canonicalize().unwrap();
     // No directory arguments: the server takes its folders from the roots.
     let setup = Setup::new(json!({"fs": {"command": npm_bin("mcp-server-filesystem")}}));
     let run = through_zenmode(
@@ -230,6 +239,9 @@ fn filesystem_server_sees_the_clients_roots() {
             "calls": [
                 zen_execute("fs__list_allowed_directories", json!({})),
                 zen_execute("fs__read_text_file", json!({"path": root_path.join("hello.txt")})),
+                // The client's roots change: the running server is told.
+                {"set_roots": [moved_path]},
+                after_a_pause(zen_execute("fs__list_allowed_directories", json!({}))),
             ],
         }),
     );
@@ -240,6 +252,12 @@ fn filesystem_server_sees_the_clients_roots() {
     );
     let read = content(&run["results"][1]).to_string();
     assert!(read.contains("from the client's root"), "{read}");
+    let changed = content(&run["results"][2]).to_string();
+    assert!(
+        changed.contains(&moved_path.display().to_string())
+            && !changed.contains(&root_path.display().to_string()),
+        "after roots/list_changed: {changed}"
+    );
     assert!(
         run["asked"]
             .as_array()

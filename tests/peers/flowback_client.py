@@ -6,7 +6,8 @@ Reads one JSON object from argv[1]:
   env: {NAME: value}             added to its environment
   sampling, elicitation: bool    whether to declare (and answer) them
   roots: [path, ...] | null      roots to declare; null declares none
-  calls: [{tool, arguments, sleep_before?}]
+  calls: [{tool, arguments, sleep_before?} | {set_roots: [path, ...]}]
+        (set_roots changes the roots and sends roots/list_changed)
 and prints one JSON line: {"results": [...], "asked": [...]}, each result
 a CallToolResult as JSON or {"error": text}, and `asked` the methods the
 server asked of this client, in order. Every answer is deterministic, so a
@@ -74,6 +75,10 @@ async def main() -> None:
         list_roots_callback=roots if spec.get("roots") is not None else None,
     ) as client:
         for call in spec["calls"]:
+            if "set_roots" in call:
+                spec["roots"] = call["set_roots"]
+                await client.session.send_roots_list_changed()
+                continue
             await asyncio.sleep(call.get("sleep_before", 0))
             try:
                 result = await client.call_tool(call["tool"], call.get("arguments") or {})

@@ -770,6 +770,10 @@ mod tests {
                 json!({"command": "x", "max_reply_bytes": 10}),
                 "max_reply_bytes",
             ),
+            (
+                json!({"command": "x", "protocol_version": "2025-11-25"}),
+                "protocol_version",
+            ),
         ];
         for (entry, expected) in cases {
             let error = parse(&json!({"mcpServers": {"broken": entry}})).unwrap_err();

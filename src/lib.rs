@@ -47,6 +47,7 @@ pub mod gateway_import;
 pub mod http;
 pub mod listener;
 pub mod logging;
+pub mod oauth_cli;
 pub mod providers;
 pub mod redact;
 pub mod select;

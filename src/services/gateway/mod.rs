@@ -31,6 +31,7 @@
 pub mod config;
 pub mod http_errors;
 pub mod live;
+pub mod oauth;
 pub mod reply_guard;
 pub mod state;
 pub mod store;

@@ -204,10 +204,14 @@ impl ClientHandler for ProbeClient {
     fn get_info(&self) -> ClientConfig {
         let capabilities: ClientCapabilities =
             serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap_or_default();
-        ClientConfig::new(
+        // The newest version that opens with `initialize`, the one the
+        // suite's client scenarios test.
+        let mut config = ClientConfig::new(
             capabilities,
             Implementation::new("zenmode-probe", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        config.protocol_version = rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE;
+        config
     }
 
     async fn create_elicitation(

@@ -19,7 +19,8 @@ pub mod token_file;
 use std::{future::Future, path::PathBuf};
 
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession,
     ClientCredentialsConfig, WWWAuthenticateParams,
 };
 
@@ -114,6 +115,54 @@ async fn manager_for(url: &str, file: &TokenFile) -> Result<AuthorizationManager
     Ok(manager)
 }
 
+/// The authorization server's metadata for `url`, found by rmcp. One
+/// fallback of the 2025-03-26 spec is added: a server without protected-
+/// resource metadata whose own origin publishes authorization-server
+/// metadata naming an issuer on that same origin under a path (rmcp wants
+/// the issuer to equal the origin). The origin must match exactly, so
+/// metadata can never point zenmode at another host.
+async fn discover(
+    manager: &AuthorizationManager,
+    url: &str,
+    challenge: Option<&str>,
+) -> Result<AuthorizationMetadata, String> {
+    let error = match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) => return Ok(resolution.metadata),
+        Err(error) => error,
+    };
+    let failed = || format!("discovering the authorization server: {}", explain(&error));
+    if !error.to_string().contains("issuer mismatch") {
+        return Err(failed());
+    }
+    let origin = reqwest::Url::parse(url)
+        .map_err(|e| e.to_string())?
+        .origin()
+        .ascii_serialization();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let metadata: AuthorizationMetadata = client
+        .get(format!("{origin}/.well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .map_err(|_| failed())?
+        .json()
+        .await
+        .map_err(|_| failed())?;
+    let same_origin = |endpoint: &str| {
+        reqwest::Url::parse(endpoint).is_ok_and(|u| u.origin().ascii_serialization() == origin)
+    };
+    let issuer_here = metadata.issuer.as_deref().is_some_and(same_origin);
+    if issuer_here && same_origin(&metadata.authorization_endpoint) && same_origin(&metadata.token_endpoint)
+    {
+        Ok(metadata)
+    } else {
+        Err(failed())
+    }
+}
+
 /// The authorization-code flow: discovery (seeded by `challenge`), the
 /// client (pre-registered, else a client ID metadata document where the
 /// server supports them, else dynamic registration), then `visit` is given
@@ -134,11 +183,7 @@ where
     Fut: Future<Output = Result<String, String>>,
 {
     let mut manager = manager_for(url, file).await.map_err(|e| explain(&e))?;
-    let resolution = manager
-        .resolve_metadata_from_challenge(challenge)
-        .await
-        .map_err(|e| format!("discovering the authorization server: {}", explain(&e)))?;
-    let metadata = resolution.metadata;
+    let metadata = discover(&manager, url, challenge).await?;
     manager.set_metadata(metadata.clone());
     let mut scopes: Vec<String> = settings.map(|s| s.scopes.clone()).unwrap_or_default();
     if scopes.is_empty() {
@@ -217,11 +262,8 @@ pub async fn sign_in_as_machine(
         return Err("client credentials need \"client_id\" and \"client_secret\"".into());
     };
     let mut manager = manager_for(url, file).await.map_err(|e| explain(&e))?;
-    let resolution = manager
-        .resolve_metadata_from_challenge(challenge)
-        .await
-        .map_err(|e| format!("discovering the authorization server: {}", explain(&e)))?;
-    manager.set_metadata(resolution.metadata.clone());
+    let metadata = discover(&manager, url, challenge).await?;
+    manager.set_metadata(metadata.clone());
     let mut scopes = settings.scopes.clone();
     if scopes.is_empty() {
         let base_url = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
@@ -241,7 +283,7 @@ pub async fn sign_in_as_machine(
         client_id,
         Some(client_secret),
         "http://127.0.0.1/",
-        Some(resolution.metadata),
+        Some(metadata),
     );
     let config = ClientCredentialsConfig::ClientSecret {
         client_id: client_id.clone(),

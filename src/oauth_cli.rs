@@ -86,11 +86,17 @@ async fn browser_sign_in(
     let visit = |authorization_url: String| async move {
         let state = query_value(&authorization_url, "state")
             .ok_or("the authorization URL carries no state")?;
-        eprintln!("Open this URL to sign in:\n\n  {authorization_url}\n");
+        note(&format!(
+            "Open this URL to sign in:\n\n  {authorization_url}\n"
+        ));
         if !no_browser && !open_browser(&authorization_url) {
-            eprintln!("(no browser found here; open the URL on any machine that can reach 127.0.0.1:{port}, e.g. through an SSH tunnel)");
+            note(&format!(
+                "(no browser found here; open the URL on any machine that can reach 127.0.0.1:{port}, e.g. through an SSH tunnel)"
+            ));
         }
-        eprintln!("waiting for the sign-in to come back to 127.0.0.1:{port} ...");
+        note(&format!(
+            "waiting for the sign-in to come back to 127.0.0.1:{port} ..."
+        ));
         tokio::time::timeout(LOGIN_WAIT, wait_for_callback(&listener, &state, port))
             .await
             .map_err(|_| format!("no sign-in came back within {}s", LOGIN_WAIT.as_secs()))?
@@ -105,6 +111,12 @@ async fn browser_sign_in(
         visit,
     )
     .await
+}
+
+/// A line on stderr; a closed stderr is no reason to stop signing in.
+fn note(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{text}");
 }
 
 /// Opens `url` in a browser when this machine has one; false when not.
@@ -180,7 +192,9 @@ async fn wait_for_callback(
             let why = query_value(&full, "error_description").unwrap_or_default();
             (
                 reply("200 OK", "sign-in refused; see the terminal"),
-                Some(Err(format!("the authorization server refused: {error} {why}"))),
+                Some(Err(format!(
+                    "the authorization server refused: {error} {why}"
+                ))),
             )
         } else {
             (
@@ -236,7 +250,10 @@ impl ClientHandler for ProbeClient {
 /// Arguments for a tool from its input schema: a plain value of each
 /// required (or, when none is required, each) property's type.
 fn sample_arguments(schema: &Value) -> Map<String, Value> {
-    let properties = schema["properties"].as_object().cloned().unwrap_or_default();
+    let properties = schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     let required: Vec<&str> = schema["required"]
         .as_array()
         .map(|r| r.iter().filter_map(Value::as_str).collect())

@@ -609,9 +609,9 @@ fn oauth_settings(value: &Value) -> Result<OAuthSettings, String> {
         "grant",
         "client_metadata_url",
     ];
-    let object = value
-        .as_object()
-        .ok_or("\"oauth\" must be an object, e.g. {\"client_id\": \"...\", \"scopes\": [\"read\"]}")?;
+    let object = value.as_object().ok_or(
+        "\"oauth\" must be an object, e.g. {\"client_id\": \"...\", \"scopes\": [\"read\"]}",
+    )?;
     if let Some(key) = object.keys().find(|key| !KEYS.contains(&key.as_str())) {
         return Err(format!(
             "\"oauth\" has an unknown key {key:?}; it takes {}",
@@ -632,8 +632,13 @@ fn oauth_settings(value: &Value) -> Result<OAuthSettings, String> {
         Some(Value::String(text)) => text.split_whitespace().map(str::to_owned).collect(),
         Some(other) => string_list(Some(other), "oauth.scopes")?,
     };
-    if let Some(bad) = scopes.iter().find(|s| s.is_empty() || s.contains(char::is_whitespace)) {
-        return Err(format!("\"oauth\".\"scopes\" holds {bad:?}; a scope is one word"));
+    if let Some(bad) = scopes
+        .iter()
+        .find(|s| s.is_empty() || s.contains(char::is_whitespace))
+    {
+        return Err(format!(
+            "\"oauth\".\"scopes\" holds {bad:?}; a scope is one word"
+        ));
     }
     let client_credentials = match text("grant")?.as_deref() {
         None | Some("authorization_code") => false,

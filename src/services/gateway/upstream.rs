@@ -326,7 +326,12 @@ impl Upstream {
         let message = self.redactor.redact(message);
         let needs_sign_in = message == super::oauth::needs_sign_in_message(self.name());
         self.record(|state| {
-            state.state = if needs_sign_in { super::oauth::NEEDS_SIGN_IN } else { "failed" }.into();
+            state.state = if needs_sign_in {
+                super::oauth::NEEDS_SIGN_IN
+            } else {
+                "failed"
+            }
+            .into();
             state.pid = None;
             state.last_error = Some(message);
             state.stderr_tail = tail;
@@ -677,19 +682,26 @@ impl Upstream {
                     .custom_headers(header_map);
                 config.max_sse_event_size = self.config.max_reply_bytes;
                 // OAuth unless the entry sends its own Authorization header.
-                let keeper = (!headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")))
-                    .then(|| super::oauth::keeper::for_upstream(self.name(), url, self.config.oauth.as_ref()));
+                let keeper = (!headers
+                    .keys()
+                    .any(|k| k.eq_ignore_ascii_case("authorization")))
+                .then(|| {
+                    super::oauth::keeper::for_upstream(self.name(), url, self.config.oauth.as_ref())
+                });
                 let served = match &keeper {
                     Some(keeper) => {
                         let client = super::oauth::keeper::OAuthHttp::new(
                             reqwest::Client::default(),
                             keeper.clone(),
                         );
-                        let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+                        let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                            client, config,
+                        );
                         handler.serve(transport).await
                     }
                     None => {
-                        let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                        let transport =
+                            rmcp::transport::StreamableHttpClientTransport::from_config(config);
                         handler.serve(transport).await
                     }
                 };

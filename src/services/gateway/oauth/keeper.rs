@@ -342,7 +342,9 @@ async fn follow_without_browser(authorization_url: String) -> Result<String, Str
             )
         })?;
     if !location.starts_with(HEADLESS_REDIRECT) {
-        return Err("the authorization server redirected somewhere else than zenmode's callback".into());
+        return Err(
+            "the authorization server redirected somewhere else than zenmode's callback".into(),
+        );
     }
     Ok(location.to_owned())
 }
@@ -388,7 +390,11 @@ impl OAuthHttp {
                     signed_in = true;
                     let header = challenge.www_authenticate_header.clone();
                     keeper
-                        .sign_in(Some(&header).filter(|h| !h.is_empty()).map(|h| h.as_str()), None, token.as_deref())
+                        .sign_in(
+                            Some(&header).filter(|h| !h.is_empty()).map(|h| h.as_str()),
+                            None,
+                            token.as_deref(),
+                        )
                         .await?;
                     token = keeper.token().await?;
                 }
@@ -463,8 +469,12 @@ impl StreamableHttpClient for OAuthHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
         self.with_token(|token| {
-            self.inner
-                .delete_session(uri.clone(), session_id.clone(), token, custom_headers.clone())
+            self.inner.delete_session(
+                uri.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
         })
         .await
     }

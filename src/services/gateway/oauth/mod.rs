@@ -20,8 +20,7 @@ use std::{future::Future, path::PathBuf};
 
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
-    AuthorizationSession,
-    ClientCredentialsConfig, WWWAuthenticateParams,
+    AuthorizationSession, ClientCredentialsConfig, WWWAuthenticateParams,
 };
 
 use self::token_file::TokenFile;
@@ -155,7 +154,9 @@ async fn discover(
         reqwest::Url::parse(endpoint).is_ok_and(|u| u.origin().ascii_serialization() == origin)
     };
     let issuer_here = metadata.issuer.as_deref().is_some_and(same_origin);
-    if issuer_here && same_origin(&metadata.authorization_endpoint) && same_origin(&metadata.token_endpoint)
+    if issuer_here
+        && same_origin(&metadata.authorization_endpoint)
+        && same_origin(&metadata.token_endpoint)
     {
         Ok(metadata)
     } else {

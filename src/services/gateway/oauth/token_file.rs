@@ -102,7 +102,10 @@ impl TokenFile {
 
     /// Writes `saved` whole with owner-only permissions.
     fn write(&self, saved: &Saved) -> Result<(), String> {
-        let dir = self.path.parent().ok_or("the token file has no directory")?;
+        let dir = self
+            .path
+            .parent()
+            .ok_or("the token file has no directory")?;
         create_private_dir(dir)?;
         let text = serde_json::to_vec_pretty(saved).map_err(|e| e.to_string())?;
         let temporary = dir.join(format!(

@@ -1159,6 +1159,12 @@ pub fn status(file: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         if let Some(note) = row["note"].as_str() {
             println!("      {note}");
         }
+        if row["state"] == crate::services::gateway::oauth::NEEDS_SIGN_IN {
+            println!(
+                "      sign in with `zenmode upstream login {}`",
+                text("server")
+            );
+        }
         if row["state"] == "failed"
             && let Some(error) = row["last_error"].as_str()
         {

@@ -932,6 +932,64 @@ mod tests {
     }
 
     #[test]
+    fn oauth_objects_are_checked_and_their_secret_never_prints() {
+        let url = "https://h/mcp";
+        let good = one(
+            json!({"url": url, "oauth": {"client_id": "c1", "client_secret": "s3cret-value-42",
+            "scopes": "read write", "grant": "client_credentials"}}),
+        )
+        .unwrap();
+        let oauth = good.oauth.clone().unwrap();
+        assert_eq!(oauth.scopes, ["read", "write"]);
+        assert!(oauth.client_credentials);
+        assert!(!format!("{good:?}").contains("s3cret-value-42"));
+        assert!(
+            !good
+                .redactor()
+                .redact("x s3cret-value-42 y")
+                .contains("s3cret")
+        );
+        for (entry, needle) in [
+            (
+                json!({"command": "x", "oauth": {}}),
+                "only to an http server",
+            ),
+            (json!({"url": url, "oauth": "yes"}), "must be an object"),
+            (
+                json!({"url": url, "oauth": {"client": "c"}}),
+                "unknown key \"client\"",
+            ),
+            (
+                json!({"url": url, "oauth": {"client_secret": "s"}}),
+                "without \"client_id\"",
+            ),
+            (
+                json!({"url": url, "oauth": {"grant": "client_credentials", "client_id": "c"}}),
+                "needs \"client_id\" and \"client_secret\"",
+            ),
+            (
+                json!({"url": url, "oauth": {"grant": "password"}}),
+                "\"grant\" is \"password\"",
+            ),
+            (
+                json!({"url": url, "oauth": {"scopes": ["a b"]}}),
+                "one word",
+            ),
+            (
+                json!({"url": url, "oauth": {"client_id": ""}}),
+                "non-empty string",
+            ),
+            (
+                json!({"url": url, "oauth": {"client_metadata_url": "http://x/c.json"}}),
+                "https URL",
+            ),
+        ] {
+            let error = one(entry.clone()).unwrap_err();
+            assert!(error.contains(needle), "{entry}: {error}");
+        }
+    }
+
+    #[test]
     fn unknown_keys_warn_and_disabled_is_read() {
         let file = parse(
             &json!({"mcpServers": {"a": {"command": "x", "autoApprove": [], "disabled": true}}}),

@@ -27,7 +27,8 @@
 //!    and TCP sessions), [`http`] (Streamable HTTP), [`shutdown`]
 //!    (signals) and [`logging`] (stderr logs that never block or end the
 //!    server).
-//! 7. **tooling**: [`cli`], `tokens` (token metrics; the default `tokens`
+//! 7. **tooling**: [`cli`], [`oauth_cli`] (upstream sign-in and the
+//!    conformance probe), `tokens` (token metrics; the default `tokens`
 //!    feature), [`eval`], [`docs`] and [`check`].
 //!
 //! See ARCHITECTURE.md for the invariants.

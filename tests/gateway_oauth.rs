@@ -131,6 +131,15 @@ fn issued(stats: &Value, grant: &str) -> (Vec<f64>, Vec<String>) {
 }
 
 fn assert_one_renewal_per_expiry(times: &[f64], what: &str) {
+    let gaps: Vec<String> = times
+        .windows(2)
+        .map(|p| format!("{:.2}", p[1] - p[0]))
+        .collect();
+    eprintln!(
+        "{what}: {} tokens, {} s apart",
+        times.len(),
+        gaps.join(", ")
+    );
     // Tokens live 2 s and are renewed a quarter of their life early: over
     // 10 s that is about 6 renewals; two renewals for one expiry (calls
     // that raced) would come within milliseconds of each other.

@@ -24,7 +24,7 @@ use http::{HeaderName, HeaderValue};
 use rmcp::{
     model::ClientJsonRpcMessage,
     transport::{
-        auth::{AuthError, AuthorizationManager, OAuthClientConfig},
+        auth::{AuthError, AuthorizationManager, ClientCredentialsConfig, OAuthClientConfig},
         streamable_http_client::{
             SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
         },
@@ -192,6 +192,28 @@ impl Keeper {
                         "token refresh failed; signing in again where possible"
                     ),
                 }
+            }
+        }
+        if self.sign_in == SignIn::Machine
+            && let (Some(manager), Some(settings)) = (guard.1.as_ref(), self.settings.as_ref())
+            && let (Some(client_id), Some(client_secret)) =
+                (&settings.client_id, &settings.client_secret)
+        {
+            // The same client again, without a second discovery.
+            let mut scopes = settings.scopes.clone();
+            if scopes.is_empty() {
+                scopes = manager.get_current_scopes().await;
+            }
+            let config = ClientCredentialsConfig::ClientSecret {
+                client_id: client_id.clone(),
+                client_secret: client_secret.clone(),
+                scopes,
+                resource: Some(self.url.clone()),
+            };
+            if manager.exchange_client_credentials(&config).await.is_ok() {
+                self.renewals.fetch_add(1, Ordering::Relaxed);
+                self.adopt_file();
+                return Ok(self.fresh());
             }
         }
         if self.sign_in == SignIn::Machine && self.has_token_or_file() {

@@ -284,6 +284,41 @@ fn browser_sign_in_is_asked_for_then_login_stores_tokens_that_refresh() {
     let (times, _) = issued(&stats, "refresh_token");
     assert_one_renewal_per_expiry(&times, "refresh");
     assert_eq!(stats["stale_token_requests"], 0, "{stats}");
+
+    // A token the server stops accepting early: one refresh, and the call
+    // still succeeds. Revoked while the token is young, so that the call
+    // meets the 401 and not a renewal that was due anyway.
+    let young = wait_until(Duration::from_secs(5), || {
+        execute(&mut client, "secure__echo", json!({"text": "warm"}));
+        let (times, _) = issued(&server.stats(), "refresh_token");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        times.last().is_some_and(|last| now - last < 0.8)
+    });
+    assert!(young, "no fresh token within 5 s");
+    let times = issued(&server.stats(), "refresh_token").0;
+    runtime.block_on(async {
+        common::http::client()
+            .post(format!("{}/revoke-all", server.base))
+            .send()
+            .await
+            .unwrap()
+    });
+    let reply = execute(&mut client, "secure__echo", json!({"text": "after revoke"}));
+    assert!(
+        common::text_of(&reply).contains("echo: after revoke"),
+        "{reply}"
+    );
+    let after = server.stats();
+    assert_eq!(after["stale_token_requests"], 1, "{after}");
+    assert_eq!(
+        issued(&after, "refresh_token").0.len(),
+        times.len() + 1,
+        "{after}"
+    );
+    let stats = after;
     client.finish();
     let log = setup.log_text();
     for token in stats["issued"].as_array().unwrap() {

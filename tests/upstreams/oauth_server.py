@@ -16,6 +16,8 @@ Resource: /mcp answers JSON-RPC (initialize, tools/list, tools/call of
 `echo`) only with a live bearer token; otherwise 401 with a challenge that
 points at its protected-resource metadata.
 
+POST /revoke-all: every access token stops working at once.
+
 GET /stats: what happened, for the test to check: every token issued with
 its grant and time, and how many requests came with an expired or unknown
 token.
@@ -117,6 +119,11 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         url = urllib.parse.urlparse(self.path)
         raw = self.body()
+        if url.path == "/revoke-all":
+            # Every live access token stops working (refresh tokens stay).
+            with LOCK:
+                ACCESS.clear()
+            return self.reply(200, {})
         if url.path == "/register":
             request = json.loads(raw or b"{}")
             client_id = "dyn-" + secrets.token_urlsafe(8)
@@ -194,14 +201,22 @@ class Handler(BaseHTTPRequestHandler):
         return self.reply(404, {"error": "not found"})
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that hangs up mid-reply (zenmode ending) is no error here.
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--lifetime", type=int, default=2)
     parser.add_argument("--machine-id", default="machine")
     parser.add_argument("--machine-secret", default="machine-secret-0123456789")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", 0), Handler)
     server.lifetime = args.lifetime
     server.machine_id = args.machine_id
     server.machine_secret = args.machine_secret

@@ -369,3 +369,54 @@ async fn probe_calls(url: &str, keeper: Arc<Keeper>) -> Result<(), String> {
     let _ = service.cancel().await;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn get(port: u16, target: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        stream
+            .write_all(format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    #[tokio::test]
+    async fn the_callback_is_taken_only_with_the_expected_state() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let waiting = tokio::spawn(async move { wait_for_callback(&listener, "s1", port).await });
+        assert!(get(port, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
+        let forged = get(port, "/callback?code=c0&state=other").await;
+        assert!(forged.starts_with("HTTP/1.1 400"), "{forged}");
+        let good = get(port, "/callback?code=c1&state=s1").await;
+        assert!(good.starts_with("HTTP/1.1 200"), "{good}");
+        let url = waiting.await.unwrap().unwrap();
+        assert_eq!(query_value(&url, "code").as_deref(), Some("c1"));
+
+        // A refusal from the authorization server ends the wait with its reason.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let waiting = tokio::spawn(async move { wait_for_callback(&listener, "s2", port).await });
+        get(port, "/callback?error=access_denied&state=s2").await;
+        let error = waiting.await.unwrap().unwrap_err();
+        assert!(error.contains("access_denied"), "{error}");
+    }
+
+    #[test]
+    fn sample_arguments_fill_the_required_fields_by_type() {
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "number"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+            "required": ["a", "b"]});
+        assert_eq!(
+            Value::Object(sample_arguments(&schema)),
+            json!({"a": 1, "b": "test"})
+        );
+    }
+}

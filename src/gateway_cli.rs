@@ -90,6 +90,21 @@ pub enum UpstreamCommand {
         #[arg(long, default_value_t = 50)]
         lines: usize,
     },
+    /// Sign in to an HTTP server that asks for OAuth: prints the URL, opens a browser, waits for it on a loopback port
+    Login {
+        name: String,
+        /// Only print the URL (for a machine without a browser)
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Connect to URL as an upstream, sign in without a browser if asked, list its tools and call each (for the conformance suite)
+    #[command(hide = true)]
+    Probe {
+        url: String,
+        /// This client's metadata document URL, used as client ID where the authorization server supports it
+        #[arg(long)]
+        client_metadata_url: Option<String>,
+    },
     /// Add the servers of other clients (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf): from FILE, or from the usual files, shown first
     Import {
         /// One client's file; without it the usual files are found and shown
@@ -144,6 +159,13 @@ pub fn run(
         .context("cannot start the async runtime")?;
     match command {
         UpstreamCommand::List { json } => list(&file, &dirs, json),
+        UpstreamCommand::Login { name, no_browser } => {
+            crate::oauth_cli::login(&file, &name, no_browser)
+        }
+        UpstreamCommand::Probe {
+            url,
+            client_metadata_url,
+        } => crate::oauth_cli::probe(&url, client_metadata_url),
         UpstreamCommand::Add {
             name,
             url,
@@ -1136,6 +1158,12 @@ pub fn status(file: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         println!("{line}");
         if let Some(note) = row["note"].as_str() {
             println!("      {note}");
+        }
+        if row["state"] == crate::services::gateway::oauth::NEEDS_SIGN_IN {
+            println!(
+                "      sign in with `zenmode upstream login {}`",
+                text("server")
+            );
         }
         if row["state"] == "failed"
             && let Some(error) = row["last_error"].as_str()

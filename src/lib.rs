@@ -30,7 +30,8 @@
 //!    and TCP sessions), [`http`] (Streamable HTTP), [`shutdown`]
 //!    (signals) and [`logging`] (stderr logs that never block or end the
 //!    server).
-//! 7. **tooling**: [`cli`], `tokens` (token metrics; the default `tokens`
+//! 7. **tooling**: [`cli`], [`oauth_cli`] (upstream sign-in and the
+//!    conformance probe), `tokens` (token metrics; the default `tokens`
 //!    feature), [`eval`], [`docs`] and [`check`].
 //!
 //! See ARCHITECTURE.md for the invariants.
@@ -50,6 +51,7 @@ pub mod gateway_import;
 pub mod http;
 pub mod listener;
 pub mod logging;
+pub mod oauth_cli;
 pub mod providers;
 pub mod redact;
 pub mod select;

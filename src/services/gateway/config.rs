@@ -63,6 +63,7 @@ const KNOWN_KEYS: &[&str] = &[
     "inherit_env",
     "max_reply_bytes",
     "protocol_version",
+    "oauth",
 ];
 
 /// When an upstream is started.
@@ -134,6 +135,40 @@ pub struct UpstreamConfig {
     /// the server can answer with input-required results; otherwise (the
     /// default) with `initialize`.
     pub modern: bool,
+    /// How zenmode signs in to an HTTP server that asks for OAuth (`None`:
+    /// the defaults: discovery and registration, the browser flow).
+    pub oauth: Option<OAuthSettings>,
+}
+
+/// An entry's `"oauth"` object: a client registered with the server's
+/// authorization server beforehand, or machine sign-in. Every key is
+/// optional; `client_secret` may be a `${VAR}` placeholder.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct OAuthSettings {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// Scopes to ask for; empty: the server's challenge, else its
+    /// `scopes_supported`, else none.
+    pub scopes: Vec<String>,
+    /// `client_credentials`: sign in as a machine with the client's secret,
+    /// without a browser (needs `client_id` and `client_secret`).
+    pub client_credentials: bool,
+    /// An https URL of this client's metadata document, used as the client
+    /// ID where the authorization server accepts such documents.
+    pub client_metadata_url: Option<String>,
+}
+
+impl fmt::Debug for OAuthSettings {
+    /// Never prints the secret.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthSettings")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "***"))
+            .field("scopes", &self.scopes)
+            .field("client_credentials", &self.client_credentials)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .finish()
+    }
 }
 
 impl UpstreamConfig {
@@ -214,6 +249,9 @@ impl UpstreamConfig {
                 }
             }
         }
+        if let Some(secret) = config.oauth.as_mut().and_then(|o| o.client_secret.as_mut()) {
+            *secret = fill("\"oauth\".\"client_secret\"".to_owned(), secret)?;
+        }
         Ok(config)
     }
 
@@ -254,6 +292,9 @@ impl UpstreamConfig {
                     redactor.add_named(name, value);
                 }
             }
+        }
+        if let Some(secret) = self.oauth.as_ref().and_then(|o| o.client_secret.as_ref()) {
+            redactor.add(secret.clone(), true);
         }
         redactor.sorted()
     }
@@ -458,8 +499,18 @@ fn parse_entry(name: &str, entry: &Value) -> Result<(UpstreamConfig, Vec<String>
             }
         },
     };
+    let oauth = match entry.get("oauth") {
+        None => None,
+        Some(value) => {
+            if !matches!(transport, Transport::Http { .. }) {
+                return Err("\"oauth\" applies only to an http server (with \"url\")".into());
+            }
+            Some(oauth_settings(value)?)
+        }
+    };
     let config = UpstreamConfig {
         name: name.to_owned(),
+        oauth,
         transport,
         enabled,
         prefix,
@@ -565,6 +616,78 @@ fn http(entry: &Map<String, Value>) -> Result<Transport, String> {
         }
     }
     Ok(Transport::Http { url, headers })
+}
+
+/// Checks an entry's `"oauth"` object; each error names the key and the fix.
+fn oauth_settings(value: &Value) -> Result<OAuthSettings, String> {
+    const KEYS: &[&str] = &[
+        "client_id",
+        "client_secret",
+        "scopes",
+        "grant",
+        "client_metadata_url",
+    ];
+    let object = value.as_object().ok_or(
+        "\"oauth\" must be an object, e.g. {\"client_id\": \"...\", \"scopes\": [\"read\"]}",
+    )?;
+    if let Some(key) = object.keys().find(|key| !KEYS.contains(&key.as_str())) {
+        return Err(format!(
+            "\"oauth\" has an unknown key {key:?}; it takes {}",
+            KEYS.join(", ")
+        ));
+    }
+    let text = |key: &str| -> Result<Option<String>, String> {
+        match object.get(key) {
+            None => Ok(None),
+            Some(value) => match value.as_str().map(str::trim) {
+                Some(text) if !text.is_empty() => Ok(Some(text.to_owned())),
+                _ => Err(format!("\"oauth\".\"{key}\" must be a non-empty string")),
+            },
+        }
+    };
+    let scopes = match object.get("scopes") {
+        None => Vec::new(),
+        Some(Value::String(text)) => text.split_whitespace().map(str::to_owned).collect(),
+        Some(other) => string_list(Some(other), "oauth.scopes")?,
+    };
+    if let Some(bad) = scopes
+        .iter()
+        .find(|s| s.is_empty() || s.contains(char::is_whitespace))
+    {
+        return Err(format!(
+            "\"oauth\".\"scopes\" holds {bad:?}; a scope is one word"
+        ));
+    }
+    let client_credentials = match text("grant")?.as_deref() {
+        None | Some("authorization_code") => false,
+        Some("client_credentials") => true,
+        Some(other) => {
+            return Err(format!(
+                "\"oauth\".\"grant\" is {other:?}; use \"authorization_code\" (sign in with a browser, the default) or \"client_credentials\" (a machine client with a secret)"
+            ));
+        }
+    };
+    let settings = OAuthSettings {
+        client_id: text("client_id")?,
+        client_secret: text("client_secret")?,
+        scopes,
+        client_credentials,
+        client_metadata_url: text("client_metadata_url")?,
+    };
+    if settings.client_secret.is_some() && settings.client_id.is_none() {
+        return Err("\"oauth\" has \"client_secret\" without \"client_id\"; give the ID the secret belongs to".into());
+    }
+    if client_credentials && (settings.client_id.is_none() || settings.client_secret.is_none()) {
+        return Err("\"oauth\" with \"grant\": \"client_credentials\" needs \"client_id\" and \"client_secret\"".into());
+    }
+    if let Some(url) = &settings.client_metadata_url
+        && !(url.starts_with("https://") && url["https://".len()..].contains('/'))
+    {
+        return Err(format!(
+            "\"oauth\".\"client_metadata_url\" {url:?} must be an https URL with a path"
+        ));
+    }
+    Ok(settings)
 }
 
 /// The line that says an entry was left out because it runs zenmode.
@@ -828,6 +951,64 @@ mod tests {
                 && error.contains("trailing comma"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn oauth_objects_are_checked_and_their_secret_never_prints() {
+        let url = "https://h/mcp";
+        let good = one(
+            json!({"url": url, "oauth": {"client_id": "c1", "client_secret": "s3cret-value-42",
+            "scopes": "read write", "grant": "client_credentials"}}),
+        )
+        .unwrap();
+        let oauth = good.oauth.clone().unwrap();
+        assert_eq!(oauth.scopes, ["read", "write"]);
+        assert!(oauth.client_credentials);
+        assert!(!format!("{good:?}").contains("s3cret-value-42"));
+        assert!(
+            !good
+                .redactor()
+                .redact("x s3cret-value-42 y")
+                .contains("s3cret")
+        );
+        for (entry, needle) in [
+            (
+                json!({"command": "x", "oauth": {}}),
+                "only to an http server",
+            ),
+            (json!({"url": url, "oauth": "yes"}), "must be an object"),
+            (
+                json!({"url": url, "oauth": {"client": "c"}}),
+                "unknown key \"client\"",
+            ),
+            (
+                json!({"url": url, "oauth": {"client_secret": "s"}}),
+                "without \"client_id\"",
+            ),
+            (
+                json!({"url": url, "oauth": {"grant": "client_credentials", "client_id": "c"}}),
+                "needs \"client_id\" and \"client_secret\"",
+            ),
+            (
+                json!({"url": url, "oauth": {"grant": "password"}}),
+                "\"grant\" is \"password\"",
+            ),
+            (
+                json!({"url": url, "oauth": {"scopes": ["a b"]}}),
+                "one word",
+            ),
+            (
+                json!({"url": url, "oauth": {"client_id": ""}}),
+                "non-empty string",
+            ),
+            (
+                json!({"url": url, "oauth": {"client_metadata_url": "http://x/c.json"}}),
+                "https URL",
+            ),
+        ] {
+            let error = one(entry.clone()).unwrap_err();
+            assert!(error.contains(needle), "{entry}: {error}");
+        }
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub mod config;
 pub mod flowback;
 pub mod http_errors;
 pub mod live;
+pub mod oauth;
 pub mod reply_guard;
 pub mod request_state;
 pub mod state;

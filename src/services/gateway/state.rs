@@ -37,7 +37,8 @@ const LOG_QUEUE_LINES: usize = 1024;
 pub struct ServerState {
     pub server: String,
     /// `starting`, `running`, `idle` (stopped after its idle timeout),
-    /// `stopped` (zenmode ended) or `failed`.
+    /// `stopped` (zenmode ended), `failed` or `needs sign-in` (an OAuth
+    /// server without usable tokens; `last_error` names the login command).
     pub state: String,
     /// The zenmode process that wrote this.
     pub zenmode_pid: u32,

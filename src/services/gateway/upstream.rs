@@ -345,8 +345,14 @@ impl Upstream {
             .map(|tail| tail.iter().cloned().collect())
             .unwrap_or_default();
         let message = self.redactor.redact(message);
+        let needs_sign_in = message == super::oauth::needs_sign_in_message(self.name());
         self.record(|state| {
-            state.state = "failed".into();
+            state.state = if needs_sign_in {
+                super::oauth::NEEDS_SIGN_IN
+            } else {
+                "failed"
+            }
+            .into();
             state.pid = None;
             state.last_error = Some(message);
             state.stderr_tail = tail;
@@ -781,19 +787,42 @@ impl Upstream {
                 let mut config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.clone())
                     .custom_headers(header_map);
                 config.max_sse_event_size = self.config.max_reply_bytes;
-                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                let service = handler
-                    .serve_with_lifecycle(transport, lifecycle(&self.config))
-                    .await
-                    .map_err(|e| {
-                        format!(
-                            "server {:?} ({}): {}",
-                            self.name(),
-                            self.config.describe(),
-                            self.redactor
-                                .redact(&super::http_errors::explain_handshake(&e))
-                        )
-                    })?;
+                // OAuth unless the entry sends its own Authorization header.
+                let keeper = (!headers
+                    .keys()
+                    .any(|k| k.eq_ignore_ascii_case("authorization")))
+                .then(|| {
+                    super::oauth::keeper::for_upstream(self.name(), url, self.config.oauth.as_ref())
+                });
+                let served = match &keeper {
+                    Some(keeper) => {
+                        let client = super::oauth::keeper::OAuthHttp::new(
+                            reqwest::Client::default(),
+                            keeper.clone(),
+                        );
+                        let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                            client, config,
+                        );
+                        handler.serve_with_lifecycle(transport, lifecycle(&self.config)).await
+                    }
+                    None => {
+                        let transport =
+                            rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                        handler.serve_with_lifecycle(transport, lifecycle(&self.config)).await
+                    }
+                };
+                let service = served.map_err(|e| {
+                    if keeper.as_ref().is_some_and(|k| k.needs_sign_in()) {
+                        return super::oauth::needs_sign_in_message(self.name());
+                    }
+                    format!(
+                        "server {:?} ({}): {}",
+                        self.name(),
+                        self.config.describe(),
+                        self.redactor
+                            .redact(&super::http_errors::explain_handshake(&e))
+                    )
+                })?;
                 (service, None, None)
             }
         };

@@ -1,0 +1,551 @@
+//! One server's token while zenmode talks to it, and the HTTP client that
+//! carries it.
+//!
+//! A token is renewed before it ages out (a quarter of its life, at most
+//! 30 s, before expiry), and once when the server answers 401 to it. All
+//! renewals and sign-ins of a server go through one lock: a call that finds
+//! the token stale waits for the renewal already under way and then uses
+//! its token, so many concurrent calls cause one refresh. A 403 with
+//! `insufficient_scope` signs in again with the named scope, at most
+//! [`MAX_STEP_UPS`] times per request.
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use futures_util::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use rmcp::{
+    model::ClientJsonRpcMessage,
+    transport::{
+        auth::{AuthError, AuthorizationManager, ClientCredentialsConfig, OAuthClientConfig},
+        streamable_http_client::{
+            SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+        },
+    },
+};
+
+use super::token_file::{TokenFile, token_fields};
+use crate::services::gateway::config::OAuthSettings;
+
+/// Sign-ins with a bigger scope for one request after `insufficient_scope`.
+pub const MAX_STEP_UPS: u32 = 2;
+/// The longest a token is renewed before it expires.
+const MAX_MARGIN: Duration = Duration::from_secs(30);
+
+/// What the keeper may do when it has no usable token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignIn {
+    /// Only use (and refresh) stored tokens: a person signs in with
+    /// `zenmode upstream login`.
+    Stored,
+    /// Client credentials from the entry.
+    Machine,
+    /// The authorization-code flow without a browser: the authorization URL
+    /// is fetched and its redirect taken as the callback (for test servers
+    /// that approve at once, as the conformance suite's do).
+    Headless,
+}
+
+struct Current {
+    token: String,
+    has_refresh: bool,
+    /// When to renew; `None`: the token's life is unknown.
+    renew_at: Option<Instant>,
+}
+
+/// One server's token, its renewal and its sign-in.
+pub struct Keeper {
+    server: String,
+    url: String,
+    settings: Option<OAuthSettings>,
+    file: TokenFile,
+    sign_in: SignIn,
+    current: Mutex<Option<Current>>,
+    /// The manager once one exists; its lock is the one renewal lock.
+    manager: tokio::sync::Mutex<(bool, Option<AuthorizationManager>)>,
+    needs_sign_in: AtomicBool,
+    renewals: AtomicU64,
+}
+
+impl Keeper {
+    pub fn new(
+        server: &str,
+        url: &str,
+        settings: Option<OAuthSettings>,
+        file: TokenFile,
+        sign_in: SignIn,
+    ) -> Self {
+        Keeper {
+            server: server.to_owned(),
+            url: url.to_owned(),
+            settings,
+            file,
+            sign_in,
+            current: Mutex::new(None),
+            manager: tokio::sync::Mutex::new((false, None)),
+            needs_sign_in: AtomicBool::new(false),
+            renewals: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the server asked for sign-in that only a person can give.
+    pub fn needs_sign_in(&self) -> bool {
+        self.needs_sign_in.load(Ordering::Relaxed)
+    }
+
+    /// Tokens obtained by refresh or re-sign-in since start.
+    pub fn renewals(&self) -> u64 {
+        self.renewals.load(Ordering::Relaxed)
+    }
+
+    fn fresh(&self) -> Option<String> {
+        let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        current
+            .as_ref()
+            .filter(|c| c.renew_at.is_none_or(|at| Instant::now() < at))
+            .map(|c| c.token.clone())
+    }
+
+    /// Takes the token in the file as current.
+    fn adopt_file(&self) -> bool {
+        let Some(saved) = self.file.read() else {
+            return false;
+        };
+        let Some(fields) = saved.credentials.as_ref().and_then(token_fields) else {
+            return false;
+        };
+        self.file.adopt(&saved);
+        let renew_at = fields.expires_in.map(|life| {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs();
+            let age = fields.received_at.map_or(0, |at| now.saturating_sub(at));
+            let life = Duration::from_secs(life);
+            let left = life.saturating_sub(Duration::from_secs(age));
+            Instant::now() + left.saturating_sub(MAX_MARGIN.min(life / 4))
+        });
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(Current {
+            token: fields.access,
+            has_refresh: fields.refresh.is_some(),
+            renew_at,
+        });
+        true
+    }
+
+    /// The token to send, renewed first when it is due; `None` when there
+    /// is none (the request goes out without one and the server's challenge
+    /// decides).
+    pub async fn token(&self) -> Result<Option<String>, AuthError> {
+        if let Some(token) = self.fresh() {
+            return Ok(Some(token));
+        }
+        self.renew(None).await
+    }
+
+    /// Renews the token (`stale` is the one the server refused, if any);
+    /// waits for a renewal under way instead of starting a second one.
+    pub async fn renew(&self, stale: Option<&str>) -> Result<Option<String>, AuthError> {
+        let mut guard = self.manager.lock().await;
+        if let Some(token) = self.fresh()
+            && Some(token.as_str()) != stale
+        {
+            return Ok(Some(token));
+        }
+        if !guard.0 {
+            guard.0 = true;
+            if self.adopt_file()
+                && let Some(token) = self.fresh()
+                && Some(token.as_str()) != stale
+            {
+                return Ok(Some(token));
+            }
+        }
+        let has_refresh = self
+            .current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|c| c.has_refresh);
+        if has_refresh {
+            if guard.1.is_none() {
+                guard.1 = self.restore_manager().await;
+            }
+            if let Some(manager) = guard.1.as_ref() {
+                match manager.refresh_token().await {
+                    Ok(_) => {
+                        self.renewals.fetch_add(1, Ordering::Relaxed);
+                        self.adopt_file();
+                        tracing::debug!(server = %self.server, "access token refreshed");
+                        return Ok(self.fresh());
+                    }
+                    Err(error) => tracing::info!(
+                        server = %self.server,
+                        error = %super::explain(&error),
+                        "token refresh failed; signing in again where possible"
+                    ),
+                }
+            }
+        }
+        if self.sign_in == SignIn::Machine
+            && let (Some(manager), Some(settings)) = (guard.1.as_ref(), self.settings.as_ref())
+            && let (Some(client_id), Some(client_secret)) =
+                (&settings.client_id, &settings.client_secret)
+        {
+            // The same client again, without a second discovery.
+            let mut scopes = settings.scopes.clone();
+            if scopes.is_empty() {
+                scopes = manager.get_current_scopes().await;
+            }
+            let config = ClientCredentialsConfig::ClientSecret {
+                client_id: client_id.clone(),
+                client_secret: client_secret.clone(),
+                scopes,
+                resource: Some(self.url.clone()),
+            };
+            if manager.exchange_client_credentials(&config).await.is_ok() {
+                self.renewals.fetch_add(1, Ordering::Relaxed);
+                self.adopt_file();
+                return Ok(self.fresh());
+            }
+        }
+        if self.sign_in == SignIn::Machine && self.has_token_or_file() {
+            drop(guard);
+            self.sign_in(None, None, stale).await?;
+            self.renewals.fetch_add(1, Ordering::Relaxed);
+            return Ok(self.fresh());
+        }
+        Ok(None)
+    }
+
+    fn has_token_or_file(&self) -> bool {
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// A manager able to refresh the file's tokens, in a process that did
+    /// not sign in itself.
+    async fn restore_manager(&self) -> Option<AuthorizationManager> {
+        let saved = self.file.read()?;
+        let mut manager = super::manager_for(&self.url, &self.file).await.ok()?;
+        match saved.metadata {
+            Some(metadata) => manager.set_metadata(metadata),
+            None => {
+                let resolution = manager.resolve_metadata().await.ok()?;
+                manager.set_metadata(resolution.metadata);
+            }
+        }
+        let mut config = OAuthClientConfig::new(
+            saved.client_id?,
+            saved
+                .redirect_uri
+                .unwrap_or_else(|| "http://127.0.0.1/".into()),
+        );
+        if let Some(secret) = saved.client_secret {
+            config = config.with_client_secret(secret);
+        }
+        manager.configure_client(config).ok()?;
+        Some(manager)
+    }
+
+    /// Signs in after the server's `challenge` (401, or 403 with
+    /// `extra_scope`), unless another call already did since `stale` was
+    /// sent.
+    pub async fn sign_in(
+        &self,
+        challenge: Option<&str>,
+        extra_scope: Option<&str>,
+        stale: Option<&str>,
+    ) -> Result<(), AuthError> {
+        let mut guard = self.manager.lock().await;
+        if extra_scope.is_none()
+            && let Some(token) = self.fresh()
+            && Some(token.as_str()) != stale
+        {
+            return Ok(());
+        }
+        let signed = match self.sign_in {
+            SignIn::Stored => {
+                self.needs_sign_in.store(true, Ordering::Relaxed);
+                return Err(AuthError::AuthorizationRequired);
+            }
+            SignIn::Machine => match &self.settings {
+                Some(settings) => {
+                    super::sign_in_as_machine(
+                        &self.url,
+                        settings,
+                        &self.file,
+                        challenge,
+                        extra_scope,
+                    )
+                    .await
+                }
+                None => Err("no client credentials in the entry".into()),
+            },
+            SignIn::Headless => {
+                super::sign_in_with_code(
+                    &self.url,
+                    self.settings.as_ref(),
+                    &self.file,
+                    challenge,
+                    extra_scope,
+                    HEADLESS_REDIRECT,
+                    follow_without_browser,
+                )
+                .await
+            }
+        };
+        match signed {
+            Ok(manager) => {
+                guard.0 = true;
+                guard.1 = Some(manager);
+                self.adopt_file();
+                Ok(())
+            }
+            Err(message) => {
+                tracing::warn!(server = %self.server, "sign-in failed: {message}");
+                Err(AuthError::AuthorizationFailed(message))
+            }
+        }
+    }
+}
+
+/// The keeper of a gateway upstream: client credentials when the entry
+/// gives them, else the tokens `zenmode upstream login` stored.
+pub fn for_upstream(server: &str, url: &str, settings: Option<&OAuthSettings>) -> Arc<Keeper> {
+    let sign_in = if settings.is_some_and(|s| s.client_credentials) {
+        SignIn::Machine
+    } else {
+        SignIn::Stored
+    };
+    Arc::new(Keeper::new(
+        server,
+        url,
+        settings.cloned(),
+        super::token_file(server, url),
+        sign_in,
+    ))
+}
+
+/// Where the headless flow says it listens; nothing does: the redirect is
+/// read from the authorization server's answer, never followed.
+const HEADLESS_REDIRECT: &str = "http://127.0.0.1:33418/callback";
+
+/// Fetches the authorization URL without following redirects and returns
+/// where the authorization server sends the browser back to.
+async fn follow_without_browser(authorization_url: String) -> Result<String, String> {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let response = client
+        .get(&authorization_url)
+        .send()
+        .await
+        .map_err(|e| format!("opening the authorization URL: {e}"))?;
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| {
+            format!(
+                "the authorization server answered {} without sending the browser back; sign in with a browser instead",
+                response.status()
+            )
+        })?;
+    if !location.starts_with(HEADLESS_REDIRECT) {
+        return Err(
+            "the authorization server redirected somewhere else than zenmode's callback".into(),
+        );
+    }
+    Ok(location.to_owned())
+}
+
+/// Streamable HTTP with the keeper's token on every request.
+#[derive(Clone)]
+pub struct OAuthHttp {
+    inner: reqwest::Client,
+    keeper: Arc<Keeper>,
+}
+
+impl OAuthHttp {
+    pub fn new(inner: reqwest::Client, keeper: Arc<Keeper>) -> Self {
+        OAuthHttp { inner, keeper }
+    }
+
+    /// Runs `call` with the current token; after a 401 renews (or signs in)
+    /// once and retries, after `insufficient_scope` signs in with the named
+    /// scope, at most [`MAX_STEP_UPS`] times.
+    async fn with_token<T, F, Fut>(&self, call: F) -> Result<T, StreamableHttpError<reqwest::Error>>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
+    {
+        let keeper = &self.keeper;
+        let mut token = keeper.token().await?;
+        let (mut renewed, mut signed_in, mut step_ups) = (false, false, 0);
+        loop {
+            match call(token.clone()).await {
+                Err(StreamableHttpError::AuthRequired(challenge)) => {
+                    if token.is_some() && !renewed {
+                        renewed = true;
+                        if let Some(fresh) = keeper.renew(token.as_deref()).await?
+                            && Some(&fresh) != token.as_ref()
+                        {
+                            token = Some(fresh);
+                            continue;
+                        }
+                    }
+                    if signed_in {
+                        return Err(StreamableHttpError::AuthRequired(challenge));
+                    }
+                    signed_in = true;
+                    let header = challenge.www_authenticate_header.clone();
+                    keeper
+                        .sign_in(
+                            Some(&header).filter(|h| !h.is_empty()).map(|h| h.as_str()),
+                            None,
+                            token.as_deref(),
+                        )
+                        .await?;
+                    token = keeper.token().await?;
+                }
+                Err(StreamableHttpError::InsufficientScope(needed)) if step_ups < MAX_STEP_UPS => {
+                    step_ups += 1;
+                    keeper
+                        .sign_in(
+                            Some(&needed.www_authenticate_header),
+                            Some(needed.required_scope.as_deref().unwrap_or_default())
+                                .filter(|s| !s.is_empty()),
+                            token.as_deref(),
+                        )
+                        .await?;
+                    token = keeper.token().await?;
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+impl StreamableHttpClient for OAuthHttp {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.with_token(|token| {
+            self.inner.post_message(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.with_token(|token| {
+            self.inner.post_message_with_max_sse_event_size(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        })
+        .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        self.with_token(|token| {
+            self.inner.delete_session(
+                uri.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<
+        BoxStream<'static, Result<sse_stream::Sse, SseError>>,
+        StreamableHttpError<Self::Error>,
+    > {
+        self.with_token(|token| {
+            self.inner.get_stream(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<
+        BoxStream<'static, Result<sse_stream::Sse, SseError>>,
+        StreamableHttpError<Self::Error>,
+    > {
+        self.with_token(|token| {
+            self.inner.get_stream_with_max_sse_event_size(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                token,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        })
+        .await
+    }
+}

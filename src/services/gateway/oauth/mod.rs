@@ -1,0 +1,303 @@
+//! OAuth 2.1 sign-in for HTTP upstreams, as the MCP authorization spec
+//! describes it for clients. rmcp's `auth` feature does the protocol work
+//! (protected-resource and authorization-server metadata discovery with the
+//! 2025-03-26 fallbacks, dynamic registration, PKCE S256, the `resource`
+//! parameter, the token endpoint's client authentication, refresh); this
+//! module decides which client to use, where tokens live and when they are
+//! renewed:
+//!
+//! - [`token_file`]: the owner-only token file per server;
+//! - [`keeper`]: one server's current token, renewed before it ages out and
+//!   once after a 401, one renewal at a time (concurrent calls wait for it),
+//!   and the HTTP client that puts the token on every request;
+//! - here: the sign-ins themselves (authorization code with a caller-given
+//!   way to reach the callback, and client credentials).
+
+pub mod keeper;
+pub mod token_file;
+
+use std::{future::Future, path::PathBuf};
+
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession, ClientCredentialsConfig, WWWAuthenticateParams,
+};
+
+use self::token_file::TokenFile;
+use super::config::OAuthSettings;
+
+/// The state `zenmode status` shows for a server waiting for sign-in.
+pub const NEEDS_SIGN_IN: &str = "needs sign-in";
+
+/// The client name zenmode registers under.
+const CLIENT_NAME: &str = "zenmode";
+
+/// The directory of the token files: `ZEN_CONFIG_DIR` (else the platform's
+/// config directory, `~/.config/zenmode` on Linux) + `oauth`.
+pub fn tokens_dir() -> PathBuf {
+    std::env::var_os("ZEN_CONFIG_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| dirs::config_dir().map(|dir| dir.join("zenmode")))
+        .unwrap_or_else(|| PathBuf::from(".zenmode"))
+        .join("oauth")
+}
+
+/// The token file of `server` (signed in to `url`).
+pub fn token_file(server: &str, url: &str) -> TokenFile {
+    TokenFile::new(
+        tokens_dir().join(format!("{}.json", super::store::file_stem(server))),
+        url,
+    )
+}
+
+/// Whether `server` has tokens (or a machine client) to sign in with.
+pub fn signed_in(server: &str, url: &str, settings: Option<&OAuthSettings>) -> bool {
+    settings.is_some_and(|s| s.client_credentials)
+        || token_file(server, url)
+            .read()
+            .is_some_and(|saved| saved.credentials.is_some())
+}
+
+/// The error text for a server that needs a person to sign in.
+pub fn needs_sign_in_message(server: &str) -> String {
+    format!(
+        "server {server:?} needs sign-in (OAuth): run `zenmode upstream login {server}` once; zenmode keeps the tokens and refreshes them"
+    )
+}
+
+/// A readable form of an rmcp auth error (no type names, no secrets).
+pub fn explain(error: &AuthError) -> String {
+    match error {
+        AuthError::AuthorizationRequired => "the server asks for sign-in".into(),
+        AuthError::NoAuthorizationSupport => {
+            "the server names no authorization server zenmode could use".into()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// `WWW-Authenticate` of an unauthenticated `initialize` POST to `url`, if
+/// the server answers 401 (the challenge seeds discovery).
+pub async fn challenge_of(url: &str) -> Option<String> {
+    super::install_tls_provider();
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .ok()?;
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"zenmode","version":"0"}}}"#,
+        )
+        .send()
+        .await
+        .ok()?;
+    if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return None;
+    }
+    response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// A manager for `url` whose tokens go to `file`. Loopback and private
+/// addresses are allowed only as far as rmcp allows them for this URL.
+async fn manager_for(url: &str, file: &TokenFile) -> Result<AuthorizationManager, AuthError> {
+    super::install_tls_provider();
+    let mut manager = AuthorizationManager::new(url).await?;
+    manager.set_credential_store(file.clone());
+    Ok(manager)
+}
+
+/// The authorization server's metadata for `url`, found by rmcp. One
+/// fallback of the 2025-03-26 spec is added: a server without protected-
+/// resource metadata whose own origin publishes authorization-server
+/// metadata naming an issuer on that same origin under a path (rmcp wants
+/// the issuer to equal the origin). The origin must match exactly, so
+/// metadata can never point zenmode at another host.
+async fn discover(
+    manager: &AuthorizationManager,
+    url: &str,
+    challenge: Option<&str>,
+) -> Result<AuthorizationMetadata, String> {
+    let error = match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) => return Ok(resolution.metadata),
+        Err(error) => error,
+    };
+    let failed = || format!("discovering the authorization server: {}", explain(&error));
+    if !error.to_string().contains("issuer mismatch") {
+        return Err(failed());
+    }
+    let origin = reqwest::Url::parse(url)
+        .map_err(|e| e.to_string())?
+        .origin()
+        .ascii_serialization();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let metadata: AuthorizationMetadata = client
+        .get(format!("{origin}/.well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .map_err(|_| failed())?
+        .json()
+        .await
+        .map_err(|_| failed())?;
+    let same_origin = |endpoint: &str| {
+        reqwest::Url::parse(endpoint).is_ok_and(|u| u.origin().ascii_serialization() == origin)
+    };
+    let issuer_here = metadata.issuer.as_deref().is_some_and(same_origin);
+    if issuer_here
+        && same_origin(&metadata.authorization_endpoint)
+        && same_origin(&metadata.token_endpoint)
+    {
+        Ok(metadata)
+    } else {
+        Err(failed())
+    }
+}
+
+/// The authorization-code flow: discovery (seeded by `challenge`), the
+/// client (pre-registered, else a client ID metadata document where the
+/// server supports them, else dynamic registration), then `visit` is given
+/// the authorization URL and returns the URL the browser was sent back to;
+/// the code is exchanged and the tokens saved to `file`. `extra_scope` (from
+/// an `insufficient_scope` answer) is added to what is asked for.
+pub async fn sign_in_with_code<F, Fut>(
+    url: &str,
+    settings: Option<&OAuthSettings>,
+    file: &TokenFile,
+    challenge: Option<&str>,
+    extra_scope: Option<&str>,
+    redirect_uri: &str,
+    visit: F,
+) -> Result<AuthorizationManager, String>
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = Result<String, String>>,
+{
+    let mut manager = manager_for(url, file).await.map_err(|e| explain(&e))?;
+    let metadata = discover(&manager, url, challenge).await?;
+    manager.set_metadata(metadata.clone());
+    let mut scopes: Vec<String> = settings.map(|s| s.scopes.clone()).unwrap_or_default();
+    if scopes.is_empty() {
+        let base_url = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+        let hint = challenge
+            .map(|c| WWWAuthenticateParams::parse(c, &base_url))
+            .and_then(|p| p.scope);
+        scopes = manager.select_scopes(hint.as_deref(), &[]);
+    }
+    if let Some(extra) = extra_scope {
+        for scope in extra.split_whitespace() {
+            if !scopes.iter().any(|s| s == scope) {
+                scopes.push(scope.to_owned());
+            }
+        }
+    }
+    let cimd_supported = metadata
+        .additional_fields
+        .get("client_id_metadata_document_supported")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    let (client_id, client_secret) = match (
+        settings.and_then(|s| s.client_id.clone()),
+        settings.and_then(|s| s.client_metadata_url.clone()),
+    ) {
+        (Some(id), _) => (id, settings.and_then(|s| s.client_secret.clone())),
+        (None, Some(document)) if cimd_supported => (document, None),
+        _ => {
+            let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            let registered = manager
+                .register_client(CLIENT_NAME, redirect_uri, &refs)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "registering zenmode with the authorization server: {}; give a pre-registered client in the entry's \"oauth\" object",
+                        explain(&e)
+                    )
+                })?;
+            (registered.client_id, registered.client_secret)
+        }
+    };
+    file.set_client(
+        &client_id,
+        client_secret.as_deref(),
+        redirect_uri,
+        Some(metadata),
+    );
+    let mut request = AuthorizationRequest::new(redirect_uri)
+        .with_preregistered_client(client_id)
+        .with_scopes(scopes);
+    if let Some(secret) = client_secret {
+        request = request.with_client_secret(secret);
+    }
+    let session = AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, e)| format!("starting sign-in: {}", explain(&e)))?;
+    let callback = visit(session.get_authorization_url().to_owned()).await?;
+    session
+        .handle_callback_url(&callback)
+        .await
+        .map_err(|e| format!("exchanging the authorization code: {}", explain(&e)))?;
+    Ok(session.auth_manager)
+}
+
+/// Machine sign-in (client credentials) with the entry's client; tokens go
+/// to `file`. `extra_scope` is added to the entry's (or the challenge's) scopes.
+pub async fn sign_in_as_machine(
+    url: &str,
+    settings: &OAuthSettings,
+    file: &TokenFile,
+    challenge: Option<&str>,
+    extra_scope: Option<&str>,
+) -> Result<AuthorizationManager, String> {
+    let (Some(client_id), Some(client_secret)) = (&settings.client_id, &settings.client_secret)
+    else {
+        return Err("client credentials need \"client_id\" and \"client_secret\"".into());
+    };
+    let mut manager = manager_for(url, file).await.map_err(|e| explain(&e))?;
+    let metadata = discover(&manager, url, challenge).await?;
+    manager.set_metadata(metadata.clone());
+    let mut scopes = settings.scopes.clone();
+    if scopes.is_empty() {
+        let base_url = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+        let hint = challenge
+            .map(|c| WWWAuthenticateParams::parse(c, &base_url))
+            .and_then(|p| p.scope);
+        scopes = manager.select_scopes(hint.as_deref(), &[]);
+    }
+    if let Some(extra) = extra_scope {
+        for scope in extra.split_whitespace() {
+            if !scopes.iter().any(|s| s == scope) {
+                scopes.push(scope.to_owned());
+            }
+        }
+    }
+    file.set_client(
+        client_id,
+        Some(client_secret),
+        "http://127.0.0.1/",
+        Some(metadata),
+    );
+    let config = ClientCredentialsConfig::ClientSecret {
+        client_id: client_id.clone(),
+        client_secret: client_secret.clone(),
+        scopes,
+        resource: Some(url.to_owned()),
+    };
+    manager
+        .configure_client_credentials(&config)
+        .map_err(|e| explain(&e))?;
+    manager
+        .exchange_client_credentials(&config)
+        .await
+        .map_err(|e| format!("client-credentials sign-in: {}", explain(&e)))?;
+    Ok(manager)
+}

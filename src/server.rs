@@ -6,7 +6,10 @@
 //! calls (both through the [`Strategy`], with this session's state), the
 //! `tools/list_changed` notification when a call changed a 2025 session's
 //! list, and `subscriptions/listen` (accepted; a 2026-07-28 list never
-//! changes, so nothing is ever sent on it).
+//! changes, so nothing is ever sent on it). The upstreams' resources,
+//! prompts and completion are passed through by [`resources`].
+
+mod resources;
 
 use std::sync::Arc;
 
@@ -74,6 +77,8 @@ pub struct ZenServer {
     log_arguments: bool,
     /// `list_changed` notifications rmcp did not take, for the transport.
     owed: Arc<OwedNotices>,
+    /// This session's upstream resource subscriptions.
+    resources: Arc<resources::SessionResources>,
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -98,7 +103,11 @@ impl ZenServer {
         strategy: Arc<dyn Strategy>,
     ) -> Result<Self, serde_json::Error> {
         let tools = to_rmcp_tools(&initial_tools(strategy.as_ref()))?;
+        let resources = Arc::new(resources::SessionResources::new(
+            engine.services().gateway.clone(),
+        ));
         Ok(ZenServer {
+            resources,
             engine,
             strategy,
             tools: Arc::new(tools),
@@ -125,6 +134,9 @@ impl ZenServer {
         ZenServer {
             session: Arc::new(Session::default()),
             owed: Arc::default(),
+            resources: Arc::new(resources::SessionResources::new(
+                self.engine.services().gateway.clone(),
+            )),
             ..self.clone()
         }
     }
@@ -285,6 +297,8 @@ impl ServerHandler for ZenServer {
         } else {
             ServerCapabilities::builder().enable_tools().build()
         };
+        let capabilities =
+            resources::with_upstream_capabilities(capabilities, &self.engine.services().gateway);
         ServerConfig::new(capabilities)
             .with_server_info(implementation)
             .with_instructions(self.strategy.instructions())
@@ -372,6 +386,74 @@ impl ServerHandler for ZenServer {
                 ))
             }
         }
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        self.resources.forward_to(context.peer);
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        self.upstream_resources(request).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        self.upstream_templates().await
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        self.upstream_read(request).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.upstream_subscribe(request, context.peer).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.upstream_unsubscribe(request).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        self.upstream_prompts().await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        self.upstream_prompt(request).await
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        self.upstream_complete(request).await
     }
 
     /// rmcp hands over anything it could not type, which includes standard

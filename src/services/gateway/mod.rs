@@ -7,6 +7,7 @@
 //! - [`live`]: which version of the upstreams file each serving process loaded;
 //! - [`http_errors`]: a remote server's failures explained, with what to do;
 //! - [`reply_guard`]: a stdio server's replies held to its size limit;
+//! - [`resources`]: every server's resources, prompts and completion;
 //! - [`state`]: each server's state file and stderr log, for `zenmode status`;
 //! - [`supervisor`]: the guard process that takes a stdio server's whole
 //!   process group down with zenmode, even when zenmode is SIGKILLed.
@@ -32,6 +33,7 @@ pub mod config;
 pub mod http_errors;
 pub mod live;
 pub mod reply_guard;
+pub mod resources;
 pub mod state;
 pub mod store;
 pub mod supervisor;
@@ -83,6 +85,8 @@ pub struct Gateway {
     loaded: Mutex<Option<live::Stamp>>,
     /// Whether loads are recorded for `upstream add|remove` (servers only).
     recording: std::sync::atomic::AtomicBool,
+    /// Resource owners, subscriptions and upstream notifications.
+    hub: resources::Hub,
 }
 
 impl Default for Gateway {
@@ -93,6 +97,7 @@ impl Default for Gateway {
             version: watch::channel(0).0,
             loaded: Mutex::default(),
             recording: std::sync::atomic::AtomicBool::new(false),
+            hub: resources::Hub::default(),
         }
     }
 }
@@ -300,7 +305,8 @@ impl Gateway {
                 let pins = store::load_pins(&self.dirs, &config.name);
                 let upstream = Arc::new(
                     Upstream::new(config.clone(), self.dirs.clone(), pins.clone())
-                        .recording_state(),
+                        .recording_state()
+                        .with_events(self.hub.sender()),
                 );
                 state
                     .upstreams

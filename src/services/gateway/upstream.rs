@@ -97,6 +97,8 @@ type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, Arc<dyn ProgressSink>>>>;
 struct ClientSide {
     server: String,
     routes: ProgressRoutes,
+    /// Where resource and prompt notifications go (see [`super::resources`]).
+    events: Option<super::resources::EventSender>,
 }
 
 impl ClientHandler for ClientSide {
@@ -125,12 +127,40 @@ impl ClientHandler for ClientSide {
         }
     }
 
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.relay(super::resources::UpstreamEvent::ResourceUpdated {
+            server: self.server.clone(),
+            uri: params.uri,
+        });
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relay(super::resources::UpstreamEvent::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relay(super::resources::UpstreamEvent::PromptsChanged);
+    }
+
     async fn create_elicitation(
         &self,
         _request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         Err(refusal(&self.server, "elicitation (asking the user)"))
+    }
+}
+
+impl ClientSide {
+    fn relay(&self, event: super::resources::UpstreamEvent) {
+        if let Some(events) = &self.events {
+            // No session listening is not an error.
+            let _ = events.send(event);
+        }
     }
 }
 
@@ -149,6 +179,8 @@ struct Connection {
     peer: Peer<RoleClient>,
     /// The tool definitions the running server lists, by name.
     live: HashMap<String, Value>,
+    /// The capabilities it declared in its `initialize` answer.
+    capabilities: Value,
     /// Process group of a stdio server (its leader's pid).
     group: Option<u32>,
     /// A stdio server's process, killed if the connection is dropped.
@@ -264,6 +296,8 @@ pub struct Upstream {
     /// Its state file and stderr log, for a serving zenmode (the one-shot
     /// CLI commands leave the serving processes' view alone).
     recorder: Option<Recorder>,
+    /// Where its resource and prompt notifications go, when anyone listens.
+    events: Option<super::resources::EventSender>,
 }
 
 /// Where a serving zenmode records a server's state and stderr.
@@ -299,7 +333,57 @@ impl Upstream {
             oversize_note: Arc::default(),
             failures: Mutex::new(0),
             recorder: None,
+            events: None,
         }
+    }
+
+    /// Relays the server's resource and prompt notifications to `events`.
+    pub fn with_events(mut self, events: super::resources::EventSender) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// The capabilities of the running server, without starting it.
+    pub fn live_capabilities(&self) -> Option<Value> {
+        match &*self.slot.try_lock().ok()? {
+            Slot::Running(connection) if !connection.is_closed() => {
+                Some(connection.capabilities.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// Starts the server if needed and returns the capabilities it declared.
+    pub async fn capabilities(&self) -> Result<Value, GatewayError> {
+        Ok(self.connection().await?.capabilities.clone())
+    }
+
+    /// Sends one request other than `tools/call` (resources, prompts,
+    /// completion) and returns the upstream's result as JSON, secrets hidden.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, GatewayError> {
+        let request: ClientRequest =
+            serde_json::from_value(serde_json::json!({"method": method, "params": params}))
+                .map_err(|e| self.error("invalid_request", format!("{method}: {e}")))?;
+        let connection = self.connection().await?;
+        connection.in_flight.fetch_add(1, Ordering::SeqCst);
+        connection.touch();
+        let options = PeerRequestOptions::with_timeout(self.config.timeout);
+        let answer = match connection.peer.send_request_with_option(request, options).await {
+            Ok(handle) => handle.await_response().await,
+            Err(error) => Err(error),
+        };
+        connection.in_flight.fetch_sub(1, Ordering::SeqCst);
+        connection.touch();
+        let answer = answer.map_err(|e| self.service_error(e));
+        if let Err(error) = &answer
+            && error.kind == "upstream_crashed"
+        {
+            self.note_crash(&connection, &error.message).await;
+        }
+        let mut result = serde_json::to_value(answer?)
+            .map_err(|e| self.error("upstream_error", format!("unreadable result: {e}")))?;
+        hide_secrets(&mut result, &self.redactor);
+        Ok(result)
     }
 
     /// Keeps the server's state file and stderr log in the state directory.
@@ -590,6 +674,7 @@ impl Upstream {
         let handler = ClientSide {
             server: self.name().to_owned(),
             routes: self.routes.clone(),
+            events: self.events.clone(),
         };
         let (service, group, child) = match self.launch.as_ref().map_err(Clone::clone)? {
             Transport::Stdio {
@@ -705,6 +790,12 @@ impl Upstream {
             .filter_map(|tool| serde_json::to_value(tool).ok())
             .collect();
         self.refresh_cache(&tools);
+        let capabilities = service
+            .peer()
+            .peer_info()
+            .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+            .unwrap_or_default();
+        super::resources::remember_capabilities(&self.dirs, &self.config, &capabilities);
         let live = tools
             .iter()
             .filter_map(|tool| Some((store::tool_name(tool)?.to_owned(), tool.clone())))
@@ -718,6 +809,7 @@ impl Upstream {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
             live,
+            capabilities,
             group,
             _child: child,
             started: Instant::now(),

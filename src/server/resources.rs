@@ -91,9 +91,7 @@ impl SessionResources {
                         let mut sent = Ok(());
                         for uri in uris {
                             sent = peer
-                                .notify_resource_updated(ResourceUpdatedNotificationParam::new(
-                                    uri,
-                                ))
+                                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
                                 .await;
                         }
                         sent
@@ -188,7 +186,10 @@ fn upstream_code(message: &str) -> Option<ErrorCode> {
 /// An upstream's JSON answer in rmcp's type.
 fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
     serde_json::from_value(value).map_err(|e| {
-        ErrorData::internal_error(format!("an upstream's answer could not be passed on: {e}"), None)
+        ErrorData::internal_error(
+            format!("an upstream's answer could not be passed on: {e}"),
+            None,
+        )
     })
 }
 
@@ -210,7 +211,9 @@ impl ZenServer {
         typed(page)
     }
 
-    pub(super) async fn upstream_templates(&self) -> Result<ListResourceTemplatesResult, ErrorData> {
+    pub(super) async fn upstream_templates(
+        &self,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
         typed(self.gateway().list_resource_templates().await)
     }
 

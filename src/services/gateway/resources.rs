@@ -66,9 +66,7 @@ pub struct Offered {
 
 impl Offered {
     fn add(&mut self, capabilities: &Value) {
-        let flag = |section: &str, name: &str| {
-            capabilities[section][name].as_bool() == Some(true)
-        };
+        let flag = |section: &str, name: &str| capabilities[section][name].as_bool() == Some(true);
         self.resources |= capabilities.get("resources").is_some();
         self.subscribe |= flag("resources", "subscribe");
         self.resources_list_changed |= flag("resources", "listChanged");
@@ -536,9 +534,7 @@ impl Gateway {
             *count += 1;
             *count == 1
         };
-        if first
-            && let Err(error) = self.send_subscription("resources/subscribe", &route).await
-        {
+        if first && let Err(error) = self.send_subscription("resources/subscribe", &route).await {
             self.release(&route);
             return Err(error);
         }
@@ -690,8 +686,14 @@ mod tests {
 
     #[test]
     fn templates_match_what_they_could_have_made() {
-        assert!(template_matches("demo://resource/dynamic/text/{id}", "demo://resource/dynamic/text/7"));
-        assert!(!template_matches("demo://resource/dynamic/text/{id}", "demo://other/7"));
+        assert!(template_matches(
+            "demo://resource/dynamic/text/{id}",
+            "demo://resource/dynamic/text/7"
+        ));
+        assert!(!template_matches(
+            "demo://resource/dynamic/text/{id}",
+            "demo://other/7"
+        ));
         assert!(template_matches("a://{x}/b/{y}.json", "a://1/b/2.json"));
         assert!(!template_matches("a://{x}/b/{y}.json", "a://1/b/2.txt"));
         assert!(template_matches("plain://x", "plain://x"));

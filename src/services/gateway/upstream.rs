@@ -368,7 +368,11 @@ impl Upstream {
         connection.in_flight.fetch_add(1, Ordering::SeqCst);
         connection.touch();
         let options = PeerRequestOptions::with_timeout(self.config.timeout);
-        let answer = match connection.peer.send_request_with_option(request, options).await {
+        let answer = match connection
+            .peer
+            .send_request_with_option(request, options)
+            .await
+        {
             Ok(handle) => handle.await_response().await,
             Err(error) => Err(error),
         };

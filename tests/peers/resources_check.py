@@ -3,6 +3,7 @@ SDK client sees them: connected directly, or through zenmode's gateway.
 
 Usage: resources_check.py transcript PREFIX COMMAND [ARGS...]
        resources_check.py bench PREFIX COUNT COMMAND [ARGS...]
+       resources_check.py compare COUNT ZENMODE_LAUNCHER UPSTREAM_COMMAND
 
 `transcript` prints one JSON object with every answer (capabilities, the
 resource pages, templates, reads of text and blob resources, prompts, prompt
@@ -12,7 +13,10 @@ upstream's prompt and tool names ("" directly, "everything__" through
 zenmode); the Rust test (tests/gateway_resources.rs) compares the two.
 
 `bench` times COUNT `resources/read` and COUNT `prompts/get` calls in one
-session and prints their medians in microseconds as JSON.
+session and prints their medians in microseconds as JSON. `compare` runs
+`bench` directly against the upstream and through zenmode (whose launcher
+serves that upstream as "everything"), and prints both with the difference
+(scripts/resources_bench.sh sets it up).
 """
 
 from __future__ import annotations
@@ -165,6 +169,17 @@ def main() -> None:
         result = asyncio.run(transcript(sys.argv[2], sys.argv[3:]))
     elif what == "bench":
         result = asyncio.run(bench(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
+    elif what == "compare":
+        count, launcher, upstream = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+        direct = asyncio.run(bench("", count, [upstream]))
+        through = asyncio.run(bench("everything__", count, [launcher]))
+        result = {
+            "count": count,
+            "direct": direct,
+            "zenmode": through,
+            "added_read_median_us": through["read_median_us"] - direct["read_median_us"],
+            "added_get_median_us": through["get_median_us"] - direct["get_median_us"],
+        }
     else:
         raise SystemExit(f"unknown command {what!r}")
     print(json.dumps(result, ensure_ascii=False, sort_keys=True))

@@ -280,21 +280,17 @@ impl Gateway {
         let upstreams = self.all_upstreams();
         let (mut index, mut upstream_cursor) = match cursor {
             None => (0, None),
-            Some(text) => {
-                let cursor = Cursor::decode(text)
-                    .and_then(|c| {
-                        let at = upstreams.iter().position(|u| u.name() == c.server)?;
-                        Some((at, c.upstream))
-                    })
-                    .ok_or_else(|| {
-                        invalid(
-                            "invalid_cursor",
-                            "the cursor is not one this server gave, or its server is gone"
-                                .to_owned(),
-                        )
-                    })?;
-                cursor
-            }
+            Some(text) => Cursor::decode(text)
+                .and_then(|c| {
+                    let at = upstreams.iter().position(|u| u.name() == c.server)?;
+                    Some((at, c.upstream))
+                })
+                .ok_or_else(|| {
+                    invalid(
+                        "invalid_cursor",
+                        "the cursor is not one this server gave, or its server is gone".to_owned(),
+                    )
+                })?,
         };
         while let Some(upstream) = upstreams.get(index) {
             let next_server = upstreams.get(index + 1).map(|u| u.name().to_owned());

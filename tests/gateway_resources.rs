@@ -233,6 +233,26 @@ fn a_failing_upstream_leaves_the_others_and_twins_are_told_apart() {
     let forged = client.request("resources/list", json!({"cursor": "Zm9yZ2Vk"}));
     assert_eq!(forged["error"]["code"], -32602, "{forged}");
 
+    // A resource the server makes during the session: its list_changed
+    // reaches the client, and the new resource is listed and read.
+    let made = client.call(
+        "tools/call",
+        json!({"name": "zen_execute", "arguments": {
+            "mode": "everything__gzip-file-as-resource",
+            "request": {"name": "hello.txt.gz", "data": "data:text/plain;base64,aGVsbG8=",
+                        "outputType": "resourceLink"}}}),
+    );
+    assert_ne!(made["isError"], json!(true), "{made}");
+    client.wait_for(|m| m["method"] == "notifications/resources/list_changed");
+    let again = client.call("resources/list", json!({}));
+    let fresh: Vec<String> = uris(&again)
+        .into_iter()
+        .filter(|uri| !own.contains(uri))
+        .collect();
+    assert_eq!(fresh.len(), 1, "{again}");
+    let gz = client.call("resources/read", json!({"uri": fresh[0]}));
+    assert!(gz["contents"][0]["blob"].is_string(), "{gz}");
+
     // Prompts of both copies, each under its server's prefix.
     let prompts = client.call("prompts/list", json!({}));
     let names: Vec<&str> = prompts["prompts"]

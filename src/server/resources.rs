@@ -98,6 +98,7 @@ impl SessionResources {
                     }
                     UpstreamEvent::ResourcesChanged => peer.notify_resource_list_changed().await,
                     UpstreamEvent::PromptsChanged => peer.notify_prompt_list_changed().await,
+                    UpstreamEvent::Restarted { .. } => Ok(()),
                 };
                 if sent.is_err() && peer.is_transport_closed() {
                     return;

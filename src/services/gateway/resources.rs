@@ -49,6 +49,8 @@ pub enum UpstreamEvent {
     ResourceUpdated { server: String, uri: String },
     ResourcesChanged,
     PromptsChanged,
+    /// A server started again (after a crash or an idle stop).
+    Restarted { server: String },
 }
 
 pub type EventSender = broadcast::Sender<UpstreamEvent>;
@@ -92,6 +94,8 @@ pub struct Hub {
     templates: Mutex<BTreeMap<String, Route>>,
     /// Upstream subscriptions and how many sessions hold each.
     subscriptions: Mutex<HashMap<Route, usize>>,
+    /// Whether the task that renews subscriptions after a restart runs.
+    renewing: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Hub {
@@ -101,6 +105,7 @@ impl Default for Hub {
             owners: Mutex::default(),
             templates: Mutex::default(),
             subscriptions: Mutex::default(),
+            renewing: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -522,7 +527,8 @@ impl Gateway {
     }
 
     /// Subscribes to `uri` upstream (once, however many sessions ask).
-    pub async fn subscribe_resource(&self, uri: &str) -> Result<Route, GatewayError> {
+    pub async fn subscribe_resource(self: &Arc<Self>, uri: &str) -> Result<Route, GatewayError> {
+        self.renew_after_restarts();
         let route = self.route_of(uri).await?;
         let first = {
             let mut subscriptions = lock(&self.hub.subscriptions);
@@ -530,16 +536,67 @@ impl Gateway {
             *count += 1;
             *count == 1
         };
-        if first && let Err(error) = self.send_subscription("resources/subscribe", &route).await {
-            self.release(&route);
-            return Err(error);
+        if first {
+            if let Err(error) = self.send_subscription("resources/subscribe", &route).await {
+                self.release(&route);
+                return Err(error);
+            }
+            if let Ok(upstream) = self.upstream(&route.server) {
+                upstream.hold(true);
+            }
         }
         Ok(route)
+    }
+
+    /// A server that restarts has forgotten its subscriptions: once one is
+    /// made, a task sends them again after each restart.
+    fn renew_after_restarts(self: &Arc<Self>) {
+        if self
+            .hub
+            .renewing
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        let gateway = Arc::downgrade(self);
+        let mut events = self.hub.events.subscribe();
+        tokio::spawn(async move {
+            loop {
+                let server = match events.recv().await {
+                    Ok(UpstreamEvent::Restarted { server }) => server,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(gateway) = gateway.upgrade() else {
+                    return;
+                };
+                let routes: Vec<Route> = lock(&gateway.hub.subscriptions)
+                    .keys()
+                    .filter(|route| route.server == server)
+                    .cloned()
+                    .collect();
+                for route in routes {
+                    if let Err(error) = gateway
+                        .send_subscription("resources/subscribe", &route)
+                        .await
+                    {
+                        tracing::warn!(
+                            server,
+                            "could not renew a subscription after a restart: {}",
+                            error.message
+                        );
+                    }
+                }
+            }
+        });
     }
 
     /// Drops one session's hold on `route`; the last one unsubscribes upstream.
     pub async fn unsubscribe_resource(&self, route: &Route) -> Result<(), GatewayError> {
         if self.release(route) {
+            if let Ok(upstream) = self.upstream(&route.server) {
+                upstream.hold(false);
+            }
             self.send_subscription("resources/unsubscribe", route)
                 .await?;
         }

@@ -298,6 +298,10 @@ pub struct Upstream {
     recorder: Option<Recorder>,
     /// Where its resource and prompt notifications go, when anyone listens.
     events: Option<super::resources::EventSender>,
+    /// Resource subscriptions held: no idle shutdown while any is.
+    holds: Arc<AtomicUsize>,
+    /// Successful starts so far (a later one is a restart).
+    starts: AtomicUsize,
 }
 
 /// Where a serving zenmode records a server's state and stderr.
@@ -334,6 +338,20 @@ impl Upstream {
             failures: Mutex::new(0),
             recorder: None,
             events: None,
+            holds: Arc::default(),
+            starts: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes (`true`) or gives back one resource subscription's hold on
+    /// the running server: a server that sends updates is not idle.
+    pub fn hold(&self, take: bool) {
+        if take {
+            self.holds.fetch_add(1, Ordering::SeqCst);
+        } else {
+            let _ = self
+                .holds
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
         }
     }
 
@@ -630,6 +648,14 @@ impl Upstream {
                     state.stderr_tail.clear();
                 });
                 self.watch_idle(&connection);
+                if self.starts.fetch_add(1, Ordering::SeqCst) > 0
+                    && let Some(events) = &self.events
+                {
+                    // Its subscriptions are sent again (see `resources`).
+                    let _ = events.send(super::resources::UpstreamEvent::Restarted {
+                        server: self.name().to_owned(),
+                    });
+                }
                 Ok(connection)
             }
             outcome => {
@@ -924,6 +950,7 @@ impl Upstream {
         let watched = Arc::downgrade(connection);
         let server = self.name().to_owned();
         let state = self.recorder.as_ref().map(|r| r.state.clone());
+        let holds = self.holds.clone();
         let check_every =
             (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
         tokio::spawn(async move {
@@ -936,6 +963,7 @@ impl Upstream {
                     return;
                 }
                 if connection.in_flight.load(Ordering::SeqCst) == 0
+                    && holds.load(Ordering::SeqCst) == 0
                     && connection.idle_for() >= idle_limit
                 {
                     tracing::info!(server, "stopping idle upstream");

@@ -303,3 +303,56 @@ fn a_failing_upstream_leaves_the_others_and_twins_are_told_apart() {
         );
     }
 }
+
+/// The process group of the running upstream `server`, from its state file.
+fn upstream_group(setup: &Setup, server: &str) -> Option<u32> {
+    let dir = setup.path("state").join("upstreams");
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(server) {
+            return None;
+        }
+        let path = entry.path().join("state.json");
+        let state: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+        state["pid"].as_u64().map(|pid| pid as u32)
+    })
+}
+
+#[test]
+fn a_subscription_keeps_its_upstream_running_and_outlives_a_crash() {
+    if !installed() {
+        return;
+    }
+    let everything = everything_bin().display().to_string();
+    let setup = Setup::new(json!({"everything": {"command": everything, "idle_shutdown": 1}}));
+    let mut client = setup.serve(&[]);
+    let listed = client.call("resources/list", json!({}));
+    let uri = listed["resources"][1]["uri"].clone();
+    client.call("resources/subscribe", json!({"uri": uri}));
+    let toggle = json!({"name": "zen_execute", "arguments": {
+        "mode": "everything__toggle-subscriber-updates", "request": {}}});
+    client.call("tools/call", toggle.clone());
+    let updated = |m: &Value| m["method"] == "notifications/resources/updated";
+    assert_eq!(client.wait_for(updated)["params"]["uri"], uri);
+    // The next update comes 5 s later, long after the 1 s idle shutdown
+    // would have stopped a server nobody held.
+    assert_eq!(client.wait_for(updated)["params"]["uri"], uri);
+
+    // The server dies; the next use starts it again, and the subscription
+    // is sent to the new process.
+    let group =
+        upstream_group(&setup, "everything").expect("the state file names the server's group");
+    let killed = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{group}")])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    client.stray.retain(|m| !updated(m));
+    let read = client.call("resources/read", json!({"uri": uri}));
+    assert_eq!(read["contents"][0]["uri"], uri);
+    client.call("tools/call", toggle);
+    assert_eq!(client.wait_for(updated)["params"]["uri"], uri);
+    let starts = setup.log_text().matches("upstream started").count();
+    assert_eq!(starts, 2, "{}", setup.log_text());
+}

@@ -46,11 +46,16 @@ pub const SERVER_SCHEME: &str = "zenmode://";
 /// What an upstream told its client, for the sessions that care.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UpstreamEvent {
-    ResourceUpdated { server: String, uri: String },
+    ResourceUpdated {
+        server: String,
+        uri: String,
+    },
     ResourcesChanged,
     PromptsChanged,
     /// A server started again (after a crash or an idle stop).
-    Restarted { server: String },
+    Restarted {
+        server: String,
+    },
 }
 
 pub type EventSender = broadcast::Sender<UpstreamEvent>;

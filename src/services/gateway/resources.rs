@@ -275,7 +275,9 @@ impl Gateway {
         match upstream.capabilities().await {
             Ok(capabilities) => capabilities.get(section).is_some(),
             Err(error) => {
-                tracing::warn!(
+                // Debug only: its failure is logged where it starts, and a
+                // client that lists in a loop would repeat this line.
+                tracing::debug!(
                     server = upstream.name(),
                     "left out of the {section} listing: {}",
                     error.message

@@ -30,6 +30,7 @@ use std::{
 };
 
 use base64::Engine as _;
+use rmcp::model::{ClientRequest, PaginatedRequestParams, Request, RequestOptionalParam};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
@@ -223,6 +224,35 @@ fn template_matches(template: &str, uri: &str) -> bool {
         }
     }
     left.len() >= last.len() && left.ends_with(last)
+}
+
+/// The request for `method` in rmcp's type, read straight into its params
+/// type (rmcp's request enum is untagged: reading into it would try every
+/// method in turn).
+pub fn client_request(method: &str, params: Value) -> Result<ClientRequest, String> {
+    fn read<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, String> {
+        serde_json::from_value(params).map_err(|e| e.to_string())
+    }
+    fn listing<M: Default>(
+        params: Value,
+    ) -> Result<RequestOptionalParam<M, PaginatedRequestParams>, String> {
+        Ok(RequestOptionalParam {
+            method: M::default(),
+            params: Some(read(params)?),
+            extensions: Default::default(),
+        })
+    }
+    Ok(match method {
+        "resources/list" => ClientRequest::ListResourcesRequest(listing(params)?),
+        "resources/templates/list" => ClientRequest::ListResourceTemplatesRequest(listing(params)?),
+        "prompts/list" => ClientRequest::ListPromptsRequest(listing(params)?),
+        "resources/read" => ClientRequest::ReadResourceRequest(Request::new(read(params)?)),
+        "resources/subscribe" => ClientRequest::SubscribeRequest(Request::new(read(params)?)),
+        "resources/unsubscribe" => ClientRequest::UnsubscribeRequest(Request::new(read(params)?)),
+        "prompts/get" => ClientRequest::GetPromptRequest(Request::new(read(params)?)),
+        "completion/complete" => ClientRequest::CompleteRequest(Request::new(read(params)?)),
+        other => return Err(format!("{other} is not forwarded")),
+    })
 }
 
 fn invalid(kind: &'static str, message: String) -> GatewayError {

@@ -379,9 +379,8 @@ impl Upstream {
     /// Sends one request other than `tools/call` (resources, prompts,
     /// completion) and returns the upstream's result as JSON, secrets hidden.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, GatewayError> {
-        let request: ClientRequest =
-            serde_json::from_value(serde_json::json!({"method": method, "params": params}))
-                .map_err(|e| self.error("invalid_request", format!("{method}: {e}")))?;
+        let request = super::resources::client_request(method, params)
+            .map_err(|e| self.error("invalid_request", format!("{method}: {e}")))?;
         let connection = self.connection().await?;
         connection.in_flight.fetch_add(1, Ordering::SeqCst);
         connection.touch();

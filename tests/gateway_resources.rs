@@ -302,6 +302,35 @@ fn a_failing_upstream_leaves_the_others_and_twins_are_told_apart() {
             "{uri}: {completed}"
         );
     }
+    drop(client);
+
+    // The servers' capabilities are now cached: a new zenmode advertises
+    // them at once, beside the same two tools.
+    let mut again = common::Client::spawn_keeping_stderr(setup.command(&["serve"]));
+    let info = again.initialize();
+    let capabilities = &info["capabilities"];
+    assert_eq!(
+        capabilities["resources"],
+        json!({"subscribe": true, "listChanged": true}),
+        "{info}"
+    );
+    assert_eq!(
+        capabilities["prompts"],
+        json!({"listChanged": true}),
+        "{info}"
+    );
+    assert!(capabilities["completions"].is_object(), "{info}");
+    assert_eq!(again.tool_names(), ["zen_select_mode", "zen_execute"]);
+
+    // Without upstreams, only tools.
+    let empty = Setup::new(json!({}));
+    let mut plain = common::Client::spawn_keeping_stderr(empty.command(&["serve"]));
+    let info = plain.initialize();
+    assert_eq!(info["capabilities"], json!({"tools": {}}), "{info}");
+    assert_eq!(
+        plain.call("resources/list", json!({})),
+        json!({"resources": []})
+    );
 }
 
 /// The process group of the running upstream `server`, from its state file.

@@ -24,8 +24,9 @@
 //! 5. **surface**: [`surface`] holds the strategies that present the catalog
 //!    as MCP tools (`zen`, `full`, `lazy`, `categories`, `groups`,
 //!    `discover`), one file each, and per-session state.
-//! 6. **server**: [`server`] (the rmcp handler over a strategy, and the
-//!    session's client as the gateway asks it),
+//! 6. **server**: [`server`] (the rmcp handler over a strategy; the
+//!    session's client as the gateway asks it; its `resources` file passes
+//!    the upstreams' resources, prompts and completion through),
 //!    [`transport`] (line framing with error replies), [`listener`] (stdio
 //!    and TCP sessions), [`http`] (Streamable HTTP), [`shutdown`]
 //!    (signals) and [`logging`] (stderr logs that never block or end the

@@ -6,7 +6,10 @@
 //! calls (both through the [`Strategy`], with this session's state), the
 //! `tools/list_changed` notification when a call changed a 2025 session's
 //! list, and `subscriptions/listen` (accepted; a 2026-07-28 list never
-//! changes, so nothing is ever sent on it).
+//! changes, so nothing is ever sent on it). The upstreams' resources,
+//! prompts and completion are passed through by [`resources`].
+
+mod resources;
 
 mod client_peer;
 
@@ -80,6 +83,8 @@ pub struct ZenServer {
     /// weak reference (for upstreams asking roots between calls) lives
     /// exactly as long as the session.
     client: Arc<OnceLock<Arc<dyn ClientRequests>>>,
+    /// This session's upstream resource subscriptions.
+    resources: Arc<resources::SessionResources>,
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -104,7 +109,11 @@ impl ZenServer {
         strategy: Arc<dyn Strategy>,
     ) -> Result<Self, serde_json::Error> {
         let tools = to_rmcp_tools(&initial_tools(strategy.as_ref()))?;
+        let resources = Arc::new(resources::SessionResources::new(
+            engine.services().gateway.clone(),
+        ));
         Ok(ZenServer {
+            resources,
             engine,
             strategy,
             tools: Arc::new(tools),
@@ -133,6 +142,9 @@ impl ZenServer {
             session: Arc::new(Session::default()),
             owed: Arc::default(),
             client: Arc::default(),
+            resources: Arc::new(resources::SessionResources::new(
+                self.engine.services().gateway.clone(),
+            )),
             ..self.clone()
         }
     }
@@ -307,6 +319,8 @@ impl ServerHandler for ZenServer {
         } else {
             ServerCapabilities::builder().enable_tools().build()
         };
+        let capabilities =
+            resources::with_upstream_capabilities(capabilities, &self.engine.services().gateway);
         ServerConfig::new(capabilities)
             .with_server_info(implementation)
             .with_instructions(self.strategy.instructions())
@@ -425,6 +439,70 @@ impl ServerHandler for ZenServer {
         }
     }
 
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        self.upstream_resources(request).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        self.upstream_templates().await
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        self.upstream_read(request).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.upstream_subscribe(request, context.peer).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.upstream_unsubscribe(request).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        self.upstream_prompts().await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        self.upstream_prompt(request).await
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        self.upstream_complete(request).await
+    }
+
     /// rmcp hands over anything it could not type, which includes standard
     /// methods whose params are malformed: those get -32602, the rest -32601.
     async fn on_custom_request(
@@ -449,9 +527,11 @@ impl ServerHandler for ZenServer {
         }
     }
 
-    /// A client offering roots lends them to the upstreams: they are told
+    /// Upstream resource notifications start flowing to this session, and
+    /// a client offering roots lends them to the upstreams: they are told
     /// to ask again (see `services::gateway::flowback`).
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.resources.forward_to(context.peer.clone());
         let client = self
             .client
             .get_or_init(|| {

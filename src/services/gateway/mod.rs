@@ -10,6 +10,7 @@
 //! - [`http_errors`]: a remote server's failures explained, with what to do;
 //! - [`request_state`]: zenmode's signed `requestState` around an upstream's;
 //! - [`reply_guard`]: a stdio server's replies held to its size limit;
+//! - [`resources`]: every server's resources, prompts and completion;
 //! - [`state`]: each server's state file and stderr log, for `zenmode status`;
 //! - [`supervisor`]: the guard process that takes a stdio server's whole
 //!   process group down with zenmode, even when zenmode is SIGKILLed.
@@ -38,6 +39,7 @@ pub mod live;
 pub mod oauth;
 pub mod reply_guard;
 pub mod request_state;
+pub mod resources;
 pub mod state;
 pub mod store;
 pub mod supervisor;
@@ -89,6 +91,8 @@ pub struct Gateway {
     loaded: Mutex<Option<live::Stamp>>,
     /// Whether loads are recorded for `upstream add|remove` (servers only).
     recording: std::sync::atomic::AtomicBool,
+    /// Resource owners, subscriptions and upstream notifications.
+    hub: resources::Hub,
 }
 
 impl Default for Gateway {
@@ -99,6 +103,7 @@ impl Default for Gateway {
             version: watch::channel(0).0,
             loaded: Mutex::default(),
             recording: std::sync::atomic::AtomicBool::new(false),
+            hub: resources::Hub::default(),
         }
     }
 }
@@ -306,7 +311,8 @@ impl Gateway {
                 let pins = store::load_pins(&self.dirs, &config.name);
                 let upstream = Arc::new(
                     Upstream::new(config.clone(), self.dirs.clone(), pins.clone())
-                        .recording_state(),
+                        .recording_state()
+                        .with_events(self.hub.sender()),
                 );
                 state
                     .upstreams

@@ -100,6 +100,8 @@ struct ClientSide {
     routes: ProgressRoutes,
     /// The calls in flight, whose clients answer what the server asks.
     callers: Callers,
+    /// Where resource and prompt notifications go (see [`super::resources`]).
+    events: Option<super::resources::EventSender>,
 }
 
 impl ClientHandler for ClientSide {
@@ -124,6 +126,25 @@ impl ClientHandler for ClientSide {
             sink.report_detail(params.progress, params.total, params.message)
                 .await;
         }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.relay(super::resources::UpstreamEvent::ResourceUpdated {
+            server: self.server.clone(),
+            uri: params.uri,
+        });
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relay(super::resources::UpstreamEvent::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relay(super::resources::UpstreamEvent::PromptsChanged);
     }
 
     async fn create_elicitation(
@@ -162,12 +183,23 @@ fn lifecycle(config: &UpstreamConfig) -> ClientLifecycleMode {
     }
 }
 
+impl ClientSide {
+    fn relay(&self, event: super::resources::UpstreamEvent) {
+        if let Some(events) = &self.events {
+            // No session listening is not an error.
+            let _ = events.send(event);
+        }
+    }
+}
+
 /// A started upstream.
 struct Connection {
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientSide>>>,
     peer: Peer<RoleClient>,
     /// The tool definitions the running server lists, by name.
     live: HashMap<String, Value>,
+    /// The capabilities it declared in its `initialize` answer.
+    capabilities: Value,
     /// Process group of a stdio server (its leader's pid).
     group: Option<u32>,
     /// A stdio server's process, killed if the connection is dropped.
@@ -284,6 +316,12 @@ pub struct Upstream {
     /// Its state file and stderr log, for a serving zenmode (the one-shot
     /// CLI commands leave the serving processes' view alone).
     recorder: Option<Recorder>,
+    /// Where its resource and prompt notifications go, when anyone listens.
+    events: Option<super::resources::EventSender>,
+    /// Resource subscriptions held: no idle shutdown while any is.
+    holds: Arc<AtomicUsize>,
+    /// Successful starts so far (a later one is a restart).
+    starts: AtomicUsize,
 }
 
 /// Where a serving zenmode records a server's state and stderr.
@@ -320,7 +358,74 @@ impl Upstream {
             oversize_note: Arc::default(),
             failures: Mutex::new(0),
             recorder: None,
+            events: None,
+            holds: Arc::default(),
+            starts: AtomicUsize::new(0),
         }
+    }
+
+    /// Takes (`true`) or gives back one resource subscription's hold on
+    /// the running server: a server that sends updates is not idle.
+    pub fn hold(&self, take: bool) {
+        if take {
+            self.holds.fetch_add(1, Ordering::SeqCst);
+        } else {
+            let _ = self
+                .holds
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        }
+    }
+
+    /// Relays the server's resource and prompt notifications to `events`.
+    pub fn with_events(mut self, events: super::resources::EventSender) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// The capabilities of the running server, without starting it.
+    pub fn live_capabilities(&self) -> Option<Value> {
+        match &*self.slot.try_lock().ok()? {
+            Slot::Running(connection) if !connection.is_closed() => {
+                Some(connection.capabilities.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// Starts the server if needed and returns the capabilities it declared.
+    pub async fn capabilities(&self) -> Result<Value, GatewayError> {
+        Ok(self.connection().await?.capabilities.clone())
+    }
+
+    /// Sends one request other than `tools/call` (resources, prompts,
+    /// completion) and returns the upstream's result as JSON, secrets hidden.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, GatewayError> {
+        let request = super::resources::client_request(method, params)
+            .map_err(|e| self.error("invalid_request", format!("{method}: {e}")))?;
+        let connection = self.connection().await?;
+        connection.in_flight.fetch_add(1, Ordering::SeqCst);
+        connection.touch();
+        let options = PeerRequestOptions::with_timeout(self.config.timeout);
+        let answer = match connection
+            .peer
+            .send_request_with_option(request, options)
+            .await
+        {
+            Ok(handle) => handle.await_response().await,
+            Err(error) => Err(error),
+        };
+        connection.in_flight.fetch_sub(1, Ordering::SeqCst);
+        connection.touch();
+        let answer = answer.map_err(|e| self.service_error(e));
+        if let Err(error) = &answer
+            && error.kind == "upstream_crashed"
+        {
+            self.note_crash(&connection, &error.message).await;
+        }
+        let mut result = serde_json::to_value(answer?)
+            .map_err(|e| self.error("upstream_error", format!("unreadable result: {e}")))?;
+        hide_secrets(&mut result, &self.redactor);
+        Ok(result)
     }
 
     /// Keeps the server's state file and stderr log in the state directory.
@@ -650,6 +755,14 @@ impl Upstream {
                     state.stderr_tail.clear();
                 });
                 self.watch_idle(&connection);
+                if self.starts.fetch_add(1, Ordering::SeqCst) > 0
+                    && let Some(events) = &self.events
+                {
+                    // Its subscriptions are sent again (see `resources`).
+                    let _ = events.send(super::resources::UpstreamEvent::Restarted {
+                        server: self.name().to_owned(),
+                    });
+                }
                 Ok(connection)
             }
             outcome => {
@@ -699,6 +812,7 @@ impl Upstream {
             server: self.name().to_owned(),
             routes: self.routes.clone(),
             callers: self.callers.clone(),
+            events: self.events.clone(),
         };
         let (service, group, child) = match self.launch.as_ref().map_err(Clone::clone)? {
             Transport::Stdio {
@@ -843,6 +957,12 @@ impl Upstream {
             .filter_map(|tool| serde_json::to_value(tool).ok())
             .collect();
         self.refresh_cache(&tools);
+        let capabilities = service
+            .peer()
+            .peer_info()
+            .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+            .unwrap_or_default();
+        super::resources::remember_capabilities(&self.dirs, &self.config, &capabilities);
         let live = tools
             .iter()
             .filter_map(|tool| Some((store::tool_name(tool)?.to_owned(), tool.clone())))
@@ -856,6 +976,7 @@ impl Upstream {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
             live,
+            capabilities,
             group,
             _child: child,
             started: Instant::now(),
@@ -966,6 +1087,7 @@ impl Upstream {
         let watched = Arc::downgrade(connection);
         let server = self.name().to_owned();
         let state = self.recorder.as_ref().map(|r| r.state.clone());
+        let holds = self.holds.clone();
         let check_every =
             (idle_limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
         tokio::spawn(async move {
@@ -978,6 +1100,7 @@ impl Upstream {
                     return;
                 }
                 if connection.in_flight.load(Ordering::SeqCst) == 0
+                    && holds.load(Ordering::SeqCst) == 0
                     && connection.idle_for() >= idle_limit
                 {
                     tracing::info!(server, "stopping idle upstream");

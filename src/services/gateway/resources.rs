@@ -1,0 +1,804 @@
+//! Resources, prompts and completion of every upstream, offered as if
+//! they were zenmode's own.
+//!
+//! Only the tool list carries zenmode's token promise: clients do not put
+//! resources or prompts into the model's context, so these are listed in
+//! full (resources page by page).
+//!
+//! Names and URIs:
+//! - a prompt is named like a tool, `<prefix>__<prompt>`;
+//! - a resource (or template) keeps its upstream URI, so a client sees what
+//!   it would see connected directly. Which server owns a URI is learnt
+//!   from the listings: the first server, in name order, that lists it.
+//!   When a second server lists the same URI (or template), its copy is
+//!   listed as `zenmode://<server>/<its URI>`, and any URI of that form is
+//!   read from that server. A URI no listing named (one filled from a
+//!   template) goes to the server whose template matches it.
+//!
+//! `resources/list` is paginated with an opaque cursor naming the server
+//! and that server's own cursor, so the pages are the upstreams' pages one
+//! after another. A server that fails is left out of listings (logged) and
+//! a read of its resources gets its start error.
+//!
+//! Upstreams are started lazily, as for tools. Their capabilities are
+//! cached beside their catalog, so `initialize` can advertise resources,
+//! prompts and completion without starting anyone.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex},
+};
+
+use base64::Engine as _;
+use rmcp::model::{ClientRequest, PaginatedRequestParams, Request, RequestOptionalParam};
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast;
+
+use super::{Gateway, GatewayError, config::UpstreamConfig, store, upstream::Upstream};
+
+/// Listings followed per server, at most (a server that keeps answering
+/// with a next cursor does not hold a request forever).
+const MAX_PAGES: usize = 100;
+/// Events kept for a session that is slow to take them.
+const EVENT_BACKLOG: usize = 256;
+/// The scheme of a URI addressed to one server explicitly.
+pub const SERVER_SCHEME: &str = "zenmode://";
+
+/// What an upstream told its client, for the sessions that care.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpstreamEvent {
+    ResourceUpdated {
+        server: String,
+        uri: String,
+    },
+    ResourcesChanged,
+    PromptsChanged,
+    /// A server started again (after a crash or an idle stop).
+    Restarted {
+        server: String,
+    },
+}
+
+pub type EventSender = broadcast::Sender<UpstreamEvent>;
+
+/// Which of resources, prompts and completion some upstream offers.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Offered {
+    pub resources: bool,
+    pub subscribe: bool,
+    pub resources_list_changed: bool,
+    pub prompts: bool,
+    pub prompts_list_changed: bool,
+    pub completions: bool,
+}
+
+impl Offered {
+    fn add(&mut self, capabilities: &Value) {
+        let flag = |section: &str, name: &str| capabilities[section][name].as_bool() == Some(true);
+        self.resources |= capabilities.get("resources").is_some();
+        self.subscribe |= flag("resources", "subscribe");
+        self.resources_list_changed |= flag("resources", "listChanged");
+        self.prompts |= capabilities.get("prompts").is_some();
+        self.prompts_list_changed |= flag("prompts", "listChanged");
+        self.completions |= capabilities.get("completions").is_some();
+    }
+}
+
+/// A resource's place: the server that owns it and the URI it knows.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Route {
+    pub server: String,
+    pub uri: String,
+}
+
+/// What the gateway has learnt about resources, shared by every session.
+pub struct Hub {
+    events: EventSender,
+    /// URI as listed to clients -> where it lives.
+    owners: Mutex<HashMap<String, Route>>,
+    /// Template as listed to clients -> where it lives.
+    templates: Mutex<BTreeMap<String, Route>>,
+    /// Upstream subscriptions and how many sessions hold each.
+    subscriptions: Mutex<HashMap<Route, usize>>,
+    /// Whether the task that renews subscriptions after a restart runs.
+    renewing: std::sync::atomic::AtomicBool,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub {
+            events: broadcast::channel(EVENT_BACKLOG).0,
+            owners: Mutex::default(),
+            templates: Mutex::default(),
+            subscriptions: Mutex::default(),
+            renewing: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+}
+
+impl Hub {
+    pub fn sender(&self) -> EventSender {
+        self.events.clone()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn capabilities_path(dirs: &store::GatewayDirs, server: &str) -> std::path::PathBuf {
+    dirs.cache
+        .join("upstreams")
+        .join(format!("{}.capabilities.json", store::file_stem(server)))
+}
+
+/// Caches the capabilities a server declared, for this very entry.
+pub fn remember_capabilities(
+    dirs: &store::GatewayDirs,
+    config: &UpstreamConfig,
+    capabilities: &Value,
+) {
+    let path = capabilities_path(dirs, &config.name);
+    let record = json!({"fingerprint": config.fingerprint(), "capabilities": capabilities});
+    if load_capabilities(dirs, config).as_ref() == Some(capabilities) {
+        return;
+    }
+    let written = path
+        .parent()
+        .map_or(Ok(()), store::create_private_dir)
+        .and_then(|()| store::write_private(&path, record.to_string().as_bytes()));
+    if let Err(error) = written {
+        tracing::debug!(server = config.name, %error, "could not cache capabilities");
+    }
+}
+
+/// The cached capabilities of `config`'s server, if saved for this entry.
+pub fn load_capabilities(dirs: &store::GatewayDirs, config: &UpstreamConfig) -> Option<Value> {
+    let text = std::fs::read_to_string(capabilities_path(dirs, &config.name)).ok()?;
+    let record: Value = serde_json::from_str(&text).ok()?;
+    (record["fingerprint"].as_str() == Some(config.fingerprint().as_str()))
+        .then(|| record["capabilities"].clone())
+}
+
+/// The page position in `resources/list`: a server and its own cursor.
+#[derive(Debug, PartialEq)]
+struct Cursor {
+    server: String,
+    upstream: Option<String>,
+}
+
+impl Cursor {
+    fn encode(&self) -> String {
+        let json = json!({"s": self.server, "c": self.upstream}).to_string();
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+    }
+
+    fn decode(text: &str) -> Option<Cursor> {
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text)
+            .ok()?;
+        let value: Value = serde_json::from_slice(&bytes).ok()?;
+        Some(Cursor {
+            server: value["s"].as_str()?.to_owned(),
+            upstream: match &value["c"] {
+                Value::Null => None,
+                other => Some(other.as_str()?.to_owned()),
+            },
+        })
+    }
+}
+
+/// `zenmode://<server>/<uri>` split into its parts.
+fn explicit_route(uri: &str) -> Option<Route> {
+    let rest = uri.strip_prefix(SERVER_SCHEME)?;
+    let (server, uri) = rest.split_once('/')?;
+    Some(Route {
+        server: server.to_owned(),
+        uri: uri.to_owned(),
+    })
+}
+
+/// Whether `uri` could have been filled in from `template` (RFC 6570
+/// expressions in braces; each matches any text, literals must agree).
+fn template_matches(template: &str, uri: &str) -> bool {
+    let mut literals = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        literals.push(&rest[..open]);
+        match rest[open..].find('}') {
+            Some(close) => rest = &rest[open + close + 1..],
+            None => return false,
+        }
+    }
+    let last = rest;
+    let Some((first, middle)) = literals.split_first() else {
+        return template == uri;
+    };
+    let Some(mut left) = uri.strip_prefix(first) else {
+        return false;
+    };
+    for literal in middle {
+        match left.find(literal) {
+            Some(at) => left = &left[at + literal.len()..],
+            None => return false,
+        }
+    }
+    left.len() >= last.len() && left.ends_with(last)
+}
+
+/// The request for `method` in rmcp's type, read straight into its params
+/// type (rmcp's request enum is untagged: reading into it would try every
+/// method in turn).
+pub fn client_request(method: &str, params: Value) -> Result<ClientRequest, String> {
+    fn read<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, String> {
+        serde_json::from_value(params).map_err(|e| e.to_string())
+    }
+    fn listing<M: Default>(
+        params: Value,
+    ) -> Result<RequestOptionalParam<M, PaginatedRequestParams>, String> {
+        Ok(RequestOptionalParam {
+            method: M::default(),
+            params: Some(read(params)?),
+            extensions: Default::default(),
+        })
+    }
+    Ok(match method {
+        "resources/list" => ClientRequest::ListResourcesRequest(listing(params)?),
+        "resources/templates/list" => ClientRequest::ListResourceTemplatesRequest(listing(params)?),
+        "prompts/list" => ClientRequest::ListPromptsRequest(listing(params)?),
+        "resources/read" => ClientRequest::ReadResourceRequest(Request::new(read(params)?)),
+        "resources/subscribe" => ClientRequest::SubscribeRequest(Request::new(read(params)?)),
+        "resources/unsubscribe" => ClientRequest::UnsubscribeRequest(Request::new(read(params)?)),
+        "prompts/get" => ClientRequest::GetPromptRequest(Request::new(read(params)?)),
+        "completion/complete" => ClientRequest::CompleteRequest(Request::new(read(params)?)),
+        other => return Err(format!("{other} is not forwarded")),
+    })
+}
+
+fn invalid(kind: &'static str, message: String) -> GatewayError {
+    GatewayError {
+        kind,
+        server: String::new(),
+        message,
+    }
+}
+
+impl Gateway {
+    /// What the enabled upstreams offer besides tools, from the running
+    /// servers and the cached capabilities of the others (none started).
+    pub fn offered(&self) -> Offered {
+        let mut offered = Offered::default();
+        for upstream in self.read().upstreams.values() {
+            let capabilities = upstream
+                .live_capabilities()
+                .or_else(|| load_capabilities(&self.dirs, &upstream.config));
+            if let Some(capabilities) = capabilities {
+                offered.add(&capabilities);
+            }
+        }
+        offered
+    }
+
+    /// Notifications from the upstreams, for one session.
+    pub fn upstream_events(&self) -> broadcast::Receiver<UpstreamEvent> {
+        self.hub.events.subscribe()
+    }
+
+    fn upstream(&self, server: &str) -> Result<Arc<Upstream>, GatewayError> {
+        self.read().upstreams.get(server).cloned().ok_or_else(|| {
+            invalid(
+                "unknown_upstream",
+                format!("no upstream server named {server:?} is configured"),
+            )
+        })
+    }
+
+    /// Upstreams in name order.
+    fn all_upstreams(&self) -> Vec<Arc<Upstream>> {
+        self.read().upstreams.values().cloned().collect()
+    }
+
+    /// Whether `upstream` offers `section` (`resources`, `prompts`,
+    /// `completions`), starting it if needed; a server that fails to start
+    /// offers nothing (logged).
+    async fn offers(&self, upstream: &Upstream, section: &str) -> bool {
+        match upstream.capabilities().await {
+            Ok(capabilities) => capabilities.get(section).is_some(),
+            Err(error) => {
+                // Debug only: its failure is logged where it starts, and a
+                // client that lists in a loop would repeat this line.
+                tracing::debug!(
+                    server = upstream.name(),
+                    "left out of the {section} listing: {}",
+                    error.message
+                );
+                false
+            }
+        }
+    }
+
+    /// One page of `resources/list`: the next page of one server.
+    pub async fn list_resources(&self, cursor: Option<&str>) -> Result<Value, GatewayError> {
+        let upstreams = self.all_upstreams();
+        let (mut index, mut upstream_cursor) = match cursor {
+            None => (0, None),
+            Some(text) => Cursor::decode(text)
+                .and_then(|c| {
+                    let at = upstreams.iter().position(|u| u.name() == c.server)?;
+                    Some((at, c.upstream))
+                })
+                .ok_or_else(|| {
+                    invalid(
+                        "invalid_cursor",
+                        "the cursor is not one this server gave, or its server is gone".to_owned(),
+                    )
+                })?,
+        };
+        while let Some(upstream) = upstreams.get(index) {
+            let next_server = upstreams.get(index + 1).map(|u| u.name().to_owned());
+            if !self.offers(upstream, "resources").await {
+                index += 1;
+                upstream_cursor = None;
+                continue;
+            }
+            let params = match &upstream_cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let page = match upstream.request("resources/list", params).await {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(
+                        server = upstream.name(),
+                        "left out of resources/list: {}",
+                        error.message
+                    );
+                    index += 1;
+                    upstream_cursor = None;
+                    continue;
+                }
+            };
+            let mut resources = page["resources"].as_array().cloned().unwrap_or_default();
+            for resource in &mut resources {
+                self.claim_resource(upstream.name(), resource);
+            }
+            let next = match page["nextCursor"].as_str() {
+                Some(c) => Some(Cursor {
+                    server: upstream.name().to_owned(),
+                    upstream: Some(c.to_owned()),
+                }),
+                None => next_server.map(|server| Cursor {
+                    server,
+                    upstream: None,
+                }),
+            };
+            let mut result = Map::new();
+            result.insert("resources".into(), Value::Array(resources));
+            if let Some(next) = next {
+                result.insert("nextCursor".into(), Value::String(next.encode()));
+            }
+            return Ok(Value::Object(result));
+        }
+        Ok(json!({"resources": []}))
+    }
+
+    /// Notes who owns a listed resource; a URI another server owns already
+    /// is rewritten to the explicit form.
+    fn claim_resource(&self, server: &str, resource: &mut Value) {
+        let Some(uri) = resource["uri"].as_str().map(str::to_owned) else {
+            return;
+        };
+        let route = Route {
+            server: server.to_owned(),
+            uri: uri.clone(),
+        };
+        let mut owners = lock(&self.hub.owners);
+        match owners.get(&uri) {
+            Some(owner) if owner.server != server => {
+                let explicit = format!("{SERVER_SCHEME}{server}/{uri}");
+                resource["uri"] = Value::String(explicit.clone());
+                owners.insert(explicit, route);
+            }
+            _ => {
+                owners.insert(uri, route);
+            }
+        }
+    }
+
+    /// Every page of `method` from every upstream offering `section`; the
+    /// items of `key` of each, tagged with their server.
+    async fn list_all(
+        &self,
+        section: &str,
+        method: &str,
+        key: &str,
+    ) -> Vec<(Arc<Upstream>, Vec<Value>)> {
+        let mut all = Vec::new();
+        for upstream in self.all_upstreams() {
+            if !self.offers(&upstream, section).await {
+                continue;
+            }
+            let mut items = Vec::new();
+            let mut cursor: Option<String> = None;
+            for _ in 0..MAX_PAGES {
+                let params = match &cursor {
+                    Some(c) => json!({"cursor": c}),
+                    None => json!({}),
+                };
+                match upstream.request(method, params).await {
+                    Ok(page) => {
+                        items.extend(page[key].as_array().cloned().unwrap_or_default());
+                        cursor = page["nextCursor"].as_str().map(str::to_owned);
+                    }
+                    Err(error) => {
+                        tracing::warn!(
+                            server = upstream.name(),
+                            "left out of {method}: {}",
+                            error.message
+                        );
+                        cursor = None;
+                    }
+                }
+                if cursor.is_none() {
+                    break;
+                }
+            }
+            all.push((upstream, items));
+        }
+        all
+    }
+
+    /// `resources/templates/list`: every server's templates, in one page.
+    pub async fn list_resource_templates(&self) -> Value {
+        let mut listed = Vec::new();
+        let mut templates = BTreeMap::new();
+        for (upstream, items) in self
+            .list_all("resources", "resources/templates/list", "resourceTemplates")
+            .await
+        {
+            for mut template in items {
+                let Some(text) = template["uriTemplate"].as_str().map(str::to_owned) else {
+                    continue;
+                };
+                let route = Route {
+                    server: upstream.name().to_owned(),
+                    uri: text.clone(),
+                };
+                if templates.contains_key(&text) {
+                    let explicit = format!("{SERVER_SCHEME}{}/{text}", upstream.name());
+                    template["uriTemplate"] = Value::String(explicit.clone());
+                    templates.insert(explicit, route);
+                } else {
+                    templates.insert(text, route);
+                }
+                listed.push(template);
+            }
+        }
+        *lock(&self.hub.templates) = templates;
+        json!({"resourceTemplates": listed})
+    }
+
+    /// Where `uri` (as a client sees it) lives: an explicit URI, a listed
+    /// one, one a template could have made, or the only server with
+    /// resources. Learns the listings once when nothing is known.
+    pub async fn route_of(&self, uri: &str) -> Result<Route, GatewayError> {
+        if let Some(route) = explicit_route(uri) {
+            self.upstream(&route.server)?;
+            return Ok(route);
+        }
+        if let Some(route) = self.known_route(uri) {
+            return Ok(route);
+        }
+        // Learn every listing, then look again.
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            match self.list_resources(cursor.as_deref()).await {
+                Ok(page) => cursor = page["nextCursor"].as_str().map(str::to_owned),
+                Err(_) => break,
+            }
+            if cursor.is_none() {
+                break;
+            }
+        }
+        self.list_resource_templates().await;
+        if let Some(route) = self.known_route(uri) {
+            return Ok(route);
+        }
+        let with_resources: Vec<Arc<Upstream>> = {
+            let mut found = Vec::new();
+            for upstream in self.all_upstreams() {
+                let declared = upstream
+                    .live_capabilities()
+                    .or_else(|| load_capabilities(&self.dirs, &upstream.config));
+                if declared.is_some_and(|c| c.get("resources").is_some()) {
+                    found.push(upstream);
+                }
+            }
+            found
+        };
+        if let [only] = with_resources.as_slice() {
+            return Ok(Route {
+                server: only.name().to_owned(),
+                uri: uri.to_owned(),
+            });
+        }
+        Err(invalid(
+            "unknown_resource",
+            format!(
+                "no upstream lists the resource {uri:?} (nor a template that makes it); address one server's resource as {SERVER_SCHEME}<server>/<uri>"
+            ),
+        ))
+    }
+
+    fn known_route(&self, uri: &str) -> Option<Route> {
+        if let Some(route) = lock(&self.hub.owners).get(uri) {
+            return Some(route.clone());
+        }
+        lock(&self.hub.templates)
+            .iter()
+            .find(|(listed, _)| template_matches(listed, uri))
+            .map(|(_, route)| Route {
+                server: route.server.clone(),
+                uri: uri.to_owned(),
+            })
+    }
+
+    /// `resources/read`, from the server that owns `uri`.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, GatewayError> {
+        let route = self.route_of(uri).await?;
+        let mut result = self
+            .upstream(&route.server)?
+            .request("resources/read", json!({"uri": route.uri}))
+            .await?;
+        // A rewritten URI reads back under the name the client used.
+        if route.uri != uri
+            && let Some(contents) = result["contents"].as_array_mut()
+        {
+            for content in contents {
+                if content["uri"].as_str() == Some(route.uri.as_str()) {
+                    content["uri"] = Value::String(uri.to_owned());
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    /// Subscribes to `uri` upstream (once, however many sessions ask).
+    pub async fn subscribe_resource(self: &Arc<Self>, uri: &str) -> Result<Route, GatewayError> {
+        self.renew_after_restarts();
+        let route = self.route_of(uri).await?;
+        let first = {
+            let mut subscriptions = lock(&self.hub.subscriptions);
+            let count = subscriptions.entry(route.clone()).or_default();
+            *count += 1;
+            *count == 1
+        };
+        if first {
+            if let Err(error) = self.send_subscription("resources/subscribe", &route).await {
+                self.release(&route);
+                return Err(error);
+            }
+            if let Ok(upstream) = self.upstream(&route.server) {
+                upstream.hold(true);
+            }
+        }
+        Ok(route)
+    }
+
+    /// A server that restarts has forgotten its subscriptions: once one is
+    /// made, a task sends them again after each restart.
+    fn renew_after_restarts(self: &Arc<Self>) {
+        if self
+            .hub
+            .renewing
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        let gateway = Arc::downgrade(self);
+        let mut events = self.hub.events.subscribe();
+        tokio::spawn(async move {
+            loop {
+                let server = match events.recv().await {
+                    Ok(UpstreamEvent::Restarted { server }) => server,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(gateway) = gateway.upgrade() else {
+                    return;
+                };
+                let routes: Vec<Route> = lock(&gateway.hub.subscriptions)
+                    .keys()
+                    .filter(|route| route.server == server)
+                    .cloned()
+                    .collect();
+                for route in routes {
+                    if let Err(error) = gateway
+                        .send_subscription("resources/subscribe", &route)
+                        .await
+                    {
+                        tracing::warn!(
+                            server,
+                            "could not renew a subscription after a restart: {}",
+                            error.message
+                        );
+                    }
+                }
+            }
+        });
+    }
+
+    /// Drops one session's hold on `route`; the last one unsubscribes upstream.
+    pub async fn unsubscribe_resource(&self, route: &Route) -> Result<(), GatewayError> {
+        if self.release(route) {
+            if let Ok(upstream) = self.upstream(&route.server) {
+                upstream.hold(false);
+            }
+            self.send_subscription("resources/unsubscribe", route)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Whether that was the last hold.
+    fn release(&self, route: &Route) -> bool {
+        let mut subscriptions = lock(&self.hub.subscriptions);
+        match subscriptions.get_mut(route) {
+            Some(count) if *count > 1 => {
+                *count -= 1;
+                false
+            }
+            Some(_) => {
+                subscriptions.remove(route);
+                true
+            }
+            None => false,
+        }
+    }
+
+    async fn send_subscription(&self, method: &str, route: &Route) -> Result<(), GatewayError> {
+        self.upstream(&route.server)?
+            .request(method, json!({"uri": route.uri}))
+            .await
+            .map(drop)
+    }
+
+    /// `prompts/list`: every server's prompts, named `<prefix>__<prompt>`.
+    pub async fn list_prompts(&self) -> Value {
+        let mut listed = Vec::new();
+        for (upstream, items) in self.list_all("prompts", "prompts/list", "prompts").await {
+            for mut prompt in items {
+                if let Some(name) = prompt["name"].as_str() {
+                    prompt["name"] = Value::String(crate::catalog::upstream::mode_name(
+                        &upstream.config.prefix,
+                        name,
+                    ));
+                    listed.push(prompt);
+                }
+            }
+        }
+        json!({"prompts": listed})
+    }
+
+    /// The server a prefixed prompt name belongs to, and its own name there.
+    fn prompt_owner(&self, name: &str) -> Result<(Arc<Upstream>, String), GatewayError> {
+        let unknown = || {
+            invalid(
+                "unknown_prompt",
+                format!(
+                    "no prompt named {name:?}: prompts are named <server prefix>__<prompt>, as prompts/list shows"
+                ),
+            )
+        };
+        let (prefix, prompt) = name
+            .split_once(crate::catalog::upstream::SEPARATOR)
+            .ok_or_else(unknown)?;
+        let upstream = self
+            .all_upstreams()
+            .into_iter()
+            .find(|u| u.config.prefix == prefix)
+            .ok_or_else(unknown)?;
+        Ok((upstream, prompt.to_owned()))
+    }
+
+    /// `prompts/get` of a prefixed prompt, from its server.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<Value, GatewayError> {
+        let (upstream, prompt) = self.prompt_owner(name)?;
+        let mut params = json!({"name": prompt});
+        if let Some(arguments) = arguments {
+            params["arguments"] = Value::Object(arguments);
+        }
+        upstream.request("prompts/get", params).await
+    }
+
+    /// `completion/complete` for a prompt's or a resource template's
+    /// argument, asked of the server that owns the prompt or template.
+    pub async fn complete(&self, mut params: Value) -> Result<Value, GatewayError> {
+        let reference = &params["ref"];
+        let (upstream, reference) = match reference["type"].as_str() {
+            Some("ref/prompt") => {
+                let name = reference["name"].as_str().unwrap_or_default();
+                let (upstream, prompt) = self.prompt_owner(name)?;
+                let mut reference = reference.clone();
+                reference["name"] = Value::String(prompt);
+                (upstream, reference)
+            }
+            Some("ref/resource") => {
+                let uri = reference["uri"].as_str().unwrap_or_default().to_owned();
+                let route = match self.template_route(&uri) {
+                    Some(route) => route,
+                    None => {
+                        self.list_resource_templates().await;
+                        match self.template_route(&uri) {
+                            Some(route) => route,
+                            None => self.route_of(&uri).await?,
+                        }
+                    }
+                };
+                let mut reference = reference.clone();
+                reference["uri"] = Value::String(route.uri);
+                (self.upstream(&route.server)?, reference)
+            }
+            _ => {
+                return Err(invalid(
+                    "invalid_reference",
+                    "completion needs a ref of type ref/prompt or ref/resource".to_owned(),
+                ));
+            }
+        };
+        params["ref"] = reference;
+        upstream.request("completion/complete", params).await
+    }
+
+    fn template_route(&self, uri: &str) -> Option<Route> {
+        explicit_route(uri).or_else(|| lock(&self.hub.templates).get(uri).cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_garbage_is_refused() {
+        let cursor = Cursor {
+            server: "everything".into(),
+            upstream: Some("abc".into()),
+        };
+        assert_eq!(Cursor::decode(&cursor.encode()), Some(cursor));
+        assert_eq!(Cursor::decode("not a cursor!"), None);
+        assert_eq!(Cursor::decode(""), None);
+    }
+
+    #[test]
+    fn templates_match_what_they_could_have_made() {
+        assert!(template_matches(
+            "demo://resource/dynamic/text/{id}",
+            "demo://resource/dynamic/text/7"
+        ));
+        assert!(!template_matches(
+            "demo://resource/dynamic/text/{id}",
+            "demo://other/7"
+        ));
+        assert!(template_matches("a://{x}/b/{y}.json", "a://1/b/2.json"));
+        assert!(!template_matches("a://{x}/b/{y}.json", "a://1/b/2.txt"));
+        assert!(template_matches("plain://x", "plain://x"));
+        assert!(!template_matches("broken://{x", "broken://x"));
+    }
+
+    #[test]
+    fn explicit_uris_name_their_server() {
+        assert_eq!(
+            explicit_route("zenmode://git/file:///a/b"),
+            Some(Route {
+                server: "git".into(),
+                uri: "file:///a/b".into()
+            })
+        );
+        assert_eq!(explicit_route("file:///a"), None);
+    }
+}

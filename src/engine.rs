@@ -179,10 +179,8 @@ impl Snapshot {
     }
 }
 
-/// How long a call waits for a gateway server that is still starting: as
-/// long as the gateway gives a start (a first start of a Python server on a
-/// busy machine took over 10 s).
-const START_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long a call waits for a gateway server that is still starting.
+const START_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long a call then waits for the follower to install the snapshot
 /// with that server's modes.
 const SWAP_WAIT: std::time::Duration = std::time::Duration::from_secs(3);

@@ -42,6 +42,11 @@ pub struct Label {
     pub expected: Option<String>,
     #[serde(default)]
     pub acceptable: Vec<String>,
+    /// Tools that would do harm if run for this query (a destructive
+    /// neighbour of the right one): the report counts how often one is the
+    /// reply's `next_call`.
+    #[serde(default)]
+    pub traps: Vec<String>,
     /// 1-based line in the labels file, for error messages.
     #[serde(skip)]
     pub line: usize,
@@ -121,7 +126,12 @@ pub fn parse_labels(text: &str, source_name: &str) -> Result<Vec<Label>, LabelsE
 /// Checks that every mode a label names exists; the error names the line.
 pub fn check_labels(labels: &[Label], catalog: &Catalog, source_name: &str) -> Result<(), String> {
     for label in labels {
-        for name in label.expected.iter().chain(&label.acceptable) {
+        for name in label
+            .expected
+            .iter()
+            .chain(&label.acceptable)
+            .chain(&label.traps)
+        {
             if catalog.get(name).is_none() {
                 let closest = catalog.closest_names(name, 3);
                 return Err(format!(
@@ -168,6 +178,7 @@ pub fn hold_out(catalog: &Catalog, labels: &[Label], share: f64) -> (Catalog, Ve
                 label.expected = None;
             }
             label.acceptable.retain(|name| catalog.get(name).is_some());
+            label.traps.retain(|name| catalog.get(name).is_some());
             label
         })
         .collect();

@@ -17,6 +17,14 @@
 //! tool would flag a reply as low-confidence or fall back to the general
 //! mode, and the expected calibration error (the gap between the stated
 //! confidence and the observed accuracy, averaged over confidence bins).
+//!
+//! Labels may name `traps`: tools that would do harm if run for the query
+//! (a destructive neighbour of the right one). The report counts the queries
+//! whose `next_call` (the mode the select reply hands to `zen_execute`) is
+//! one of their traps, and lists them. With [`evaluate_with`] the next call
+//! is read from the real select reply; [`evaluate`] takes the first-ranked
+//! mode. It also times each ranking (and each reply) on the built index:
+//! the latency of select in a running server, p50 and p99.
 
 use std::{collections::BTreeMap, fmt::Write as _, path::Path};
 
@@ -207,6 +215,46 @@ pub struct Miss {
     pub rank: Option<usize>,
 }
 
+/// A query whose `next_call` named one of its traps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrapTaken {
+    pub query: String,
+    pub expected: Option<String>,
+    pub trap: String,
+}
+
+/// Latency percentiles, in milliseconds, over every query of the set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Latency {
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Latency {
+    fn of(mut micros: Vec<f64>) -> Option<Self> {
+        if micros.is_empty() {
+            return None;
+        }
+        micros.sort_by(f64::total_cmp);
+        // Nearest rank: the smallest value with at least p of the queries
+        // at or below it.
+        let at = |p: f64| {
+            let rank = ((p * micros.len() as f64).ceil() as usize).clamp(1, micros.len());
+            micros[rank - 1] / 1000.0
+        };
+        Some(Latency {
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+            max_ms: at(1.0),
+        })
+    }
+}
+
+/// What the select reply would hand to `zen_execute` for a query: the
+/// mode its `next_call` names (`None`: no call offered).
+pub type NextCall<'a> = &'a dyn Fn(&str) -> Option<String>;
+
 /// The full evaluation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
@@ -239,6 +287,21 @@ pub struct Report {
     /// Share of all queries (no-fit ones included) the full model ranked
     /// because the table was unsure; 0 without the model.
     pub asked_model: f64,
+    /// Where `next_call` came from: "reply" (the select reply itself) or
+    /// "first ranked" (no reply given to the evaluation).
+    pub next_call_from: &'static str,
+    /// Share of relevant queries whose `next_call` is the expected mode or
+    /// an acceptable one (the fallback to `chat` counts as wrong unless
+    /// labeled acceptable).
+    pub next_call_right: f64,
+    /// Queries that name at least one trap.
+    pub trap_queries: usize,
+    /// The queries whose `next_call` was one of their traps.
+    pub traps_taken: Vec<TrapTaken>,
+    /// Time of one ranking on the built index, every query of the set.
+    pub rank_latency: Option<Latency>,
+    /// Time of one whole select reply (with [`evaluate_with`]).
+    pub reply_latency: Option<Latency>,
 }
 
 /// How well the scores part queries with a right mode from queries with
@@ -318,8 +381,20 @@ fn ratio(value: f64, n: usize) -> f64 {
     if n == 0 { 0.0 } else { value / n as f64 }
 }
 
-/// Ranks every labeled query with `index` over `catalog` and scores it.
+/// Ranks every labeled query with `index` over `catalog` and scores it;
+/// the `next_call` of a query is taken to be its first-ranked mode.
 pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
+    evaluate_with(index, catalog, labels, None)
+}
+
+/// [`evaluate`], with `next_call` read from the select reply (`reply`
+/// answers for `index` and `catalog`), and each reply timed.
+pub fn evaluate_with(
+    index: &Index,
+    catalog: &Catalog,
+    labels: &[Label],
+    reply: Option<NextCall<'_>>,
+) -> Report {
     let name = |ranking: &Ranking, position: usize| {
         ranking
             .ranked
@@ -341,8 +416,43 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
     let mut flagged_relevant = Vec::new();
     // Per query: best score minus the no-fit score (flagged at or below 0).
     let (mut relevant_margins, mut no_fit_margins) = (Vec::new(), Vec::new());
+    let (mut rank_micros, mut reply_micros) = (Vec::new(), Vec::new());
+    let (mut trap_queries, mut traps_taken, mut next_call_right) = (0usize, Vec::new(), 0usize);
+    // A running server has paid for first-use work (tables parsed, row
+    // lengths computed) before the request being timed.
+    if let Some(first) = labels.first() {
+        let _ = index.ranking(&first.query);
+        if let Some(reply) = reply {
+            let _ = reply(&first.query);
+        }
+    }
     for label in labels {
+        let started = std::time::Instant::now();
         let ranking = index.ranking(&label.query);
+        rank_micros.push(started.elapsed().as_secs_f64() * 1e6);
+        let next_call = match reply {
+            Some(reply) => {
+                let started = std::time::Instant::now();
+                let next = reply(&label.query);
+                reply_micros.push(started.elapsed().as_secs_f64() * 1e6);
+                next
+            }
+            None => name(&ranking, 0),
+        };
+        if !label.traps.is_empty() {
+            trap_queries += 1;
+            if let Some(trap) = next_call.as_ref().filter(|n| label.traps.contains(n)) {
+                traps_taken.push(TrapTaken {
+                    query: label.query.clone(),
+                    expected: label.expected.clone(),
+                    trap: trap.clone(),
+                });
+            }
+        }
+        next_call_right += usize::from(next_call.as_ref().is_some_and(|n| {
+            label.expected.as_ref() == Some(n)
+                || (label.expected.is_some() && label.acceptable.contains(n))
+        }));
         let margin =
             ranking.ranked.first().map_or(0.0, |best| best.score) - index.no_fit_score_of(&ranking);
         asked_model += usize::from(ranking.by_model);
@@ -428,7 +538,27 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
         flagged_relevant,
         no_fit_separation: separation(&relevant_margins, &no_fit_margins),
         asked_model: ratio(asked_model as f64, labels.len()),
+        next_call_from: if reply.is_some() {
+            "reply"
+        } else {
+            "first ranked"
+        },
+        next_call_right: ratio(next_call_right as f64, n),
+        trap_queries,
+        traps_taken,
+        rank_latency: Latency::of(rank_micros),
+        reply_latency: Latency::of(reply_micros),
     }
+}
+
+fn latency_json(latency: Option<Latency>) -> Value {
+    latency.map_or(Value::Null, |l| {
+        json!({
+            "p50_ms": (l.p50_ms * 1000.0).round() / 1000.0,
+            "p99_ms": (l.p99_ms * 1000.0).round() / 1000.0,
+            "max_ms": (l.max_ms * 1000.0).round() / 1000.0,
+        })
+    })
 }
 
 fn round3(value: f64) -> f64 {
@@ -459,6 +589,20 @@ pub fn to_json(report: &Report) -> Value {
         "no_fit_queries": report.no_fit_queries,
         "no_fit_flagged": round3(report.no_fit_flagged),
         "asked_model": round3(report.asked_model),
+        "next_call_from": report.next_call_from,
+        "next_call_right": round3(report.next_call_right),
+        "trap_queries": report.trap_queries,
+        "traps_taken": report.traps_taken.len(),
+        "traps_taken_list": report
+            .traps_taken
+            .iter()
+            .map(|t| json!({"query": t.query, "expected": t.expected, "trap": t.trap}))
+            .collect::<Vec<_>>(),
+        "latency": {
+            "build": if cfg!(debug_assertions) { "debug" } else { "release" },
+            "rank": latency_json(report.rank_latency),
+            "reply": latency_json(report.reply_latency),
+        },
         "flagged_relevant": report.flagged_relevant,
         "no_fit_separation": report.no_fit_separation.map(|s| json!({
             "caught_with_a_tenth_flagged": round3(s.caught_with_a_tenth_flagged),
@@ -515,6 +659,48 @@ pub fn to_table(report: &Report, show_misses: bool) -> String {
         report.mean_confidence,
         report.calibration_error
     );
+    let _ = writeln!(
+        out,
+        "next_call right {:.3} (from the {})",
+        report.next_call_right, report.next_call_from
+    );
+    if report.trap_queries > 0 {
+        let _ = writeln!(
+            out,
+            "destructive traps taken as next_call: {} of {} queries with traps",
+            report.traps_taken.len(),
+            report.trap_queries
+        );
+        for taken in &report.traps_taken {
+            let _ = writeln!(
+                out,
+                "  {} instead of {}: {}",
+                taken.trap,
+                taken.expected.as_deref().unwrap_or("no fit"),
+                taken.query
+            );
+        }
+    }
+    for (what, latency) in [
+        ("one ranking", report.rank_latency),
+        ("one select reply", report.reply_latency),
+    ] {
+        if let Some(l) = latency {
+            let _ = writeln!(
+                out,
+                "latency of {what} on the built index: p50 {:.3} ms   p99 {:.3} ms   max {:.3} ms{}",
+                l.p50_ms,
+                l.p99_ms,
+                l.max_ms,
+                if cfg!(debug_assertions) {
+                    " (debug build: not representative)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    out.push('\n');
     if report.asked_model > 0.0 {
         let _ = writeln!(
             out,

@@ -850,6 +850,58 @@ mod tests {
     }
 
     #[test]
+    fn counts_the_traps_the_next_call_takes() {
+        let catalog = Catalog::builtin().unwrap();
+        let index = Index::build_with(&catalog, Ranker::Full);
+        let labels = parse_labels(
+            concat!(
+                "{\"query\": \"write unit tests for the parser\", \"expected\": \"testgen\", \"traps\": [\"refactor\"]}\n",
+                "{\"query\": \"find why the parser crashes\", \"expected\": \"debug\", \"traps\": [\"chat\"]}\n",
+                "{\"query\": \"hello there\", \"expected\": null, \"traps\": [\"refactor\"]}\n",
+            ),
+            "f",
+        )
+        .unwrap();
+        check_labels(&labels, &catalog, "f").unwrap();
+        // A reply that always runs refactor takes two traps, whatever ranks.
+        let always_refactor = |_: &str| Some("refactor".to_owned());
+        let report = evaluate_with(&index, &catalog, &labels, Some(&always_refactor));
+        assert_eq!(report.trap_queries, 3);
+        let taken: Vec<&str> = report
+            .traps_taken
+            .iter()
+            .map(|t| t.query.as_str())
+            .collect();
+        assert_eq!(taken, ["write unit tests for the parser", "hello there"]);
+        assert_eq!(report.next_call_from, "reply");
+        assert_eq!(report.next_call_right, 0.0);
+        let json = to_json(&report);
+        assert_eq!(json["traps_taken"], 2);
+        assert!(to_table(&report, false).contains("destructive traps taken as next_call: 2 of 3"));
+        let (rank, reply) = (report.rank_latency.unwrap(), report.reply_latency.unwrap());
+        assert!(rank.p50_ms <= rank.p99_ms && rank.p99_ms <= rank.max_ms);
+        assert!(reply.p50_ms <= reply.p99_ms);
+        // A reply that runs what is expected takes none.
+        let right = |q: &str| {
+            labels
+                .iter()
+                .find(|l| l.query == q)
+                .and_then(|l| l.expected.clone())
+        };
+        let report = evaluate_with(&index, &catalog, &labels, Some(&right));
+        assert!(report.traps_taken.is_empty());
+        assert_eq!(report.next_call_right, 1.0);
+    }
+
+    #[test]
+    fn latency_percentiles_use_the_nearest_rank() {
+        let micros: Vec<f64> = (1..=200).map(|i| f64::from(i) * 1000.0).collect();
+        let l = Latency::of(micros).unwrap();
+        assert_eq!((l.p50_ms, l.p99_ms, l.max_ms), (100.0, 198.0, 200.0));
+        assert!(Latency::of(Vec::new()).is_none());
+    }
+
+    #[test]
     fn scores_a_tiny_set() {
         let catalog = Catalog::builtin().unwrap();
         let index = Index::build_with(&catalog, Ranker::Full);

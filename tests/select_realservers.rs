@@ -120,13 +120,15 @@ fn halves_are_large_disjoint_and_cover_every_tool_they_label() {
     assert!(with_traps >= 100, "{with_traps} labels with traps");
 }
 
+/// A label's expected mode, acceptable modes and traps.
+type LabelParts = (Option<String>, Vec<String>, Vec<String>);
+
 /// The JSON lines are what split_realservers.py makes of requests.txt: the
 /// same requests with the same labels, nothing added or lost.
 #[test]
 fn halves_are_in_step_with_their_source() {
     let source = std::fs::read_to_string(set_dir().join("requests.txt")).unwrap();
-    let mut from_source: BTreeMap<String, (Option<String>, Vec<String>, Vec<String>)> =
-        BTreeMap::new();
+    let mut from_source: BTreeMap<String, LabelParts> = BTreeMap::new();
     let mut current = None;
     let names = |field: &str| -> Vec<String> {
         field

@@ -894,8 +894,33 @@ fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> {
         Some(share) => crate::eval::hold_out(&catalog, &labels, share),
         None => (catalog, labels),
     };
-    let index = crate::select::Index::build_with(&catalog, args.ranker);
-    let report = crate::eval::evaluate(&index, &catalog, &labels);
+    let report = if args.ranker == crate::select::Ranker::Full {
+        // The fused ranker is what serves: score the select reply itself, so
+        // its `next_call` (traps taken) and its latency are the server's.
+        let engine = Engine::new(catalog).map_err(anyhow::Error::msg)?;
+        let snapshot = engine.index();
+        let next_call = |task: &str| {
+            let args = select_mode::SelectArgs {
+                task_description: Some(task.to_owned()),
+                ..Default::default()
+            };
+            let outcome = select_mode::run(&engine, &args);
+            outcome
+                .body
+                .pointer("/next_call/arguments/mode")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        crate::eval::evaluate_with(
+            snapshot.index(),
+            snapshot.catalog(),
+            &labels,
+            Some(&next_call),
+        )
+    } else {
+        let index = crate::select::Index::build_with(&catalog, args.ranker);
+        crate::eval::evaluate(&index, &catalog, &labels)
+    };
     if args.json {
         println!("{}", crate::eval::to_json(&report));
     } else {

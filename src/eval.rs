@@ -17,6 +17,14 @@
 //! tool would flag a reply as low-confidence or fall back to the general
 //! mode, and the expected calibration error (the gap between the stated
 //! confidence and the observed accuracy, averaged over confidence bins).
+//!
+//! Labels may name `traps`: tools that would do harm if run for the query
+//! (a destructive neighbour of the right one). The report counts the queries
+//! whose `next_call` (the mode the select reply hands to `zen_execute`) is
+//! one of their traps, and lists them. With [`evaluate_with`] the next call
+//! is read from the real select reply; [`evaluate`] takes the first-ranked
+//! mode. It also times each ranking (and each reply) on the built index:
+//! the latency of select in a running server, p50 and p99.
 
 use std::{collections::BTreeMap, fmt::Write as _, path::Path};
 
@@ -42,6 +50,11 @@ pub struct Label {
     pub expected: Option<String>,
     #[serde(default)]
     pub acceptable: Vec<String>,
+    /// Tools that would do harm if run for this query (a destructive
+    /// neighbour of the right one): the report counts how often one is the
+    /// reply's `next_call`.
+    #[serde(default)]
+    pub traps: Vec<String>,
     /// 1-based line in the labels file, for error messages.
     #[serde(skip)]
     pub line: usize,
@@ -121,7 +134,12 @@ pub fn parse_labels(text: &str, source_name: &str) -> Result<Vec<Label>, LabelsE
 /// Checks that every mode a label names exists; the error names the line.
 pub fn check_labels(labels: &[Label], catalog: &Catalog, source_name: &str) -> Result<(), String> {
     for label in labels {
-        for name in label.expected.iter().chain(&label.acceptable) {
+        for name in label
+            .expected
+            .iter()
+            .chain(&label.acceptable)
+            .chain(&label.traps)
+        {
             if catalog.get(name).is_none() {
                 let closest = catalog.closest_names(name, 3);
                 return Err(format!(
@@ -168,6 +186,7 @@ pub fn hold_out(catalog: &Catalog, labels: &[Label], share: f64) -> (Catalog, Ve
                 label.expected = None;
             }
             label.acceptable.retain(|name| catalog.get(name).is_some());
+            label.traps.retain(|name| catalog.get(name).is_some());
             label
         })
         .collect();
@@ -195,6 +214,46 @@ pub struct Miss {
     /// 1-based rank of the expected mode, `None` if it was not ranked.
     pub rank: Option<usize>,
 }
+
+/// A query whose `next_call` named one of its traps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrapTaken {
+    pub query: String,
+    pub expected: Option<String>,
+    pub trap: String,
+}
+
+/// Latency percentiles, in milliseconds, over every query of the set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Latency {
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Latency {
+    fn of(mut micros: Vec<f64>) -> Option<Self> {
+        if micros.is_empty() {
+            return None;
+        }
+        micros.sort_by(f64::total_cmp);
+        // Nearest rank: the smallest value with at least p of the queries
+        // at or below it.
+        let at = |p: f64| {
+            let rank = ((p * micros.len() as f64).ceil() as usize).clamp(1, micros.len());
+            micros[rank - 1] / 1000.0
+        };
+        Some(Latency {
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+            max_ms: at(1.0),
+        })
+    }
+}
+
+/// What the select reply would hand to `zen_execute` for a query: the
+/// mode its `next_call` names (`None`: no call offered).
+pub type NextCall<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// The full evaluation.
 #[derive(Debug, Clone, PartialEq)]
@@ -228,6 +287,21 @@ pub struct Report {
     /// Share of all queries (no-fit ones included) the full model ranked
     /// because the table was unsure; 0 without the model.
     pub asked_model: f64,
+    /// Where `next_call` came from: "reply" (the select reply itself) or
+    /// "first ranked" (no reply given to the evaluation).
+    pub next_call_from: &'static str,
+    /// Share of relevant queries whose `next_call` is the expected mode or
+    /// an acceptable one (the fallback to `chat` counts as wrong unless
+    /// labeled acceptable).
+    pub next_call_right: f64,
+    /// Queries that name at least one trap.
+    pub trap_queries: usize,
+    /// The queries whose `next_call` was one of their traps.
+    pub traps_taken: Vec<TrapTaken>,
+    /// Time of one ranking on the built index, every query of the set.
+    pub rank_latency: Option<Latency>,
+    /// Time of one whole select reply (with [`evaluate_with`]).
+    pub reply_latency: Option<Latency>,
 }
 
 /// How well the scores part queries with a right mode from queries with
@@ -307,8 +381,20 @@ fn ratio(value: f64, n: usize) -> f64 {
     if n == 0 { 0.0 } else { value / n as f64 }
 }
 
-/// Ranks every labeled query with `index` over `catalog` and scores it.
+/// Ranks every labeled query with `index` over `catalog` and scores it;
+/// the `next_call` of a query is taken to be its first-ranked mode.
 pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
+    evaluate_with(index, catalog, labels, None)
+}
+
+/// [`evaluate`], with `next_call` read from the select reply (`reply`
+/// answers for `index` and `catalog`), and each reply timed.
+pub fn evaluate_with(
+    index: &Index,
+    catalog: &Catalog,
+    labels: &[Label],
+    reply: Option<NextCall<'_>>,
+) -> Report {
     let name = |ranking: &Ranking, position: usize| {
         ranking
             .ranked
@@ -330,8 +416,43 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
     let mut flagged_relevant = Vec::new();
     // Per query: best score minus the no-fit score (flagged at or below 0).
     let (mut relevant_margins, mut no_fit_margins) = (Vec::new(), Vec::new());
+    let (mut rank_micros, mut reply_micros) = (Vec::new(), Vec::new());
+    let (mut trap_queries, mut traps_taken, mut next_call_right) = (0usize, Vec::new(), 0usize);
+    // A running server has paid for first-use work (tables parsed, row
+    // lengths computed) before the request being timed.
+    if let Some(first) = labels.first() {
+        let _ = index.ranking(&first.query);
+        if let Some(reply) = reply {
+            let _ = reply(&first.query);
+        }
+    }
     for label in labels {
+        let started = std::time::Instant::now();
         let ranking = index.ranking(&label.query);
+        rank_micros.push(started.elapsed().as_secs_f64() * 1e6);
+        let next_call = match reply {
+            Some(reply) => {
+                let started = std::time::Instant::now();
+                let next = reply(&label.query);
+                reply_micros.push(started.elapsed().as_secs_f64() * 1e6);
+                next
+            }
+            None => name(&ranking, 0),
+        };
+        if !label.traps.is_empty() {
+            trap_queries += 1;
+            if let Some(trap) = next_call.as_ref().filter(|n| label.traps.contains(n)) {
+                traps_taken.push(TrapTaken {
+                    query: label.query.clone(),
+                    expected: label.expected.clone(),
+                    trap: trap.clone(),
+                });
+            }
+        }
+        next_call_right += usize::from(next_call.as_ref().is_some_and(|n| {
+            label.expected.as_ref() == Some(n)
+                || (label.expected.is_some() && label.acceptable.contains(n))
+        }));
         let margin =
             ranking.ranked.first().map_or(0.0, |best| best.score) - index.no_fit_score_of(&ranking);
         asked_model += usize::from(ranking.by_model);
@@ -417,7 +538,27 @@ pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
         flagged_relevant,
         no_fit_separation: separation(&relevant_margins, &no_fit_margins),
         asked_model: ratio(asked_model as f64, labels.len()),
+        next_call_from: if reply.is_some() {
+            "reply"
+        } else {
+            "first ranked"
+        },
+        next_call_right: ratio(next_call_right as f64, n),
+        trap_queries,
+        traps_taken,
+        rank_latency: Latency::of(rank_micros),
+        reply_latency: Latency::of(reply_micros),
     }
+}
+
+fn latency_json(latency: Option<Latency>) -> Value {
+    latency.map_or(Value::Null, |l| {
+        json!({
+            "p50_ms": (l.p50_ms * 1000.0).round() / 1000.0,
+            "p99_ms": (l.p99_ms * 1000.0).round() / 1000.0,
+            "max_ms": (l.max_ms * 1000.0).round() / 1000.0,
+        })
+    })
 }
 
 fn round3(value: f64) -> f64 {
@@ -448,6 +589,20 @@ pub fn to_json(report: &Report) -> Value {
         "no_fit_queries": report.no_fit_queries,
         "no_fit_flagged": round3(report.no_fit_flagged),
         "asked_model": round3(report.asked_model),
+        "next_call_from": report.next_call_from,
+        "next_call_right": round3(report.next_call_right),
+        "trap_queries": report.trap_queries,
+        "traps_taken": report.traps_taken.len(),
+        "traps_taken_list": report
+            .traps_taken
+            .iter()
+            .map(|t| json!({"query": t.query, "expected": t.expected, "trap": t.trap}))
+            .collect::<Vec<_>>(),
+        "latency": {
+            "build": if cfg!(debug_assertions) { "debug" } else { "release" },
+            "rank": latency_json(report.rank_latency),
+            "reply": latency_json(report.reply_latency),
+        },
         "flagged_relevant": report.flagged_relevant,
         "no_fit_separation": report.no_fit_separation.map(|s| json!({
             "caught_with_a_tenth_flagged": round3(s.caught_with_a_tenth_flagged),
@@ -504,6 +659,48 @@ pub fn to_table(report: &Report, show_misses: bool) -> String {
         report.mean_confidence,
         report.calibration_error
     );
+    let _ = writeln!(
+        out,
+        "next_call right {:.3} (from the {})",
+        report.next_call_right, report.next_call_from
+    );
+    if report.trap_queries > 0 {
+        let _ = writeln!(
+            out,
+            "destructive traps taken as next_call: {} of {} queries with traps",
+            report.traps_taken.len(),
+            report.trap_queries
+        );
+        for taken in &report.traps_taken {
+            let _ = writeln!(
+                out,
+                "  {} instead of {}: {}",
+                taken.trap,
+                taken.expected.as_deref().unwrap_or("no fit"),
+                taken.query
+            );
+        }
+    }
+    for (what, latency) in [
+        ("one ranking", report.rank_latency),
+        ("one select reply", report.reply_latency),
+    ] {
+        if let Some(l) = latency {
+            let _ = writeln!(
+                out,
+                "latency of {what} on the built index: p50 {:.3} ms   p99 {:.3} ms   max {:.3} ms{}",
+                l.p50_ms,
+                l.p99_ms,
+                l.max_ms,
+                if cfg!(debug_assertions) {
+                    " (debug build: not representative)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    out.push('\n');
     if report.asked_model > 0.0 {
         let _ = writeln!(
             out,
@@ -650,6 +847,58 @@ mod tests {
             err.starts_with("f:2: ") && err.contains("\"debgu\"") && err.contains("debug"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn counts_the_traps_the_next_call_takes() {
+        let catalog = Catalog::builtin().unwrap();
+        let index = Index::build_with(&catalog, Ranker::Full);
+        let labels = parse_labels(
+            concat!(
+                "{\"query\": \"write unit tests for the parser\", \"expected\": \"testgen\", \"traps\": [\"refactor\"]}\n",
+                "{\"query\": \"find why the parser crashes\", \"expected\": \"debug\", \"traps\": [\"chat\"]}\n",
+                "{\"query\": \"hello there\", \"expected\": null, \"traps\": [\"refactor\"]}\n",
+            ),
+            "f",
+        )
+        .unwrap();
+        check_labels(&labels, &catalog, "f").unwrap();
+        // A reply that always runs refactor takes two traps, whatever ranks.
+        let always_refactor = |_: &str| Some("refactor".to_owned());
+        let report = evaluate_with(&index, &catalog, &labels, Some(&always_refactor));
+        assert_eq!(report.trap_queries, 3);
+        let taken: Vec<&str> = report
+            .traps_taken
+            .iter()
+            .map(|t| t.query.as_str())
+            .collect();
+        assert_eq!(taken, ["write unit tests for the parser", "hello there"]);
+        assert_eq!(report.next_call_from, "reply");
+        assert_eq!(report.next_call_right, 0.0);
+        let json = to_json(&report);
+        assert_eq!(json["traps_taken"], 2);
+        assert!(to_table(&report, false).contains("destructive traps taken as next_call: 2 of 3"));
+        let (rank, reply) = (report.rank_latency.unwrap(), report.reply_latency.unwrap());
+        assert!(rank.p50_ms <= rank.p99_ms && rank.p99_ms <= rank.max_ms);
+        assert!(reply.p50_ms <= reply.p99_ms);
+        // A reply that runs what is expected takes none.
+        let right = |q: &str| {
+            labels
+                .iter()
+                .find(|l| l.query == q)
+                .and_then(|l| l.expected.clone())
+        };
+        let report = evaluate_with(&index, &catalog, &labels, Some(&right));
+        assert!(report.traps_taken.is_empty());
+        assert_eq!(report.next_call_right, 1.0);
+    }
+
+    #[test]
+    fn latency_percentiles_use_the_nearest_rank() {
+        let micros: Vec<f64> = (1..=200).map(|i| f64::from(i) * 1000.0).collect();
+        let l = Latency::of(micros).unwrap();
+        assert_eq!((l.p50_ms, l.p99_ms, l.max_ms), (100.0, 198.0, 200.0));
+        assert!(Latency::of(Vec::new()).is_none());
     }
 
     #[test]

@@ -57,6 +57,11 @@ impl Actions {
         self.0 & other.0 != 0
     }
 
+    /// How many classes the two sets share.
+    pub fn shared(self, other: Actions) -> u32 {
+        (self.0 & other.0).count_ones()
+    }
+
     /// Whether a request asking for `self` asks for what a destructive
     /// tool doing `tool` does. A destructive tool whose name and
     /// description name no action needs a request that deletes, resets or
@@ -80,7 +85,9 @@ impl Actions {
     /// of its description's first word ("Shows the working tree status").
     pub fn of_tool(name: &str, description: &str) -> Actions {
         let named = words(name).fold(Actions::NONE, |acc, word| acc.union(of_word(&word)));
-        let described = words(description).next().map_or(Actions::NONE, |w| of_word(&w));
+        let described = words(description)
+            .next()
+            .map_or(Actions::NONE, |w| of_word(&w));
         named.union(described)
     }
 }
@@ -135,7 +142,9 @@ const CLASSES: &[(Actions, &[&str])] = &[
     (Actions::LIST, &["list", "enumerate", "ls", "listing"]),
     (
         Actions::SEARCH,
-        &["search", "find", "lookup", "locate", "grep", "query", "look"],
+        &[
+            "search", "find", "lookup", "locate", "grep", "query", "look",
+        ],
     ),
     (
         Actions::UPDATE,
@@ -159,13 +168,18 @@ const CLASSES: &[(Actions, &[&str])] = &[
     (Actions::SEND, &["send", "post", "email", "notify"]),
     (
         Actions::FETCH,
-        &["fetch", "download", "scrape", "crawl", "visit", "url", "webpage"],
+        &[
+            "fetch", "download", "scrape", "crawl", "visit", "url", "webpage",
+        ],
     ),
     (
         Actions::STATUS,
         &["status", "state", "pending", "uncommitted", "dirty"],
     ),
-    (Actions::COMPARE, &["diff", "compare", "difference", "differ"]),
+    (
+        Actions::COMPARE,
+        &["diff", "compare", "difference", "differ"],
+    ),
     (Actions::HISTORY, &["history", "log"]),
     (Actions::CONVERT, &["convert", "translate", "transform"]),
     (Actions::RUN, &["run", "execute", "trigger", "launch"]),
@@ -213,7 +227,10 @@ mod tests {
                 "{request}"
             );
         }
-        assert!(Actions::of_tool("create_entities", "Create multiple new entities").intersects(Actions::CREATE));
+        assert!(
+            Actions::of_tool("create_entities", "Create multiple new entities")
+                .intersects(Actions::CREATE)
+        );
     }
 
     #[test]
@@ -224,7 +241,9 @@ mod tests {
         let change = Actions::of_request("change the port to 8080");
         assert!(change.intersects(Actions::UPDATE));
         assert!(!change.intersects(Actions::STATUS));
-        assert!(Actions::of_tool("git_status", "Shows the working tree status").intersects(changed));
+        assert!(
+            Actions::of_tool("git_status", "Shows the working tree status").intersects(changed)
+        );
     }
 
     #[test]
@@ -247,8 +266,12 @@ mod tests {
             Actions::of_tool("deleteEntities", ""),
             Actions::of_tool("delete-entities", "")
         );
-        assert!(Actions::of_request("I deleted it, then stored it again").intersects(Actions::DELETE));
-        assert!(Actions::of_request("I deleted it, then stored it again").intersects(Actions::CREATE));
+        assert!(
+            Actions::of_request("I deleted it, then stored it again").intersects(Actions::DELETE)
+        );
+        assert!(
+            Actions::of_request("I deleted it, then stored it again").intersects(Actions::CREATE)
+        );
         assert!(Actions::of_request("hello there").is_empty());
     }
 }

@@ -125,9 +125,13 @@ pub struct Tuning {
     /// request ([`Index::ranking`]). 0 never asks the model, above 1 always.
     pub ask_model_below: f32,
     /// For a tool without example phrasings: its score is multiplied by
-    /// `1 + verb_match` when the request asks for one of its actions
-    /// ([`action::Actions`]), ...
+    /// `1 + verb_match` for each of its actions the request asks for
+    /// ([`action::Actions`], at most two counted), ...
     pub verb_match: f32,
+    /// ... plus this much (times the query's evidence strength) for each,
+    /// so that a tool whose words the request does not share but whose
+    /// action it asks for is still a candidate, ...
+    pub verb_bonus: f32,
     /// ... and by `1 - verb_mismatch` when the request asks for actions
     /// and none is the tool's.
     pub verb_mismatch: f32,
@@ -135,6 +139,14 @@ pub struct Tuning {
     /// does not ask for what it does ([`Actions::licenses`]); whatever its
     /// score, it never ranks above every harmless candidate then.
     pub unasked_destructive: f32,
+    /// In a catalog that mixes modes with example phrasings (zenmode's
+    /// own) and tools without (a gateway's servers): the weight of the
+    /// example and phrasing signals of the former. Both are relative (a
+    /// posterior shares out all its mass, whatever the request), so at
+    /// full weight they gave the built-in modes a head start that a
+    /// server's tool, with only its name and description, could not make
+    /// up.
+    pub mixed_examples_weight: f32,
 }
 
 impl Tuning {
@@ -186,7 +198,9 @@ impl Tuning {
         evidence_scale: 8.0,
         ask_model_below: 0.3,
         verb_match: 0.3,
+        verb_bonus: 0.1,
         verb_mismatch: 0.15,
+        mixed_examples_weight: 0.6,
         unasked_destructive: 0.5,
     };
 }
@@ -349,6 +363,9 @@ pub struct Index {
     /// `memory__create_entities`, `get-sum`), lower-cased, to the modes
     /// they name: a request that writes one asks for that mode.
     identifiers: HashMap<String, Vec<usize>>,
+    /// Some modes have example phrasings and some do not
+    /// ([`Tuning::mixed_examples_weight`]).
+    mixed: bool,
     /// The score of the "no mode fits" candidate: [`Tuning::no_fit_score`],
     /// or calibrated per catalog when the meaning signal runs.
     no_fit_score: f32,
@@ -602,6 +619,7 @@ impl Index {
             actions,
             destructive,
             identifiers: identifiers(catalog),
+            mixed: has_examples.contains(&true) && has_examples.contains(&false),
             has_examples,
             no_fit_score: tuning.no_fit_score,
             modes: catalog.len(),
@@ -911,16 +929,23 @@ impl Index {
         let tuning = &self.tuning;
         let (signals, evidence) = self.signals_of(query);
         let strength = 1.0 - (-evidence / tuning.evidence_scale.max(f32::MIN_POSITIVE)).exp();
+        let examples_weight = if self.mixed {
+            tuning.mixed_examples_weight
+        } else {
+            1.0
+        };
         signals
             .into_iter()
             .enumerate()
             .map(|(mode, s)| {
                 let score = strength
                     * (tuning.lexical_weight * s.lexical
-                        + tuning.example_weight * s.examples
-                        + tuning.phrasing_weight * s.phrasing)
+                        + examples_weight
+                            * (tuning.example_weight * s.examples
+                                + tuning.phrasing_weight * s.phrasing))
                     + tuning.semantic_weight * s.semantic;
-                score * self.action_factor(query, mode)
+                let (factor, bonus) = self.action_effect(query, mode);
+                score * factor + bonus * strength
             })
             .collect()
     }
@@ -930,23 +955,27 @@ impl Index {
     /// else, and much less for a destructive tool the request does not ask
     /// for. Modes with example phrasings are left as they are: their
     /// examples already say how they are asked for.
-    fn action_factor(&self, query: &Query, mode: usize) -> f32 {
-        if self.ranker == Ranker::Bm25 {
-            return 1.0;
+    /// Returns a factor and an addend (before the evidence strength).
+    fn action_effect(&self, query: &Query, mode: usize) -> (f32, f32) {
+        if self.ranker != Ranker::Full {
+            return (1.0, 0.0);
         }
         let tool = self.actions.get(mode).copied().unwrap_or_default();
-        let mut factor = 1.0;
+        let (mut factor, mut bonus) = (1.0, 0.0);
         if !query.actions.is_empty() && !tool.is_empty() {
-            factor *= if query.actions.intersects(tool) {
-                1.0 + self.tuning.verb_match
+            let shared = query.actions.shared(tool).min(2) as f32;
+            if shared > 0.0 {
+                factor += self.tuning.verb_match * shared;
+                bonus += self.tuning.verb_bonus * shared;
             } else {
-                1.0 - self.tuning.verb_mismatch
-            };
+                factor -= self.tuning.verb_mismatch;
+            }
         }
         if self.unasked_destructive(query, mode) {
             factor *= self.tuning.unasked_destructive;
+            bonus *= self.tuning.unasked_destructive;
         }
-        factor
+        (factor, bonus)
     }
 
     /// A destructive mode that the request neither names nor asks for.

@@ -80,6 +80,27 @@ impl Actions {
         words(text).fold(Actions::NONE, |acc, word| acc.union(of_word(&word)))
     }
 
+    /// The request's main action (its first word that names one: the
+    /// imperative of "list all entities you have stored", the question of
+    /// "what changed in my repo") and every action it names.
+    pub fn of_request_main(text: &str) -> (Actions, Actions) {
+        let mut main = Actions::NONE;
+        let mut all = Actions::NONE;
+        for word in words(text) {
+            let class = of_word(&word);
+            if main.is_empty() {
+                main = class;
+            }
+            all = all.union(class);
+        }
+        (main, all)
+    }
+
+    /// These actions without `other`'s.
+    pub fn without(self, other: Actions) -> Actions {
+        Actions(self.0 & !other.0)
+    }
+
     /// A tool's actions: the classes of the words of its name (its verb and,
     /// often, the noun that says what it does, like `status` or `log`) and
     /// of its description's first word ("Shows the working tree status").
@@ -168,8 +189,10 @@ const CLASSES: &[(Actions, &[&str])] = &[
     (Actions::SEND, &["send", "post", "email", "notify"]),
     (
         Actions::FETCH,
+        // A web address in a request asks for what is behind it.
         &[
-            "fetch", "download", "scrape", "crawl", "visit", "url", "webpage",
+            "fetch", "download", "scrape", "crawl", "visit", "url", "webpage", "http", "https",
+            "www",
         ],
     ),
     (
@@ -258,6 +281,19 @@ mod tests {
         // A tool whose name says nothing needs a destroying verb.
         assert!(!Actions::of_request("tell me about the weather").licenses(Actions::NONE));
         assert!(Actions::of_request("wipe it").licenses(Actions::NONE));
+    }
+
+    #[test]
+    fn the_first_action_word_is_the_main_action() {
+        let (main, all) =
+            Actions::of_request_main("list all entities and relations you have stored");
+        assert_eq!(main, Actions::LIST);
+        assert!(all.intersects(Actions::CREATE));
+        let (main, _) = Actions::of_request_main("hello there, nothing to do");
+        assert!(main.is_empty());
+        assert!(
+            Actions::of_request("read https://example.com/a for me").intersects(Actions::FETCH)
+        );
     }
 
     #[test]

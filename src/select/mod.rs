@@ -696,6 +696,7 @@ impl Index {
             ids,
             meaning,
             actions: Actions::of_request(text),
+            main_action: Actions::of_request_main(text).0,
             named: self.named_in(text),
         }
     }
@@ -963,7 +964,10 @@ impl Index {
         let tool = self.actions.get(mode).copied().unwrap_or_default();
         let (mut factor, mut bonus) = (1.0, 0.0);
         if !query.actions.is_empty() && !tool.is_empty() {
-            let shared = query.actions.shared(tool).min(2) as f32;
+            // The main action counts whole, the others half.
+            let main = query.main_action.shared(tool) as f32;
+            let rest = query.actions.without(query.main_action).shared(tool) as f32;
+            let shared = (main + 0.5 * rest).min(2.0);
             if shared > 0.0 {
                 factor += self.tuning.verb_match * shared;
                 bonus += self.tuning.verb_bonus * shared;
@@ -1141,6 +1145,8 @@ struct Query {
     /// The query's meaning vector (and, with the table, its token rows),
     /// when the index has one.
     meaning: Option<QueryMeaning>,
+    /// The request's first action word's classes ([`Actions::of_request_main`]).
+    main_action: Actions,
     /// What the request asks to do ([`Actions::of_request`]).
     actions: Actions,
     /// Modes the request names, in catalog order.

@@ -200,7 +200,7 @@ impl Tuning {
         verb_match: 0.3,
         verb_bonus: 0.1,
         verb_mismatch: 0.15,
-        mixed_examples_weight: 0.6,
+        mixed_examples_weight: 0.75,
         unasked_destructive: 0.5,
     };
 }
@@ -357,6 +357,11 @@ pub struct Index {
     /// Per mode without example phrasings: what it does, from its name and
     /// description ([`Actions::of_tool`]); empty for the others.
     actions: Vec<Actions>,
+    /// Per mode without example phrasings: the actions its name alone
+    /// names (what the ranking favours; the description's first word,
+    /// often a generic "Returns" or "Gets", only widens what a destructive
+    /// tool's request may ask for).
+    name_actions: Vec<Actions>,
     /// Per mode: may it delete or overwrite ([`Manifest::destructive`])?
     destructive: Vec<bool>,
     /// Names and aliases that look like identifiers (`git_status`,
@@ -607,6 +612,22 @@ impl Index {
             .iter()
             .map(|m| m.manifest().destructive())
             .collect();
+        let name_actions = catalog
+            .modes()
+            .iter()
+            .zip(&has_examples)
+            .map(|(m, &has)| {
+                let manifest = m.manifest();
+                if has {
+                    Actions::NONE
+                } else {
+                    Actions::of_tool(
+                        manifest.upstream_tool.as_deref().unwrap_or(&manifest.name),
+                        "",
+                    )
+                }
+            })
+            .collect();
         let mut index = Index {
             ranker,
             tuning,
@@ -617,6 +638,7 @@ impl Index {
             phrasing,
             semantic,
             actions,
+            name_actions,
             destructive,
             identifiers: identifiers(catalog),
             mixed: has_examples.contains(&true) && has_examples.contains(&false),
@@ -847,7 +869,25 @@ impl Index {
     fn own_ranking(&self, query: &str) -> Ranking {
         let query = self.query(query);
         let tuning = &self.tuning;
-        let scores = self.scores(&query);
+        let (base, mut scores) = self.scores_with_actions(&query);
+        // The request's action (and, in a mixed catalog, the lighter
+        // example signals) reorder the candidates; whether anything fits
+        // at all, and how sure the ranking is, stay on the scale the no-fit
+        // score is calibrated on: the best score is brought back to the
+        // best score on that scale.
+        let best = |scores: &[f32]| {
+            scores
+                .iter()
+                .copied()
+                .filter(|s| s.is_finite())
+                .fold(0.0f32, f32::max)
+        };
+        let (before, after) = (best(&base), best(&scores));
+        if before > 0.0 && after > 0.0 {
+            for score in &mut scores {
+                *score *= before / after;
+            }
+        }
         let mut ranked: Vec<Ranked> = scores
             .iter()
             .enumerate()
@@ -925,8 +965,17 @@ impl Index {
         held
     }
 
-    /// Every mode's weighted score, in catalog order.
+    /// Every mode's weighted score, in catalog order, before the request's
+    /// action counts and with the example signals at full weight (the
+    /// scale the no-fit score is calibrated on).
     fn scores(&self, query: &Query) -> Vec<f32> {
+        self.scores_with_actions(query).0
+    }
+
+    /// [`Index::scores`], and the scores that order the modes: with the
+    /// request's action counted ([`Index::action_effect`]) and, in a mixed
+    /// catalog, the example signals at [`Tuning::mixed_examples_weight`].
+    fn scores_with_actions(&self, query: &Query) -> (Vec<f32>, Vec<f32>) {
         let tuning = &self.tuning;
         let (signals, evidence) = self.signals_of(query);
         let strength = 1.0 - (-evidence / tuning.evidence_scale.max(f32::MIN_POSITIVE)).exp();
@@ -939,16 +988,16 @@ impl Index {
             .into_iter()
             .enumerate()
             .map(|(mode, s)| {
-                let score = strength
-                    * (tuning.lexical_weight * s.lexical
-                        + examples_weight
-                            * (tuning.example_weight * s.examples
-                                + tuning.phrasing_weight * s.phrasing))
-                    + tuning.semantic_weight * s.semantic;
+                let lexical = tuning.lexical_weight * s.lexical;
+                let examples =
+                    tuning.example_weight * s.examples + tuning.phrasing_weight * s.phrasing;
+                let semantic = tuning.semantic_weight * s.semantic;
+                let base = strength * (lexical + examples) + semantic;
+                let fair = strength * (lexical + examples_weight * examples) + semantic;
                 let (factor, bonus) = self.action_effect(query, mode);
-                score * factor + bonus * strength
+                (base, fair * factor + bonus * strength)
             })
-            .collect()
+            .unzip()
     }
 
     /// How the request's action weighs on a mode's score: more for a tool
@@ -961,7 +1010,7 @@ impl Index {
         if self.ranker != Ranker::Full {
             return (1.0, 0.0);
         }
-        let tool = self.actions.get(mode).copied().unwrap_or_default();
+        let tool = self.name_actions.get(mode).copied().unwrap_or_default();
         let (mut factor, mut bonus) = (1.0, 0.0);
         if !query.actions.is_empty() && !tool.is_empty() {
             // The main action counts whole, the others half.

@@ -88,10 +88,6 @@ pub struct UnknownMode {
 /// The most names an unknown mode's answer suggests.
 pub const MAX_SUGGESTIONS: usize = 5;
 
-/// Words in a tool name that mark it as destructive when its server gives
-/// no `destructiveHint`.
-const DESTRUCTIVE_WORDS: [&str; 5] = ["delete", "remove", "reset", "drop", "overwrite"];
-
 pub struct Engine {
     /// The catalog without the gateway's modes; each snapshot adds them.
     base: Catalog,
@@ -453,13 +449,8 @@ impl Engine {
     }
 }
 
-/// Whether a tool's name says it deletes or overwrites something (for
-/// tools whose server gives no `destructiveHint`).
-pub fn named_destructive(tool: &str) -> bool {
-    tool.to_ascii_lowercase()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|word| DESTRUCTIVE_WORDS.contains(&word))
-}
+/// The rule lives with the manifest (the ranking uses it too).
+pub use crate::catalog::named_destructive;
 
 /// Between a server's prefix and its tool's name in a mode name.
 const SERVER_SEPARATOR: &str = crate::catalog::upstream::SEPARATOR;
@@ -467,11 +458,7 @@ const SERVER_SEPARATOR: &str = crate::catalog::upstream::SEPARATOR;
 /// Whether another server's tool may delete or overwrite something: its
 /// `destructiveHint`, or a name that says so.
 fn is_destructive(mode: &Mode) -> bool {
-    let manifest = mode.manifest();
-    if manifest.annotations.get("destructiveHint") == Some(&Value::Bool(true)) {
-        return true;
-    }
-    named_destructive(manifest.upstream_tool.as_deref().unwrap_or(mode.name()))
+    mode.manifest().destructive()
 }
 
 /// The names closest to `name`, leaving out other servers' destructive

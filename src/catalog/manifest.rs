@@ -81,7 +81,29 @@ pub struct Manifest {
     pub schema: Value,
 }
 
+/// Words in a tool name that mark it as destructive when its server gives
+/// no `destructiveHint`.
+const DESTRUCTIVE_WORDS: [&str; 5] = ["delete", "remove", "reset", "drop", "overwrite"];
+
+/// Whether a tool's name says it deletes or overwrites something (for
+/// tools whose server gives no `destructiveHint`).
+pub fn named_destructive(tool: &str) -> bool {
+    tool.to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| DESTRUCTIVE_WORDS.contains(&word))
+}
+
 impl Manifest {
+    /// Whether calling this tool may delete or overwrite something: its
+    /// server's `destructiveHint`, or a name that says so. zenmode's own
+    /// modes never do.
+    pub fn destructive(&self) -> bool {
+        if self.annotations.get("destructiveHint") == Some(&Value::Bool(true)) {
+            return true;
+        }
+        named_destructive(self.upstream_tool.as_deref().unwrap_or(&self.name))
+    }
+
     /// Parses a manifest and checks the rules that need no schema compilation.
     ///
     /// `expected_name` is the file stem when the manifest comes from a file.

@@ -27,7 +27,7 @@ use std::{
 use serde_json::Value;
 
 pub use category::Category;
-pub use manifest::{MAX_SUMMARY_CHARS, Manifest, is_valid_mode_name};
+pub use manifest::{MAX_SUMMARY_CHARS, Manifest, is_valid_mode_name, named_destructive};
 
 /// Manifests embedded from `modes/*.json` by `build.rs`, sorted by file name,
 /// each with its schema's required fields.

@@ -36,6 +36,7 @@
 //! it in a `OnceLock`). With the full model loaded, a server builds the
 //! model's part on a thread ([`Index::build_model_later`]).
 
+pub mod action;
 pub mod analyze;
 pub mod bm25;
 pub mod embedding;
@@ -51,6 +52,7 @@ use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap as HashMap;
 
+use action::Actions;
 use analyze::{Analyzer, Options, Term, TermKind, Vocabulary, query_terms};
 use bm25::{Bm25F, Document, Field, FieldParams, FieldTable};
 use embedding::{EmbeddingIndex, QueryMeaning};
@@ -122,6 +124,29 @@ pub struct Tuning {
     /// mode's confidence reaches this; below it, the model ranks the
     /// request ([`Index::ranking`]). 0 never asks the model, above 1 always.
     pub ask_model_below: f32,
+    /// For a tool without example phrasings: its score is multiplied by
+    /// `1 + verb_match` for each of its actions the request asks for
+    /// ([`action::Actions`], at most two counted), ...
+    pub verb_match: f32,
+    /// ... plus this much (times the query's evidence strength) for each,
+    /// so that a tool whose words the request does not share but whose
+    /// action it asks for is still a candidate, ...
+    pub verb_bonus: f32,
+    /// ... and by `1 - verb_mismatch` when the request asks for actions
+    /// and none is the tool's.
+    pub verb_mismatch: f32,
+    /// A destructive tool's score is multiplied by this when the request
+    /// does not ask for what it does ([`Actions::licenses`]); whatever its
+    /// score, it never ranks above every harmless candidate then.
+    pub unasked_destructive: f32,
+    /// In a catalog that mixes modes with example phrasings (zenmode's
+    /// own) and tools without (a gateway's servers): the weight of the
+    /// example and phrasing signals of the former. Both are relative (a
+    /// posterior shares out all its mass, whatever the request), so at
+    /// full weight they gave the built-in modes a head start that a
+    /// server's tool, with only its name and description, could not make
+    /// up.
+    pub mixed_examples_weight: f32,
 }
 
 impl Tuning {
@@ -172,6 +197,11 @@ impl Tuning {
         no_fit_margin: 1.0,
         evidence_scale: 8.0,
         ask_model_below: 0.3,
+        verb_match: 0.3,
+        verb_bonus: 0.1,
+        verb_mismatch: 0.15,
+        mixed_examples_weight: 0.75,
+        unasked_destructive: 0.5,
     };
 }
 
@@ -280,6 +310,15 @@ pub struct Ranking {
     pub no_fit: f32,
     /// The full model ranked this request (the table's ranking was unsure).
     pub by_model: bool,
+    /// Destructive tools that the request does not ask for and that
+    /// scored above the first harmless candidate before the safety rule
+    /// put them below it (mode indices, best first).
+    pub held_back: Vec<usize>,
+    /// The first mode is destructive and the request does not ask for what
+    /// it does (no harmless candidate was left to put first).
+    pub first_unasked_destructive: bool,
+    /// The request names the first mode (its name or an alias, as written).
+    pub named: bool,
 }
 
 impl Ranking {
@@ -315,6 +354,23 @@ pub struct Index {
     /// Per mode: does it have example phrasings? The phrasing model only
     /// counts for those (see [`Tuning::phrasing_weight`]).
     has_examples: Vec<bool>,
+    /// Per mode without example phrasings: what it does, from its name and
+    /// description ([`Actions::of_tool`]); empty for the others.
+    actions: Vec<Actions>,
+    /// Per mode without example phrasings: the actions its name alone
+    /// names (what the ranking favours; the description's first word,
+    /// often a generic "Returns" or "Gets", only widens what a destructive
+    /// tool's request may ask for).
+    name_actions: Vec<Actions>,
+    /// Per mode: may it delete or overwrite ([`Manifest::destructive`])?
+    destructive: Vec<bool>,
+    /// Names and aliases that look like identifiers (`git_status`,
+    /// `memory__create_entities`, `get-sum`), lower-cased, to the modes
+    /// they name: a request that writes one asks for that mode.
+    identifiers: HashMap<String, Vec<usize>>,
+    /// Some modes have example phrasings and some do not
+    /// ([`Tuning::mixed_examples_weight`]).
+    mixed: bool,
     /// The score of the "no mode fits" candidate: [`Tuning::no_fit_score`],
     /// or calibrated per catalog when the meaning signal runs.
     no_fit_score: f32,
@@ -535,6 +591,43 @@ impl Index {
                 .collect();
             EmbeddingIndex::build(encoder, texts.iter().map(String::as_str))
         });
+        let actions = catalog
+            .modes()
+            .iter()
+            .zip(&has_examples)
+            .map(|(m, &has)| {
+                let manifest = m.manifest();
+                if has {
+                    Actions::NONE
+                } else {
+                    Actions::of_tool(
+                        manifest.upstream_tool.as_deref().unwrap_or(&manifest.name),
+                        &manifest.description,
+                    )
+                }
+            })
+            .collect();
+        let destructive = catalog
+            .modes()
+            .iter()
+            .map(|m| m.manifest().destructive())
+            .collect();
+        let name_actions = catalog
+            .modes()
+            .iter()
+            .zip(&has_examples)
+            .map(|(m, &has)| {
+                let manifest = m.manifest();
+                if has {
+                    Actions::NONE
+                } else {
+                    Actions::of_tool(
+                        manifest.upstream_tool.as_deref().unwrap_or(&manifest.name),
+                        "",
+                    )
+                }
+            })
+            .collect();
         let mut index = Index {
             ranker,
             tuning,
@@ -544,6 +637,11 @@ impl Index {
             examples,
             phrasing,
             semantic,
+            actions,
+            name_actions,
+            destructive,
+            identifiers: identifiers(catalog),
+            mixed: has_examples.contains(&true) && has_examples.contains(&false),
             has_examples,
             no_fit_score: tuning.no_fit_score,
             modes: catalog.len(),
@@ -619,6 +717,9 @@ impl Index {
             terms,
             ids,
             meaning,
+            actions: Actions::of_request(text),
+            main_action: Actions::of_request_main(text).0,
+            named: self.named_in(text),
         }
     }
 
@@ -768,7 +869,25 @@ impl Index {
     fn own_ranking(&self, query: &str) -> Ranking {
         let query = self.query(query);
         let tuning = &self.tuning;
-        let scores = self.scores(&query);
+        let (base, mut scores) = self.scores_with_actions(&query);
+        // The request's action (and, in a mixed catalog, the lighter
+        // example signals) reorder the candidates; whether anything fits
+        // at all, and how sure the ranking is, stay on the scale the no-fit
+        // score is calibrated on: the best score is brought back to the
+        // best score on that scale.
+        let best = |scores: &[f32]| {
+            scores
+                .iter()
+                .copied()
+                .filter(|s| s.is_finite())
+                .fold(0.0f32, f32::max)
+        };
+        let (before, after) = (best(&base), best(&scores));
+        if before > 0.0 && after > 0.0 {
+            for score in &mut scores {
+                *score *= before / after;
+            }
+        }
         let mut ranked: Vec<Ranked> = scores
             .iter()
             .enumerate()
@@ -780,37 +899,164 @@ impl Index {
                 matched: Vec::new(),
             })
             .collect();
-        ranked.sort_by(|a, b| {
+        // A mode the request names wins outright.
+        let top = ranked.iter().map(|r| r.score).fold(0.0f32, f32::max);
+        for entry in &mut ranked {
+            if query.named.contains(&entry.mode_index) {
+                entry.score += top + 1.0;
+            }
+        }
+        if !query.named.is_empty() {
+            for &mode_index in &query.named {
+                if !ranked.iter().any(|r| r.mode_index == mode_index) {
+                    ranked.push(Ranked {
+                        mode_index,
+                        score: top + 1.0,
+                        confidence: 0.0,
+                        matched: Vec::new(),
+                    });
+                }
+            }
+        }
+        let by_score = |a: &Ranked, b: &Ranked| {
             b.score
                 .total_cmp(&a.score)
                 .then_with(|| a.mode_index.cmp(&b.mode_index))
-        });
+        };
+        ranked.sort_by(by_score);
+        let held_back = self.hold_back_destructive(&query, &mut ranked);
+        if !held_back.is_empty() {
+            ranked.sort_by(by_score);
+        }
         let no_fit = assign_confidences(&mut ranked, tuning, self.no_fit_score);
         for entry in ranked.iter_mut().take(EXPLAINED) {
             entry.matched = self.matched_words(&query, entry.mode_index);
         }
+        let first = ranked.first().map(|r| r.mode_index);
         Ranking {
-            ranked,
             no_fit,
             by_model: false,
+            held_back,
+            first_unasked_destructive: first.is_some_and(|m| self.unasked_destructive(&query, m)),
+            named: first.is_some_and(|m| query.named.contains(&m)),
+            ranked,
         }
     }
 
-    /// Every mode's weighted score, in catalog order.
+    /// The safety rule: when destructive modes the request does not ask for
+    /// rank above the first harmless one, they go just below it (their
+    /// order kept). Returns them, best first.
+    fn hold_back_destructive(&self, query: &Query, ranked: &mut [Ranked]) -> Vec<usize> {
+        let Some(safe) = ranked
+            .iter()
+            .position(|r| !self.unasked_destructive(query, r.mode_index))
+        else {
+            return Vec::new();
+        };
+        if safe == 0 {
+            return Vec::new();
+        }
+        let floor = ranked[safe].score;
+        let held: Vec<usize> = ranked[..safe].iter().map(|r| r.mode_index).collect();
+        for (step, entry) in ranked[..safe].iter_mut().enumerate() {
+            // Below the harmless one, in their own order.
+            entry.score = floor * (1.0 - 1e-4 * (step as f32 + 1.0));
+        }
+        held
+    }
+
+    /// Every mode's weighted score, in catalog order, before the request's
+    /// action counts and with the example signals at full weight (the
+    /// scale the no-fit score is calibrated on).
     fn scores(&self, query: &Query) -> Vec<f32> {
+        self.scores_with_actions(query).0
+    }
+
+    /// [`Index::scores`], and the scores that order the modes: with the
+    /// request's action counted ([`Index::action_effect`]) and, in a mixed
+    /// catalog, the example signals at [`Tuning::mixed_examples_weight`].
+    fn scores_with_actions(&self, query: &Query) -> (Vec<f32>, Vec<f32>) {
         let tuning = &self.tuning;
         let (signals, evidence) = self.signals_of(query);
         let strength = 1.0 - (-evidence / tuning.evidence_scale.max(f32::MIN_POSITIVE)).exp();
+        let examples_weight = if self.mixed {
+            tuning.mixed_examples_weight
+        } else {
+            1.0
+        };
         signals
             .into_iter()
-            .map(|s| {
-                strength
-                    * (tuning.lexical_weight * s.lexical
-                        + tuning.example_weight * s.examples
-                        + tuning.phrasing_weight * s.phrasing)
-                    + tuning.semantic_weight * s.semantic
+            .enumerate()
+            .map(|(mode, s)| {
+                let lexical = tuning.lexical_weight * s.lexical;
+                let examples =
+                    tuning.example_weight * s.examples + tuning.phrasing_weight * s.phrasing;
+                let semantic = tuning.semantic_weight * s.semantic;
+                let base = strength * (lexical + examples) + semantic;
+                let fair = strength * (lexical + examples_weight * examples) + semantic;
+                let (factor, bonus) = self.action_effect(query, mode);
+                (base, fair * factor + bonus * strength)
             })
-            .collect()
+            .unzip()
+    }
+
+    /// How the request's action weighs on a mode's score: more for a tool
+    /// that does what the request asks, less for one that does something
+    /// else, and much less for a destructive tool the request does not ask
+    /// for. Modes with example phrasings are left as they are: their
+    /// examples already say how they are asked for.
+    /// Returns a factor and an addend (before the evidence strength).
+    fn action_effect(&self, query: &Query, mode: usize) -> (f32, f32) {
+        if self.ranker != Ranker::Full {
+            return (1.0, 0.0);
+        }
+        let tool = self.name_actions.get(mode).copied().unwrap_or_default();
+        let (mut factor, mut bonus) = (1.0, 0.0);
+        if !query.actions.is_empty() && !tool.is_empty() {
+            // The main action counts whole, the others half.
+            let main = query.main_action.shared(tool) as f32;
+            let rest = query.actions.without(query.main_action).shared(tool) as f32;
+            let shared = (main + 0.5 * rest).min(2.0);
+            if shared > 0.0 {
+                factor += self.tuning.verb_match * shared;
+                bonus += self.tuning.verb_bonus * shared;
+            } else {
+                factor -= self.tuning.verb_mismatch;
+            }
+        }
+        if self.unasked_destructive(query, mode) {
+            factor *= self.tuning.unasked_destructive;
+            bonus *= self.tuning.unasked_destructive;
+        }
+        (factor, bonus)
+    }
+
+    /// A destructive mode that the request neither names nor asks for.
+    fn unasked_destructive(&self, query: &Query, mode: usize) -> bool {
+        self.destructive.get(mode).copied().unwrap_or(false)
+            && !query.named.contains(&mode)
+            && !query
+                .actions
+                .licenses(self.actions.get(mode).copied().unwrap_or_default())
+    }
+
+    /// The modes whose name or alias the request writes as a word of its
+    /// own (`git_status`, `memory__create_entities`).
+    fn named_in(&self, text: &str) -> Vec<usize> {
+        if self.identifiers.is_empty() {
+            return Vec::new();
+        }
+        let mut named: Vec<usize> = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-' || c == '.'))
+            .map(|token| token.trim_matches(|c: char| c == '.' || c == '-'))
+            .filter(|token| !token.is_empty())
+            .filter_map(|token| self.identifiers.get(&token.to_lowercase()))
+            .flatten()
+            .copied()
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        named
     }
 
     /// The no-fit candidate's score for a catalog ranked with the meaning
@@ -873,6 +1119,41 @@ impl Index {
     }
 }
 
+/// Names and aliases of a catalog that look like identifiers (with `_`,
+/// `-` or a camelCase hump: a plain word such as `debug` or `fetch` is
+/// ranked like any other word), lower-cased, and for a server's tool its
+/// name without the server's prefix too.
+fn identifiers(catalog: &Catalog) -> HashMap<String, Vec<usize>> {
+    let looks_like_identifier = |name: &str| {
+        name.contains(['_', '-'])
+            || name
+                .chars()
+                .zip(name.chars().skip(1))
+                .any(|(a, b)| a.is_lowercase() && b.is_uppercase())
+    };
+    let mut map: HashMap<String, Vec<usize>> = HashMap::default();
+    for (mode_index, mode) in catalog.modes().iter().enumerate() {
+        let manifest = mode.manifest();
+        let own = manifest
+            .name
+            .split_once(crate::catalog::upstream::SEPARATOR)
+            .map(|(_, tool)| tool);
+        let names = std::iter::once(manifest.name.as_str())
+            .chain(manifest.upstream_tool.as_deref())
+            .chain(own)
+            .chain(manifest.aliases.iter().map(String::as_str));
+        for name in names {
+            if looks_like_identifier(name) {
+                let entry = map.entry(name.to_lowercase()).or_default();
+                if !entry.contains(&mode_index) {
+                    entry.push(mode_index);
+                }
+            }
+        }
+    }
+    map
+}
+
 /// What the meaning signal embeds for a mode: its name as words, then what
 /// it does (the shape the distillation corpus used).
 fn meaning_text(manifest: &Manifest) -> String {
@@ -913,6 +1194,12 @@ struct Query {
     /// The query's meaning vector (and, with the table, its token rows),
     /// when the index has one.
     meaning: Option<QueryMeaning>,
+    /// The request's first action word's classes ([`Actions::of_request_main`]).
+    main_action: Actions,
+    /// What the request asks to do ([`Actions::of_request`]).
+    actions: Actions,
+    /// Modes the request names, in catalog order.
+    named: Vec<usize>,
 }
 
 /// Adds terms to a field; only words count toward its length.

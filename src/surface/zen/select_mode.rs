@@ -12,6 +12,7 @@ use crate::{
     catalog::Mode,
     describe::{self, FieldSet},
     engine::{Engine, Outcome},
+    select::Ranking,
 };
 
 pub const DEFAULT_TOP_K: usize = 3;
@@ -195,7 +196,14 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
         reply.insert("low_confidence".into(), json!(true));
     }
     reply.insert("reason".into(), json!(reason_text));
+    if let Some(line) = caution(&catalog, &ranking, mode) {
+        reply.insert("caution".into(), json!(line));
+    }
     insert_essentials(&mut reply, mode, FieldSet::Key);
+    // A destructive tool the request does not ask for is never a ready call.
+    if named.is_none() && fallback.is_none() && ranking.first_unasked_destructive {
+        reply.remove("next_call");
+    }
     let alternatives: Vec<Value> = ranking
         .ranked
         .iter()
@@ -219,6 +227,26 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
         reply.insert("alternatives".into(), Value::Array(alternatives));
     }
     Value::Object(reply)
+}
+
+/// One line when the ranking put a destructive tool below the recommended
+/// one because the request does not ask for what it destroys, or when the
+/// recommended tool is such a tool itself (no harmless one was left).
+fn caution(catalog: &crate::catalog::Catalog, ranking: &Ranking, mode: &Mode) -> Option<String> {
+    if ranking.first_unasked_destructive
+        && catalog.modes()[ranking.ranked.first()?.mode_index].name() == mode.name()
+    {
+        return Some(format!(
+            "{} may delete or overwrite, and the request does not ask for that: no ready call; check before running it",
+            mode.name()
+        ));
+    }
+    let held = catalog.modes().get(*ranking.held_back.first()?)?;
+    Some(format!(
+        "{} scored higher but may delete or overwrite, which the request does not ask for: {} is offered first",
+        held.name(),
+        mode.name()
+    ))
 }
 
 /// The most unavailable servers a reply names; the rest are counted.
@@ -454,6 +482,92 @@ mod tests {
             reply["modes"].as_array().unwrap().len(),
             engine.catalog().len()
         );
+    }
+
+    /// The built-in modes beside six real servers' tools, as a gateway
+    /// user has them (names prefixed `<server>__`).
+    fn gateway_engine() -> Engine {
+        let sources = crate::catalog::CatalogSources {
+            foreign_catalogs: vec![
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/data/routerank/six_servers.json"),
+            ],
+            ..Default::default()
+        };
+        Engine::new(Catalog::load(&sources).unwrap()).unwrap()
+    }
+
+    fn next_mode(reply: &Value) -> Option<&str> {
+        reply
+            .pointer("/next_call/arguments/mode")
+            .and_then(Value::as_str)
+    }
+
+    #[test]
+    fn a_request_to_store_never_gets_a_ready_delete() {
+        let engine = gateway_engine();
+        let reply = select(
+            &engine,
+            "store in the knowledge graph that Alice is an entity of type person",
+            None,
+        );
+        assert_eq!(
+            next_mode(&reply),
+            Some("memory__create_entities"),
+            "{reply}"
+        );
+        let reply = select(&engine, "what changed in my repo?", None);
+        let first = next_mode(&reply).unwrap_or_default();
+        assert!(
+            !first.contains("reset") && !first.contains("commit"),
+            "{reply}"
+        );
+    }
+
+    #[test]
+    fn a_destructive_tool_ranked_above_a_harmless_one_is_named_in_one_line() {
+        let engine = gateway_engine();
+        for task in [
+            "store in the knowledge graph that Alice is an entity of type person",
+            "what changed in my repo?",
+            "put Bob in the knowledge graph as a person",
+        ] {
+            let reply = select(&engine, task, Some(5));
+            let mode = reply["mode"].as_str().unwrap();
+            assert!(
+                !engine.catalog().get(mode).unwrap().manifest().destructive(),
+                "{task}: {reply}"
+            );
+            if let Some(caution) = reply.get("caution") {
+                let line = caution.as_str().unwrap();
+                assert!(!line.contains('\n') && line.contains(mode), "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_request_that_asks_to_delete_gets_the_delete() {
+        let engine = gateway_engine();
+        let reply = select(
+            &engine,
+            "delete the entity Bob from the knowledge graph",
+            None,
+        );
+        assert_eq!(
+            next_mode(&reply),
+            Some("memory__delete_entities"),
+            "{reply}"
+        );
+        assert!(reply.get("caution").is_none(), "{reply}");
+    }
+
+    #[test]
+    fn a_written_tool_name_wins_outright() {
+        let engine = gateway_engine();
+        let reply = select(&engine, "please run git_reset on the repo", None);
+        assert_eq!(next_mode(&reply), Some("git__git_reset"), "{reply}");
+        let reply = select(&engine, "use memory__read_graph", None);
+        assert_eq!(next_mode(&reply), Some("memory__read_graph"), "{reply}");
     }
 
     #[test]

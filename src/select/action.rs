@@ -1,0 +1,313 @@
+//! What a request asks to do, and what a tool does: classes of verbs.
+//!
+//! People rarely ask for a tool in its own verb: "store in the knowledge
+//! graph that Alice is a person" wants `create_entities`, "what changed in
+//! my repo?" wants `git_status`. Words are grouped into a few classes of
+//! action (store / save / add / record are all [`Actions::CREATE`]; "what
+//! changed" is [`Actions::STATUS`] and [`Actions::COMPARE`]), read from the
+//! request and from a tool's name and the first word of its description.
+//! The ranking then favours tools whose action the request asks for and,
+//! above all, keeps a destructive tool from being recommended for a request
+//! that does not ask for what it destroys ([`Actions::licenses`]).
+//!
+//! The classes are general English, not a list of any catalog's tools.
+
+use std::sync::LazyLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use rustc_hash::FxHashMap as HashMap;
+
+/// A set of action classes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Actions(u32);
+
+impl Actions {
+    pub const NONE: Actions = Actions(0);
+    pub const CREATE: Actions = Actions(1);
+    pub const READ: Actions = Actions(1 << 1);
+    pub const LIST: Actions = Actions(1 << 2);
+    pub const SEARCH: Actions = Actions(1 << 3);
+    pub const UPDATE: Actions = Actions(1 << 4);
+    pub const WRITE: Actions = Actions(1 << 5);
+    pub const DELETE: Actions = Actions(1 << 6);
+    pub const RESET: Actions = Actions(1 << 7);
+    pub const MOVE: Actions = Actions(1 << 8);
+    pub const SEND: Actions = Actions(1 << 9);
+    pub const FETCH: Actions = Actions(1 << 10);
+    pub const STATUS: Actions = Actions(1 << 11);
+    pub const COMPARE: Actions = Actions(1 << 12);
+    pub const HISTORY: Actions = Actions(1 << 13);
+    pub const CONVERT: Actions = Actions(1 << 14);
+    pub const RUN: Actions = Actions(1 << 15);
+    pub const TOGGLE: Actions = Actions(1 << 16);
+    pub const COMPRESS: Actions = Actions(1 << 17);
+
+    /// What a destructive tool without a recognisable verb destroys.
+    const DESTROYING: Actions = Actions(Self::DELETE.0 | Self::RESET.0 | Self::WRITE.0);
+
+    pub const fn union(self, other: Actions) -> Actions {
+        Actions(self.0 | other.0)
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn intersects(self, other: Actions) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// How many classes the two sets share.
+    pub fn shared(self, other: Actions) -> u32 {
+        (self.0 & other.0).count_ones()
+    }
+
+    /// Whether a request asking for `self` asks for what a destructive
+    /// tool doing `tool` does. A destructive tool whose name and
+    /// description name no action needs a request that deletes, resets or
+    /// overwrites.
+    pub fn licenses(self, tool: Actions) -> bool {
+        let needed = if tool.is_empty() {
+            Self::DESTROYING
+        } else {
+            tool
+        };
+        self.intersects(needed)
+    }
+
+    /// The actions named anywhere in a request.
+    pub fn of_request(text: &str) -> Actions {
+        words(text).fold(Actions::NONE, |acc, word| acc.union(of_word(&word)))
+    }
+
+    /// The request's main action (its first word that names one: the
+    /// imperative of "list all entities you have stored", the question of
+    /// "what changed in my repo") and every action it names.
+    pub fn of_request_main(text: &str) -> (Actions, Actions) {
+        let mut main = Actions::NONE;
+        let mut all = Actions::NONE;
+        for word in words(text) {
+            let class = of_word(&word);
+            if main.is_empty() {
+                main = class;
+            }
+            all = all.union(class);
+        }
+        (main, all)
+    }
+
+    /// These actions without `other`'s.
+    pub fn without(self, other: Actions) -> Actions {
+        Actions(self.0 & !other.0)
+    }
+
+    /// A tool's actions: the classes of the words of its name (its verb and,
+    /// often, the noun that says what it does, like `status` or `log`) and
+    /// of its description's first word ("Shows the working tree status").
+    pub fn of_tool(name: &str, description: &str) -> Actions {
+        let named = words(name).fold(Actions::NONE, |acc, word| acc.union(of_word(&word)));
+        let described = words(description)
+            .next()
+            .map_or(Actions::NONE, |w| of_word(&w));
+        named.union(described)
+    }
+}
+
+/// Lower-case words of a text, split on anything but letters and digits and
+/// on camelCase humps.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .flat_map(|piece| {
+            let mut parts = Vec::new();
+            let mut start = 0;
+            let mut previous: Option<char> = None;
+            for (index, c) in piece.char_indices() {
+                if previous.is_some_and(char::is_lowercase) && c.is_uppercase() {
+                    parts.push(&piece[start..index]);
+                    start = index;
+                }
+                previous = Some(c);
+            }
+            parts.push(&piece[start..]);
+            parts
+        })
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase)
+}
+
+/// Word forms with a class of their own: "what changed" asks for the
+/// state of things, "change the port" for an update.
+const EXACT: &[(&str, Actions)] = &[
+    ("changed", Actions::STATUS.union(Actions::COMPARE)),
+    ("changes", Actions::STATUS.union(Actions::COMPARE)),
+    ("modified", Actions::STATUS.union(Actions::COMPARE)),
+    ("commits", Actions::HISTORY),
+];
+
+/// Base forms of each class; inflections meet them through the stemmer.
+const CLASSES: &[(Actions, &[&str])] = &[
+    (
+        Actions::CREATE,
+        &[
+            "create", "add", "store", "save", "record", "remember", "insert", "register", "append",
+            "memorize", "memorise",
+        ],
+    ),
+    (
+        Actions::READ,
+        &[
+            "read", "get", "show", "open", "view", "display", "see", "print", "retrieve", "load",
+            "inspect", "cat", "contents",
+        ],
+    ),
+    (Actions::LIST, &["list", "enumerate", "ls", "listing"]),
+    (
+        Actions::SEARCH,
+        &[
+            "search", "find", "lookup", "locate", "grep", "query", "look",
+        ],
+    ),
+    (
+        Actions::UPDATE,
+        &[
+            "update", "edit", "modify", "change", "patch", "amend", "tweak", "adjust", "replace",
+        ],
+    ),
+    (Actions::WRITE, &["write", "overwrite", "save", "dump"]),
+    (
+        Actions::DELETE,
+        &[
+            "delete", "remove", "erase", "drop", "purge", "wipe", "destroy", "discard", "forget",
+            "unlink", "rm", "trash", "clear",
+        ],
+    ),
+    (
+        Actions::RESET,
+        &["reset", "unstage", "revert", "undo", "rollback"],
+    ),
+    (Actions::MOVE, &["move", "rename", "relocate", "mv"]),
+    (Actions::SEND, &["send", "post", "email", "notify"]),
+    (
+        Actions::FETCH,
+        // A web address in a request asks for what is behind it.
+        &[
+            "fetch", "download", "scrape", "crawl", "visit", "url", "webpage", "http", "https",
+            "www",
+        ],
+    ),
+    (
+        Actions::STATUS,
+        &["status", "state", "pending", "uncommitted", "dirty"],
+    ),
+    (
+        Actions::COMPARE,
+        &["diff", "compare", "difference", "differ"],
+    ),
+    (Actions::HISTORY, &["history", "log"]),
+    (Actions::CONVERT, &["convert", "translate", "transform"]),
+    (Actions::RUN, &["run", "execute", "trigger", "launch"]),
+    (Actions::TOGGLE, &["toggle", "enable", "disable"]),
+    (Actions::COMPRESS, &["compress", "zip", "gzip", "archive"]),
+];
+
+/// Stem -> classes, built once.
+static BY_STEM: LazyLock<(Stemmer, HashMap<String, Actions>)> = LazyLock::new(|| {
+    let stemmer = Stemmer::create(Algorithm::English);
+    let mut map: HashMap<String, Actions> = HashMap::default();
+    for (class, words) in CLASSES {
+        for word in *words {
+            let entry = map.entry(stemmer.stem(word).into_owned()).or_default();
+            *entry = entry.union(*class);
+        }
+    }
+    (stemmer, map)
+});
+
+fn of_word(word: &str) -> Actions {
+    if let Some((_, class)) = EXACT.iter().find(|(form, _)| *form == word) {
+        return *class;
+    }
+    let (stemmer, map) = &*BY_STEM;
+    map.get(stemmer.stem(word).as_ref())
+        .copied()
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synonyms_of_a_verb_share_its_class() {
+        for request in [
+            "store in the knowledge graph that Alice is a person",
+            "save a note that the meeting moved",
+            "record that Bob works at Acme",
+            "please add Carol as a contact",
+        ] {
+            assert!(
+                Actions::of_request(request).intersects(Actions::CREATE),
+                "{request}"
+            );
+        }
+        assert!(
+            Actions::of_tool("create_entities", "Create multiple new entities")
+                .intersects(Actions::CREATE)
+        );
+    }
+
+    #[test]
+    fn what_changed_asks_for_the_state_and_change_asks_for_an_update() {
+        let changed = Actions::of_request("what changed in my repo?");
+        assert!(changed.intersects(Actions::STATUS));
+        assert!(!changed.intersects(Actions::UPDATE));
+        let change = Actions::of_request("change the port to 8080");
+        assert!(change.intersects(Actions::UPDATE));
+        assert!(!change.intersects(Actions::STATUS));
+        assert!(
+            Actions::of_tool("git_status", "Shows the working tree status").intersects(changed)
+        );
+    }
+
+    #[test]
+    fn a_destructive_tool_is_licensed_only_by_its_own_action() {
+        let delete = Actions::of_tool("delete_entities", "Delete multiple entities");
+        assert!(!Actions::of_request("store that Alice is a person").licenses(delete));
+        assert!(Actions::of_request("remove Alice from the graph").licenses(delete));
+        assert!(Actions::of_request("please erase the entity Bob").licenses(delete));
+        let reset = Actions::of_tool("git_reset", "Unstages all staged changes");
+        assert!(!Actions::of_request("what changed in my repo?").licenses(reset));
+        assert!(Actions::of_request("unstage everything").licenses(reset));
+        // A tool whose name says nothing needs a destroying verb.
+        assert!(!Actions::of_request("tell me about the weather").licenses(Actions::NONE));
+        assert!(Actions::of_request("wipe it").licenses(Actions::NONE));
+    }
+
+    #[test]
+    fn the_first_action_word_is_the_main_action() {
+        let (main, all) =
+            Actions::of_request_main("list all entities and relations you have stored");
+        assert_eq!(main, Actions::LIST);
+        assert!(all.intersects(Actions::CREATE));
+        let (main, _) = Actions::of_request_main("hello there, nothing to do");
+        assert!(main.is_empty());
+        assert!(
+            Actions::of_request("read https://example.com/a for me").intersects(Actions::FETCH)
+        );
+    }
+
+    #[test]
+    fn words_split_identifiers_and_inflections_meet() {
+        assert_eq!(
+            Actions::of_tool("deleteEntities", ""),
+            Actions::of_tool("delete-entities", "")
+        );
+        assert!(
+            Actions::of_request("I deleted it, then stored it again").intersects(Actions::DELETE)
+        );
+        assert!(
+            Actions::of_request("I deleted it, then stored it again").intersects(Actions::CREATE)
+        );
+        assert!(Actions::of_request("hello there").is_empty());
+    }
+}

@@ -917,12 +917,16 @@ impl Upstream {
                         let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
                             client, config,
                         );
-                        handler.serve_with_lifecycle(transport, lifecycle(&self.config)).await
+                        handler
+                            .serve_with_lifecycle(transport, lifecycle(&self.config))
+                            .await
                     }
                     None => {
                         let transport =
                             rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                        handler.serve_with_lifecycle(transport, lifecycle(&self.config)).await
+                        handler
+                            .serve_with_lifecycle(transport, lifecycle(&self.config))
+                            .await
                     }
                 };
                 let service = served.map_err(|e| {

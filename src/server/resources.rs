@@ -283,6 +283,11 @@ impl ZenServer {
         &self,
         request: CompleteRequestParams,
     ) -> Result<CompleteResult, ErrorData> {
+        // Without upstreams nothing can own the reference: no suggestions,
+        // as the server answered before it passed completion through.
+        if self.gateway().is_empty() {
+            return Ok(CompleteResult::default());
+        }
         let params = serde_json::to_value(&request).map_err(|e| {
             ErrorData::invalid_params(format!("completion request unreadable: {e}"), None)
         })?;

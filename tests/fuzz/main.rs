@@ -254,7 +254,16 @@ fn check_line(shared: &Shared, line: &[u8]) -> Option<u64> {
         return None;
     }
     if message.get("method").is_some() {
-        if message.get("id").is_some() {
+        // An upstream's sampling, elicitation or roots request is passed to
+        // the client during a call (the gateway's flowback): those are the
+        // only requests zenmode may send.
+        let forwarded = matches!(
+            message["method"].as_str(),
+            Some("sampling/createMessage" | "elicitation/create" | "roots/list")
+        );
+        if message.get("id").is_some() && forwarded {
+            tally.notifications += 1;
+        } else if message.get("id").is_some() {
             tally.violation(format!("a request from the server: {}", shown()));
         } else if !message["method"].is_string() {
             tally.violation(format!("a notification without a method name: {}", shown()));

@@ -18,12 +18,9 @@ REPO=$(cd "$HERE/../.." && pwd)
 BIN="${ZENMODE_BIN:-$REPO/target/debug/zenmode}"
 [ -x "$BIN" ] || { echo "conformance client: $BIN is not an executable file" >&2; exit 1; }
 
-want=$(sha256sum "$HERE/package-lock.json" | cut -d' ' -f1)
-if [ ! -x "$HERE/node_modules/.bin/node" ] || [ "$(cat "$HERE/node_modules/.lock.sha256" 2>/dev/null)" != "$want" ]; then
-  echo "conformance client: npm ci in $HERE"
-  (cd "$HERE" && npm ci --no-audit --no-fund </dev/null) || { echo "conformance client: npm ci failed" >&2; exit 1; }
-  echo "$want" > "$HERE/node_modules/.lock.sha256"
-fi
+LABEL="conformance client"
+# shellcheck source=install.sh
+. "$HERE/install.sh"
 NODE="$HERE/node_modules/.bin/node"
 SUITE="$HERE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 EXPECTED="$HERE/expected-failures-client.yml"

@@ -15,12 +15,9 @@ REPO=$(cd "$HERE/../.." && pwd)
 BIN="${ZENMODE_BIN:-$REPO/target/release/zenmode}"
 [ -x "$BIN" ] || { echo "conformance: $BIN is not an executable file" >&2; exit 1; }
 
-want=$(sha256sum "$HERE/package-lock.json" | cut -d' ' -f1)
-if [ ! -x "$HERE/node_modules/.bin/node" ] || [ "$(cat "$HERE/node_modules/.lock.sha256" 2>/dev/null)" != "$want" ]; then
-  echo "conformance: npm ci in $HERE"
-  (cd "$HERE" && npm ci --no-audit --no-fund </dev/null) || { echo "conformance: npm ci failed" >&2; exit 1; }
-  echo "$want" > "$HERE/node_modules/.lock.sha256"
-fi
+LABEL="conformance"
+# shellcheck source=install.sh
+. "$HERE/install.sh"
 
 LOG=$(mktemp -d)
 trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null; rm -rf "$LOG"' EXIT

@@ -49,7 +49,9 @@ impl Redactor {
     /// Adds one value; `credential` says a short one is still a secret.
     pub fn add(&mut self, value: String, credential: bool) {
         let value = value.trim().to_owned();
-        if value.is_empty() {
+        // A bare `${VAR}` placeholder names a secret without being one;
+        // hiding it would hide the name from the error that says it is unset.
+        if value.is_empty() || is_placeholder(&value) {
             return;
         }
         if value.chars().count() >= MIN_ANYWHERE_CHARS {
@@ -296,6 +298,16 @@ pub fn for_log(line: &str) -> Option<String> {
     Some(cleaned)
 }
 
+/// `${NAME}` and nothing else.
+fn is_placeholder(value: &str) -> bool {
+    value
+        .strip_prefix("${")
+        .and_then(|rest| rest.strip_suffix('}'))
+        .is_some_and(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,6 +346,22 @@ mod tests {
         assert_eq!(
             hide_url_credentials("GET http://u:p@h/x and \"https://v@h2\" mail a@b"),
             "GET http://[redacted]@h/x and \"https://[redacted]@h2\" mail a@b"
+        );
+    }
+
+    #[test]
+    fn a_placeholder_is_not_a_secret_but_its_value_is() {
+        let mut redactor = Redactor::default();
+        redactor.add_named("NOTION_TOKEN", "${NOTION_TOKEN}");
+        redactor.add_named("Authorization", "Bearer ${API_KEY}");
+        redactor.add_named("API_KEY", "real-key-value-123");
+        let redactor = redactor.sorted();
+        let message = "env \"NOTION_TOKEN\" uses ${NOTION_TOKEN}, but NOTION_TOKEN is not set";
+        assert_eq!(redactor.redact(message), message);
+        assert!(
+            !redactor
+                .redact("key real-key-value-123")
+                .contains("real-key")
         );
     }
 

@@ -186,21 +186,8 @@ where
     let mut manager = manager_for(url, file).await.map_err(|e| explain(&e))?;
     let metadata = discover(&manager, url, challenge).await?;
     manager.set_metadata(metadata.clone());
-    let mut scopes: Vec<String> = settings.map(|s| s.scopes.clone()).unwrap_or_default();
-    if scopes.is_empty() {
-        let base_url = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
-        let hint = challenge
-            .map(|c| WWWAuthenticateParams::parse(c, &base_url))
-            .and_then(|p| p.scope);
-        scopes = manager.select_scopes(hint.as_deref(), &[]);
-    }
-    if let Some(extra) = extra_scope {
-        for scope in extra.split_whitespace() {
-            if !scopes.iter().any(|s| s == scope) {
-                scopes.push(scope.to_owned());
-            }
-        }
-    }
+    let configured = settings.map(|s| s.scopes.clone()).unwrap_or_default();
+    let scopes = choose_scopes(&manager, url, configured, challenge, extra_scope)?;
     let cimd_supported = metadata
         .additional_fields
         .get("client_id_metadata_document_supported")
@@ -249,6 +236,31 @@ where
     Ok(session.auth_manager)
 }
 
+/// The scopes to ask for: the entry's own, else what the server's challenge
+/// or metadata suggests, plus any a step-up challenge added.
+fn choose_scopes(
+    manager: &AuthorizationManager,
+    url: &str,
+    configured: Vec<String>,
+    challenge: Option<&str>,
+    extra_scope: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let mut scopes = configured;
+    if scopes.is_empty() {
+        let base_url = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+        let hint = challenge
+            .map(|c| WWWAuthenticateParams::parse(c, &base_url))
+            .and_then(|p| p.scope);
+        scopes = manager.select_scopes(hint.as_deref(), &[]);
+    }
+    for scope in extra_scope.unwrap_or_default().split_whitespace() {
+        if !scopes.iter().any(|s| s == scope) {
+            scopes.push(scope.to_owned());
+        }
+    }
+    Ok(scopes)
+}
+
 /// Machine sign-in (client credentials) with the entry's client; tokens go
 /// to `file`. `extra_scope` is added to the entry's (or the challenge's) scopes.
 pub async fn sign_in_as_machine(
@@ -265,21 +277,13 @@ pub async fn sign_in_as_machine(
     let mut manager = manager_for(url, file).await.map_err(|e| explain(&e))?;
     let metadata = discover(&manager, url, challenge).await?;
     manager.set_metadata(metadata.clone());
-    let mut scopes = settings.scopes.clone();
-    if scopes.is_empty() {
-        let base_url = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
-        let hint = challenge
-            .map(|c| WWWAuthenticateParams::parse(c, &base_url))
-            .and_then(|p| p.scope);
-        scopes = manager.select_scopes(hint.as_deref(), &[]);
-    }
-    if let Some(extra) = extra_scope {
-        for scope in extra.split_whitespace() {
-            if !scopes.iter().any(|s| s == scope) {
-                scopes.push(scope.to_owned());
-            }
-        }
-    }
+    let scopes = choose_scopes(
+        &manager,
+        url,
+        settings.scopes.clone(),
+        challenge,
+        extra_scope,
+    )?;
     file.set_client(
         client_id,
         Some(client_secret),

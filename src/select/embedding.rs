@@ -116,8 +116,7 @@ pub fn default_model_dir() -> Option<std::path::PathBuf> {
 pub fn use_model_later(dir: &std::path::Path, cache_dir: Option<&std::path::Path>) -> bool {
     #[cfg(feature = "transformer")]
     {
-        let Some(table) = table() else { return false };
-        super::transformer::load_later(dir, cache_dir, table.tokenizer());
+        super::transformer::load_later(dir, cache_dir);
         true
     }
     #[cfg(not(feature = "transformer"))]

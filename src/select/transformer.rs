@@ -77,7 +77,6 @@ static LOADED: OnceLock<Option<Transformer>> = OnceLock::new();
 struct Pending {
     dir: PathBuf,
     cache_dir: Option<PathBuf>,
-    tokenizer: &'static WordPiece<'static>,
 }
 
 static PENDING: OnceLock<Pending> = OnceLock::new();
@@ -103,11 +102,12 @@ pub fn load(
 /// to start, so the default model is opened by whoever first needs it (the
 /// thread that builds the model's index, in a server). If it cannot be
 /// opened then, the table serves alone and the reason is logged once.
-pub fn load_later(dir: &Path, cache_dir: Option<&Path>, tokenizer: &'static WordPiece<'static>) {
+/// The tokenizer is taken from the table then too: parsing the table's
+/// 30,522 tokens took longer than the rest of a server's start-up.
+pub fn load_later(dir: &Path, cache_dir: Option<&Path>) {
     let _ = PENDING.set(Pending {
         dir: dir.to_path_buf(),
         cache_dir: cache_dir.map(Path::to_path_buf),
-        tokenizer,
     });
 }
 
@@ -136,7 +136,12 @@ pub fn loaded() -> Option<&'static Transformer> {
         .get_or_init(|| {
             let pending = PENDING.get()?;
             let started = std::time::Instant::now();
-            match open_cached(&pending.dir, pending.cache_dir.as_deref(), pending.tokenizer) {
+            let opened = super::embedding::table()
+                .ok_or_else(|| "the compiled-in token table is damaged".to_owned())
+                .and_then(|table| {
+                    open_cached(&pending.dir, pending.cache_dir.as_deref(), table.tokenizer())
+                });
+            match opened {
                 Ok(transformer) => {
                     tracing::debug!(
                         dir = %pending.dir.display(),

@@ -255,9 +255,10 @@ fn a_second_process_reads_the_vectors_from_the_cache() {
 fn select_log(data: &std::path::Path, extra: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_zenmode"))
         .args(["select", "--no-builtin-modes", "--catalog"])
-        .arg(root().join("tests/data/foreign/metatool/catalog.json"))
+        // 51 tools: the smallest catalog at hand that the model encodes.
+        .arg(root().join("tests/data/foreign/realservers/catalog.json"))
         .args(extra)
-        .arg("find me a recipe for dinner tonight")
+        .arg("what changed in my repo?")
         .env_remove("ZEN_EMBEDDING_MODEL")
         .env("XDG_DATA_HOME", data)
         .env("ZEN_CACHE_DIR", data.join("cache"))

@@ -14,10 +14,13 @@
 //!   signal and no-fit calibration included (target <= 100 ms);
 //! - `select/parse_table`: parsing the static embedding table, paid once by
 //!   a process whose catalog needs the meaning signal;
-//! - with the full model (see `bench_full_model`): `select/rank_union_model`
-//!   and `select/build_union_model`, plus each request timed alone
-//!   (median, p90, and the share the model ranked), since the model is
-//!   asked only for some requests.
+//! - with the full model (see `bench_full_model`; it is found where
+//!   `scripts/install.sh` puts it, or in `ZEN_EMBEDDING_MODEL`):
+//!   `select/rank_union_model`, `select/reply_union_model` and
+//!   `select/build_union_model`, plus each request timed alone (p50, p90,
+//!   p99, and the share the model ranked), since the model is asked only
+//!   for some requests, and the whole reply's p50 and p99 over the union
+//!   and over the built-in modes with the model loaded.
 //!
 //! Criterion reports the median per iteration; each iteration ranks the next
 //! query of the labeled set, so the figure is a median over real queries.
@@ -162,28 +165,54 @@ fn bench_select(c: &mut Criterion) {
     bench_full_model(c, &union, &github);
 }
 
-/// With `--features transformer` and `ZEN_EMBEDDING_MODEL` naming the
-/// model's directory: `select/rank_union_model`, one request over the
-/// union catalog ranked with the model loaded (the table first, the model's
-/// forward pass when the table is unsure), and `select/build_union_model`,
-/// both indexes built again with every tool vector already computed. The
-/// first build, which runs the model over every tool, is timed once and
-/// printed.
+/// With the model in `ZEN_EMBEDDING_MODEL`, or else where
+/// `scripts/install.sh` puts it: `select/rank_union_model`, one request
+/// over the union catalog ranked with the model loaded (the table first,
+/// the model's forward pass when the table is unsure),
+/// `select/reply_union_model`, the whole `zen_select_mode` reply on an
+/// engine serving the union, and `select/build_union_model`, both indexes
+/// built again with every tool vector already computed. The first build,
+/// which runs the model over every tool, is timed once and printed.
 #[cfg(feature = "transformer")]
 fn bench_full_model(c: &mut Criterion, union: &Catalog, github: &[String]) {
-    let Some(dir) = std::env::var_os("ZEN_EMBEDDING_MODEL") else {
-        println!("select: ZEN_EMBEDDING_MODEL is not set; the full-model benches are left out");
+    let Some(dir) = std::env::var_os("ZEN_EMBEDDING_MODEL")
+        .map(PathBuf::from)
+        .or_else(zenmode::select::embedding::default_model_dir)
+    else {
+        println!(
+            "select: no model (ZEN_EMBEDDING_MODEL unset and none installed by scripts/install.sh); the full-model benches are left out"
+        );
         return;
     };
     let cache = std::env::temp_dir().join(format!("zenmode-bench-vectors-{}", std::process::id()));
-    zenmode::select::embedding::use_model(Path::new(&dir), Some(&cache)).expect("the model loads");
+    zenmode::select::embedding::use_model(&dir, Some(&cache)).expect("the model loads");
     let start = std::time::Instant::now();
     let index = Index::build(union);
     println!(
         "select: first build of the union index with the full model: {:.1} s",
         start.elapsed().as_secs_f64()
     );
-    print_request_percentiles(&index, github);
+    let real: Vec<String> = [
+        "foreign/realservers/tune.jsonl",
+        "foreign/realservers/heldout.jsonl",
+    ]
+    .into_iter()
+    .flat_map(labels)
+    .map(|l| l.query)
+    .collect();
+    print_request_percentiles(&index, "GitHub requests", github);
+    print_request_percentiles(&index, "real-server requests", &real);
+    let engine = Engine::new(union.clone()).expect("the union serves");
+    engine.index();
+    print_reply_percentiles(&engine, &real);
+    let builtin =
+        Engine::new(Catalog::builtin().expect("built-in modes")).expect("built-ins serve");
+    builtin.index();
+    let dev: Vec<String> = labels("select_dev.jsonl")
+        .into_iter()
+        .map(|l| l.query)
+        .collect();
+    print_reply_percentiles(&builtin, &dev);
     let mut group = c.benchmark_group("select");
     group.measurement_time(Duration::from_secs(10));
     let mut next = 0usize;
@@ -191,6 +220,17 @@ fn bench_full_model(c: &mut Criterion, union: &Catalog, github: &[String]) {
         b.iter(|| {
             next = (next + 1) % github.len();
             black_box(index.ranking(black_box(&github[next])))
+        })
+    });
+    let mut next = 0usize;
+    group.bench_function("reply_union_model", |b| {
+        b.iter(|| {
+            next = (next + 1) % real.len();
+            let args = select_mode::SelectArgs {
+                task_description: Some(real[next].clone()),
+                ..Default::default()
+            };
+            black_box(select_mode::run(&engine, &args))
         })
     });
     group.sample_size(10);
@@ -201,14 +241,20 @@ fn bench_full_model(c: &mut Criterion, union: &Catalog, github: &[String]) {
     let _ = std::fs::remove_dir_all(&cache);
 }
 
+/// Sorted timings in milliseconds: the value at quantile `q`.
+#[cfg(feature = "transformer")]
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
 /// With the model loaded, a request costs microseconds when the table's
 /// ranking is sure and milliseconds when the model is asked, so criterion's
 /// median of per-sample means is a mean over requests. This times each
 /// request alone (three rounds over the set, the first one discarded
-/// as warm-up) and prints the median, the 90th percentile, the mean and the
-/// share of requests the model ranked.
+/// as warm-up) and prints the median, the 90th and 99th percentiles, the
+/// mean and the share of requests the model ranked.
 #[cfg(feature = "transformer")]
-fn print_request_percentiles(index: &Index, queries: &[String]) {
+fn print_request_percentiles(index: &Index, what: &str, queries: &[String]) {
     let mut times = Vec::new();
     let mut by_model = 0usize;
     for round in 0..3 {
@@ -222,14 +268,44 @@ fn print_request_percentiles(index: &Index, queries: &[String]) {
         }
     }
     times.sort_by(f64::total_cmp);
-    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
     println!(
-        "select: one request over the union with the model loaded, {} timings: median {:.3} ms, p90 {:.3} ms, mean {:.3} ms; the model ranked {:.0}%",
+        "select: one ranking over the union with the model loaded, {what}, {} timings: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, mean {:.3} ms; the model ranked {:.0}%",
         times.len(),
-        at(0.5),
-        at(0.9),
+        quantile(&times, 0.5),
+        quantile(&times, 0.9),
+        quantile(&times, 0.99),
         times.iter().sum::<f64>() / times.len() as f64,
         100.0 * by_model as f64 / times.len() as f64
+    );
+}
+
+/// The whole `zen_select_mode` reply, as a running server answers it
+/// (index built), each request timed alone as above: the figure the
+/// latency budget is about (union p50 <= 5 ms, p99 <= 25 ms; the built-in
+/// modes <= 1 ms).
+#[cfg(feature = "transformer")]
+fn print_reply_percentiles(engine: &Engine, queries: &[String]) {
+    let mut times = Vec::new();
+    for round in 0..3 {
+        for query in queries {
+            let args = select_mode::SelectArgs {
+                task_description: Some(query.clone()),
+                ..Default::default()
+            };
+            let start = std::time::Instant::now();
+            black_box(select_mode::run(engine, &args));
+            if round > 0 {
+                times.push(start.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "select: whole zen_select_mode reply with the model loaded, {} modes, {} timings: p50 {:.3} ms, p99 {:.3} ms",
+        engine.catalog().len(),
+        times.len(),
+        quantile(&times, 0.5),
+        quantile(&times, 0.99),
     );
 }
 

@@ -80,7 +80,7 @@ pub struct CatalogArgs {
     /// How long start-up waits for upstreams whose catalog is not cached yet (lazy and groups strategies, --no-builtin-modes and one-shot commands; the others start them in the background)
     #[arg(long, value_name = "SECS", global = true, default_value_t = 20.0)]
     pub upstream_wait_secs: f64,
-    /// Back the distilled table with the full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors): it ranks the requests for tools without example phrasings that the table is unsure of; needs a build with the `transformer` feature
+    /// The full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors) backs the distilled table: it ranks the requests for tools without example phrasings that the table is unsure of. Default: the model `scripts/install.sh` puts in $XDG_DATA_HOME/zenmode/model (~/.local/share/...), if there; `none`: the table alone
     #[arg(long, value_name = "DIR", global = true, env = "ZEN_EMBEDDING_MODEL")]
     pub embedding_model: Option<PathBuf>,
 }
@@ -88,20 +88,45 @@ pub struct CatalogArgs {
 impl CatalogArgs {
     /// The catalog without upstreams (they need a runtime: see [`Self::open`]).
     pub fn load(&self) -> anyhow::Result<Catalog> {
-        if let Some(dir) = &self.embedding_model {
-            let cache = crate::services::gateway::GatewayDirs::from_env().cache;
-            crate::select::embedding::use_model(dir, Some(&cache))
-                .map_err(anyhow::Error::msg)
-                .context(
-                    "cannot load the embedding model (--embedding-model or ZEN_EMBEDDING_MODEL)",
-                )?;
-        }
+        self.choose_model()?;
         let sources = CatalogSources {
             no_builtin: self.no_builtin_modes,
             modes_dirs: self.modes_dirs.clone(),
             foreign_catalogs: self.catalogs.clone(),
         };
         Catalog::load(&sources).context("cannot load the mode catalog")
+    }
+
+    /// Sets up the full embedding model. A directory named on the command
+    /// line or in the environment must load (an error says why); the
+    /// default one is only named here and opened by the first index that
+    /// needs it, so start-up never waits for it, and a default install
+    /// without the weights ranks with the table, noted at debug level.
+    fn choose_model(&self) -> anyhow::Result<()> {
+        use crate::select::embedding;
+        let cache = || crate::services::gateway::GatewayDirs::from_env().cache;
+        match &self.embedding_model {
+            Some(dir) if dir.as_os_str() == "none" => {
+                tracing::debug!("embedding model off (--embedding-model none)");
+            }
+            Some(dir) => {
+                embedding::use_model(dir, Some(&cache()))
+                    .map_err(anyhow::Error::msg)
+                    .context(
+                        "cannot load the embedding model (--embedding-model or ZEN_EMBEDDING_MODEL; `none` turns it off)",
+                    )?;
+            }
+            None if cfg!(feature = "transformer") => match embedding::default_model_dir() {
+                Some(dir) => {
+                    embedding::use_model_later(&dir, Some(&cache()));
+                }
+                None => tracing::debug!(
+                    "no embedding model installed (bash scripts/install.sh puts one in $XDG_DATA_HOME/zenmode/model); the distilled table ranks alone"
+                ),
+            },
+            None => {}
+        }
+        Ok(())
     }
 
     /// The upstreams file in use: `--upstreams`, else the default file if it exists.

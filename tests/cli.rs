@@ -239,3 +239,81 @@ fn an_embedding_model_that_cannot_run_is_a_clear_error() {
     }
     assert!(output.stdout.is_empty());
 }
+
+/// `zenmode select` over a catalog without example phrasings (so the
+/// meaning signal runs), with `data` as XDG_DATA_HOME and no model named.
+fn select_with_data_home(data: &std::path::Path) -> Output {
+    let catalog = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/foreign/metatool/catalog.json"
+    );
+    zenmode(&[
+        "select",
+        "--no-builtin-modes",
+        "--catalog",
+        catalog,
+        "find me a recipe for dinner tonight",
+    ])
+    .env_remove("ZEN_EMBEDDING_MODEL")
+    .env("XDG_DATA_HOME", data)
+    .env("ZEN_CACHE_DIR", data.join("cache"))
+    .env("RUST_LOG", "zenmode=info")
+    .output()
+    .unwrap()
+}
+
+#[test]
+fn without_an_installed_model_the_table_answers_quietly() {
+    let data = tempfile::tempdir().unwrap();
+    let output = select_with_data_home(data.path());
+    assert!(output.status.success(), "{output:?}");
+    assert!(!output.stdout.is_empty());
+    // No warning or error for a default install without the weights.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("WARN") && !stderr.contains("ERROR"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_damaged_installed_model_falls_back_to_the_table_with_a_warning() {
+    let data = tempfile::tempdir().unwrap();
+    let model = data.path().join("zenmode/model/all-MiniLM-L6-v2");
+    std::fs::create_dir_all(&model).unwrap();
+    std::fs::write(model.join("config.json"), "not json").unwrap();
+    std::fs::write(model.join("model.safetensors"), "not weights").unwrap();
+    let output = select_with_data_home(data.path());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if cfg!(feature = "transformer") {
+        assert!(
+            output.status.success(),
+            "a broken default model must not fail select: {stderr}"
+        );
+        assert!(stderr.contains("cannot be used"), "{stderr}");
+    } else {
+        // Without the model's code the directory is never looked at.
+        assert!(output.status.success(), "{stderr}");
+    }
+    assert!(!output.stdout.is_empty());
+}
+
+#[test]
+fn a_named_model_directory_must_load_unless_it_is_none() {
+    let data = tempfile::tempdir().unwrap();
+    let missing = data.path().join("no-model-here");
+    let output = zenmode(&["select", "list files", "--embedding-model"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot load the embedding model"),
+        "{stderr}"
+    );
+    let output = zenmode(&["select", "--embedding-model", "none", "list files"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+}

@@ -210,6 +210,8 @@ fn zenmode(home: &Path, args: &[&str]) -> Value {
         .env("HOME", home)
         .env_remove("ZEN_UPSTREAMS")
         .env_remove("ZEN_EMBEDDING_MODEL")
+        // No model installed under the temporary home either.
+        .env_remove("XDG_DATA_HOME")
         .env("ZEN_STORE", "memory:")
         .output()
         .expect("zenmode runs");

@@ -249,3 +249,34 @@ fn a_second_process_reads_the_vectors_from_the_cache() {
         .unwrap_or_else(|| panic!("{line}"));
     assert!(read >= 199, "{line}");
 }
+
+/// What `zenmode select` logs about the model with `data` as
+/// XDG_DATA_HOME and `extra` arguments.
+fn select_log(data: &std::path::Path, extra: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_zenmode"))
+        .args(["select", "--no-builtin-modes", "--catalog"])
+        // 51 tools: the smallest catalog at hand that the model encodes.
+        .arg(root().join("tests/data/foreign/realservers/catalog.json"))
+        .args(extra)
+        .arg("what changed in my repo?")
+        .env_remove("ZEN_EMBEDDING_MODEL")
+        .env("XDG_DATA_HOME", data)
+        .env("ZEN_CACHE_DIR", data.join("cache"))
+        .env("RUST_LOG", "zenmode=debug")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn the_installed_model_is_used_without_a_flag_and_none_turns_it_off() {
+    let data = tempfile::tempdir().unwrap();
+    let root = data.path().join("zenmode/model");
+    std::fs::create_dir_all(&root).unwrap();
+    std::os::unix::fs::symlink(model_dir(), root.join("all-MiniLM-L6-v2")).unwrap();
+    let used = select_log(data.path(), &[]);
+    assert!(used.contains("embedding model opened"), "{used}");
+    let off = select_log(data.path(), &["--embedding-model", "none"]);
+    assert!(!off.contains("embedding model opened"), "{off}");
+}

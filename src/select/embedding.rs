@@ -83,6 +83,62 @@ pub fn use_model(dir: &std::path::Path, cache_dir: Option<&std::path::Path>) -> 
     }
 }
 
+/// The model the default install puts beside the binary
+/// (`scripts/install.sh`): its directory's name under [`default_model_root`].
+pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2";
+
+/// Where `scripts/install.sh` puts models:
+/// `${XDG_DATA_HOME:-$HOME/.local/share}/zenmode/model`. Spelled out rather
+/// than taken from the platform's conventions so that the shell script and
+/// the binary agree on every platform. `None` without a home directory.
+pub fn default_model_root() -> Option<std::path::PathBuf> {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|home| !home.is_empty())
+                .map(|home| std::path::PathBuf::from(home).join(".local/share"))
+        })?;
+    Some(data.join("zenmode").join("model"))
+}
+
+/// The default model's directory, if the install put its weights there.
+pub fn default_model_dir() -> Option<std::path::PathBuf> {
+    let dir = default_model_root()?.join(DEFAULT_MODEL_NAME);
+    (dir.join("config.json").is_file() && dir.join("model.safetensors").is_file()).then_some(dir)
+}
+
+/// [`use_model`], opened on first need rather than now
+/// (`transformer::load_later`): for the default model, which a server must
+/// not wait for at start-up and whose failure only costs accuracy. `false`
+/// in a build without the `transformer` feature.
+pub fn use_model_later(dir: &std::path::Path, cache_dir: Option<&std::path::Path>) -> bool {
+    #[cfg(feature = "transformer")]
+    {
+        super::transformer::load_later(dir, cache_dir);
+        true
+    }
+    #[cfg(not(feature = "transformer"))]
+    {
+        let _ = (dir, cache_dir);
+        false
+    }
+}
+
+/// Whether the full model is loaded or named for loading (without opening
+/// it): an index then builds the model's part too.
+pub fn model_configured() -> bool {
+    #[cfg(feature = "transformer")]
+    {
+        super::transformer::configured()
+    }
+    #[cfg(not(feature = "transformer"))]
+    {
+        false
+    }
+}
+
 /// Parses the compiled-in table afresh (what the first use costs; for the
 /// benchmark).
 pub fn parse_compiled() -> Option<TokenTable> {

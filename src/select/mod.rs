@@ -433,48 +433,53 @@ impl Index {
             .modes()
             .iter()
             .any(|m| m.manifest().examples.is_empty());
-        let encoder = (ranker.tuning(tuning).semantic_weight > 0.0 && needs_meaning)
-            .then(embedding::Encoder::current)
-            .flatten();
-        match encoder {
-            Some(model) if model.is_full_model() && ranker == Ranker::Full => {
-                let mut index = Self::build_encoded(
-                    catalog,
-                    ranker,
-                    tuning,
-                    embedding::table().map(embedding::Encoder::Table),
-                );
-                let slot = Arc::new(OnceLock::new());
-                index.model = Some(Arc::clone(&slot));
-                let build = move |catalog: &Catalog| {
-                    Self::build_encoded(catalog, ranker, tuning, Some(model))
-                };
-                if later {
-                    let (filled, owned) = (Arc::clone(&slot), catalog.clone());
-                    let spawned = std::thread::Builder::new()
-                        .name("zenmode-model-index".into())
-                        .spawn(move || {
-                            let started = std::time::Instant::now();
-                            let _ = filled.set(build(&owned));
+        let wants_meaning = ranker.tuning(tuning).semantic_weight > 0.0 && needs_meaning;
+        // The model is opened by the first build that needs it: on the
+        // thread below in a server, so neither start-up nor the first
+        // select waits for its weights to be read.
+        if wants_meaning && ranker == Ranker::Full && embedding::model_configured() {
+            let mut index = Self::build_encoded(
+                catalog,
+                ranker,
+                tuning,
+                embedding::table().map(embedding::Encoder::Table),
+            );
+            let slot = Arc::new(OnceLock::new());
+            index.model = Some(Arc::clone(&slot));
+            let build = move |catalog: &Catalog| {
+                let model = embedding::Encoder::current().filter(|e| e.is_full_model())?;
+                Some(Self::build_encoded(catalog, ranker, tuning, Some(model)))
+            };
+            if later {
+                let (filled, owned) = (Arc::clone(&slot), catalog.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("zenmode-model-index".into())
+                    .spawn(move || {
+                        let started = std::time::Instant::now();
+                        if let Some(built) = build(&owned) {
+                            let _ = filled.set(built);
                             tracing::info!(
                                 modes = owned.len(),
                                 seconds = started.elapsed().as_secs_f32(),
                                 "the embedding model's index is ready"
                             );
-                        });
-                    match spawned {
-                        Ok(_) => return index,
-                        Err(error) => tracing::warn!(
-                            %error,
-                            "cannot build the model's index on a thread; building it now"
-                        ),
-                    }
+                        }
+                    });
+                match spawned {
+                    Ok(_) => return index,
+                    Err(error) => tracing::warn!(
+                        %error,
+                        "cannot build the model's index on a thread; building it now"
+                    ),
                 }
-                let _ = slot.set(build(catalog));
-                index
             }
-            _ => Self::build_encoded(catalog, ranker, tuning, encoder),
+            if let Some(built) = build(catalog) {
+                let _ = slot.set(built);
+            }
+            return index;
         }
+        let encoder = wants_meaning.then(embedding::Encoder::current).flatten();
+        Self::build_encoded(catalog, ranker, tuning, encoder)
     }
 
     /// One index, with `encoder` (if any) as the meaning signal.

@@ -70,7 +70,16 @@ impl std::fmt::Debug for Transformer {
     }
 }
 
-static LOADED: OnceLock<Transformer> = OnceLock::new();
+/// The model once opened; `None` inside if opening it failed.
+static LOADED: OnceLock<Option<Transformer>> = OnceLock::new();
+
+/// What [`load_later`] was given: opened by the first [`loaded`] call.
+struct Pending {
+    dir: PathBuf,
+    cache_dir: Option<PathBuf>,
+}
+
+static PENDING: OnceLock<Pending> = OnceLock::new();
 
 /// Loads the model in `dir` for every index built after this call, keeping
 /// vectors in `cache_dir` if given. Once per process; a second call with
@@ -83,17 +92,71 @@ pub fn load(
     if LOADED.get().is_some() {
         return Ok(());
     }
+    let transformer = open_cached(dir, cache_dir, tokenizer)?;
+    let _ = LOADED.set(Some(transformer));
+    Ok(())
+}
+
+/// Names the model in `dir` without opening it: the first [`loaded`] call
+/// opens it. Copying 90 MB of weights takes longer than a server may take
+/// to start, so the default model is opened by whoever first needs it (the
+/// thread that builds the model's index, in a server). If it cannot be
+/// opened then, the table serves alone and the reason is logged once.
+/// The tokenizer is taken from the table then too: parsing the table's
+/// 30,522 tokens took longer than the rest of a server's start-up.
+pub fn load_later(dir: &Path, cache_dir: Option<&Path>) {
+    let _ = PENDING.set(Pending {
+        dir: dir.to_path_buf(),
+        cache_dir: cache_dir.map(Path::to_path_buf),
+    });
+}
+
+/// Whether a model was loaded or named for loading ([`load_later`]),
+/// without opening it.
+pub fn configured() -> bool {
+    matches!(LOADED.get(), Some(Some(_))) || PENDING.get().is_some()
+}
+
+fn open_cached(
+    dir: &Path,
+    cache_dir: Option<&Path>,
+    tokenizer: &'static WordPiece<'static>,
+) -> Result<Transformer, String> {
     let mut transformer = Transformer::open(dir, tokenizer)?;
     if let Some(cache_dir) = cache_dir {
         transformer.use_cache(cache_dir, dir);
     }
-    let _ = LOADED.set(transformer);
-    Ok(())
+    Ok(transformer)
 }
 
-/// The model, if [`load`] succeeded.
+/// The model, if [`load`] succeeded or the one named by [`load_later`]
+/// opens (on this first call).
 pub fn loaded() -> Option<&'static Transformer> {
-    LOADED.get()
+    LOADED
+        .get_or_init(|| {
+            let pending = PENDING.get()?;
+            let started = std::time::Instant::now();
+            let opened = super::embedding::table()
+                .ok_or_else(|| "the compiled-in token table is damaged".to_owned())
+                .and_then(|table| {
+                    open_cached(&pending.dir, pending.cache_dir.as_deref(), table.tokenizer())
+                });
+            match opened {
+                Ok(transformer) => {
+                    tracing::debug!(
+                        dir = %pending.dir.display(),
+                        seconds = started.elapsed().as_secs_f32(),
+                        "embedding model opened"
+                    );
+                    Some(transformer)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the embedding model cannot be used; the distilled table ranks alone");
+                    None
+                }
+            }
+        })
+        .as_ref()
 }
 
 /// What the model must be for this tokenizer and this code: the same

@@ -61,6 +61,10 @@ pub fn zenmode(args: &[&str]) -> Command {
         .env_remove("ZEN_ALLOWED_ROOTS")
         .env_remove("ZEN_CLINK_CONFIG")
         .env_remove("ZEN_UPSTREAMS")
+        // The table alone, whatever model the machine has installed: the
+        // tests' rankings must not depend on it (tests/transformer.rs
+        // tests the model).
+        .env("ZEN_EMBEDDING_MODEL", "none")
         // No default upstreams file from the machine running the tests.
         .env("ZEN_CONFIG_DIR", "/nonexistent/zenmode-test-config")
         // Threads stay in the process: tests never write the machine's

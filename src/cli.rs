@@ -164,7 +164,7 @@ impl CatalogArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve MCP over stdio (default) or TCP
+    /// Serve MCP to a client: over stdin/stdout (default; what clients start), or listen on TCP (one JSON message a line) or Streamable HTTP (--transport tcp|http, --listen)
     Serve(ServeArgs),
     /// Print what each tool-list strategy costs in tokens
     Tokens {
@@ -206,6 +206,8 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::gateway_cli::UpstreamCommand,
     },
+    /// Connect a client (claude-code, claude-desktop, cursor, vscode) to zenmode; --move-servers puts its other servers behind zenmode, --undo restores its configuration
+    Setup(crate::setup::SetupArgs),
     /// Run one mode, as zen_execute does
     Exec {
         /// Mode name
@@ -260,7 +262,9 @@ pub enum ModesCommand {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TransportKind {
+    /// One session over stdin and stdout, for a client that starts zenmode
     Stdio,
+    /// Sessions over TCP connections at --listen, one JSON-RPC message a line
     Tcp,
     /// Streamable HTTP at /mcp (and /healthz)
     Http,
@@ -303,7 +307,7 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub pin: Vec<String>,
-    /// Transport to serve on
+    /// How clients reach this server
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: TransportKind,
     /// Address for --transport tcp or http (port 0 picks a free port)
@@ -500,6 +504,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             cli.catalog.upstream_wait_secs,
             command,
         ),
+        Command::Setup(args) => crate::setup::run(
+            &args,
+            cli.catalog.upstreams.clone(),
+            std::time::Duration::from_secs_f64(if cli.catalog.upstream_wait_secs.is_finite() {
+                cli.catalog.upstream_wait_secs.clamp(0.1, 600.0)
+            } else {
+                20.0
+            }),
+        ),
         Command::Select { task, top, json } => {
             let runtime = runtime(false)?;
             let engine = offline_engine(&cli.catalog, &runtime)?;
@@ -665,6 +678,9 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
         bail!("--max-message-bytes must be at least 1024");
     }
     let strategy_kind = args.strategy()?;
+    if args.transport == TransportKind::Stdio {
+        terminal_hint();
+    }
     let runtime = runtime(args.transport != TransportKind::Stdio)?;
     // Strategies with a fixed list answer at once and take upstream modes
     // as they arrive; `lazy` and `groups` build their lists from the catalog
@@ -734,6 +750,18 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     // as long as the client keeps stdin open. Sessions have ended by now.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
     result
+}
+
+/// A person who types `zenmode serve` sees a server that waits in silence
+/// for JSON-RPC; one line on stderr says why and what to run instead. A
+/// client starts zenmode with stdin on a pipe and never sees it.
+fn terminal_hint() {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        crate::logging::print(
+            "zenmode: waiting for an MCP client on stdin (Ctrl-C ends it). To try zenmode, run `zenmode select \"review my PR for security problems\"`; to connect a client, `zenmode setup claude-code` (or claude-desktop, cursor, vscode).",
+        );
+    }
 }
 
 #[cfg(unix)]

@@ -49,7 +49,12 @@ pub struct Cli {
 /// given after the subcommand wins over the same one given before it.
 #[derive(Debug, Args)]
 pub struct BeforeCommand {
-    #[arg(long = "modes-dir", id = "before_modes_dir", hide = true, value_delimiter = ',')]
+    #[arg(
+        long = "modes-dir",
+        id = "before_modes_dir",
+        hide = true,
+        value_delimiter = ','
+    )]
     pub modes_dirs: Vec<PathBuf>,
     #[arg(long = "catalog", id = "before_catalog", hide = true)]
     pub catalogs: Vec<PathBuf>,
@@ -57,7 +62,11 @@ pub struct BeforeCommand {
     pub upstreams: Option<PathBuf>,
     #[arg(long = "no-builtin-modes", id = "before_no_builtin_modes", hide = true)]
     pub no_builtin_modes: bool,
-    #[arg(long = "upstream-wait-secs", id = "before_upstream_wait_secs", hide = true)]
+    #[arg(
+        long = "upstream-wait-secs",
+        id = "before_upstream_wait_secs",
+        hide = true
+    )]
     pub upstream_wait_secs: Option<f64>,
     #[arg(long = "embedding-model", id = "before_embedding_model", hide = true)]
     pub embedding_model: Option<PathBuf>,
@@ -93,7 +102,7 @@ pub struct ModeArgs {
     /// Import a tools/list-shaped JSON file as extra modes without executors (repeatable)
     #[arg(long = "catalog", value_name = "FILE", global = true)]
     pub catalogs: Vec<PathBuf>,
-    /// Leave zenmode's own modes out (serve only --upstreams, --catalog or --modes-dir modes)
+    /// Leave zenmode's own modes out: only the upstream servers' tools and the --catalog and --modes-dir modes remain
     #[arg(long, global = true)]
     pub no_builtin_modes: bool,
     /// Back the distilled table with the full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors): it ranks the requests for tools without example phrasings that the table is unsure of; needs a build with the `transformer` feature
@@ -178,7 +187,11 @@ impl BeforeCommand {
     }
 
     fn catalog_flags(&self, flags: &CatalogFlags) -> CatalogArgs {
-        self.catalog(Some(&flags.modes), Some(&flags.upstreams), Some(&flags.wait))
+        self.catalog(
+            Some(&flags.modes),
+            Some(&flags.upstreams),
+            Some(&flags.wait),
+        )
     }
 
     fn access(&self, after: &AccessArgs) -> AccessArgs {

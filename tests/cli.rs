@@ -248,13 +248,28 @@ fn help_shows_only_the_flags_a_command_uses() {
     let help = |args: &[&str]| String::from_utf8(run(args).stdout).unwrap();
     let add = help(&["upstream", "add", "--help"]);
     assert!(add.contains("--upstreams"), "{add}");
-    for flag in ["--store", "--embedding-model", "--catalog", "--modes-dir", "--allow-root"] {
-        assert!(!add.contains(flag), "upstream add --help lists {flag}:\n{add}");
+    for flag in [
+        "--store",
+        "--embedding-model",
+        "--catalog",
+        "--modes-dir",
+        "--allow-root",
+    ] {
+        assert!(
+            !add.contains(flag),
+            "upstream add --help lists {flag}:\n{add}"
+        );
     }
     let status = help(&["status", "--help"]);
-    assert!(!status.contains("--upstream-wait-secs") && !status.contains("--store"), "{status}");
+    assert!(
+        !status.contains("--upstream-wait-secs") && !status.contains("--store"),
+        "{status}"
+    );
     let eval = help(&["eval", "--help"]);
-    assert!(eval.contains("--catalog") && !eval.contains("--upstreams"), "{eval}");
+    assert!(
+        eval.contains("--catalog") && !eval.contains("--upstreams"),
+        "{eval}"
+    );
     let serve = help(&["serve", "--help"]);
     for word in ["stdio", "tcp", "http", "--store", "--catalog"] {
         assert!(serve.contains(word), "serve --help lacks {word}");
@@ -267,7 +282,10 @@ fn help_shows_only_the_flags_a_command_uses() {
 /// and one given after it wins.
 #[test]
 fn catalog_flags_before_the_subcommand_still_work() {
-    let union = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/catalogs/union_all.json");
+    let union = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/catalogs/union_all.json"
+    );
     let count = |args: &[&str]| {
         let output = run(args);
         assert!(output.status.success(), "{args:?}: {output:?}");
@@ -278,8 +296,26 @@ fn catalog_flags_before_the_subcommand_still_work() {
     let after = count(&["modes", "list", "--catalog", union, "--no-builtin-modes"]);
     assert_eq!(before, after);
     assert!(before > builtin, "{before} vs {builtin}");
-    let bad = run(&["--upstream-wait-secs", "5", "select", "--upstream-wait-secs", "-1", "x"]);
-    assert!(!bad.status.success(), "the value after the subcommand is the one used");
+    // 0 is refused: the value after the subcommand is the one checked.
+    let bad = run(&[
+        "--upstream-wait-secs",
+        "5",
+        "select",
+        "--upstream-wait-secs",
+        "0",
+        "x",
+    ]);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("--upstream-wait-secs must be"), "{stderr}");
+    let good = run(&[
+        "--upstream-wait-secs",
+        "0",
+        "select",
+        "--upstream-wait-secs",
+        "5",
+        "x",
+    ]);
+    assert!(good.status.success(), "{good:?}");
 }
 
 /// `serve` on a terminal says in one stderr line that it waits for a
@@ -302,7 +338,8 @@ fn serve_on_a_terminal_says_what_it_waits_for() {
     };
     assert_eq!(opened, 0, "openpty failed");
     // SAFETY: both descriptors are open and owned by nothing else.
-    let (leader, follower) = unsafe { (OwnedFd::from_raw_fd(leader), OwnedFd::from_raw_fd(follower)) };
+    let (leader, follower) =
+        unsafe { (OwnedFd::from_raw_fd(leader), OwnedFd::from_raw_fd(follower)) };
     let mut child = zenmode(&["serve"])
         .stdin(Stdio::from(follower))
         .stdout(Stdio::null())
@@ -327,7 +364,10 @@ fn serve_on_a_terminal_says_what_it_waits_for() {
     drop(leader);
     let line = reader.join().unwrap();
     assert!(line.contains("waiting for an MCP client"), "{line:?}");
-    assert!(line.contains("zenmode select") && line.contains("zenmode setup"), "{line:?}");
+    assert!(
+        line.contains("zenmode select") && line.contains("zenmode setup"),
+        "{line:?}"
+    );
 
     let piped = zenmode(&["serve"]).stdin(Stdio::null()).output().unwrap();
     let stderr = String::from_utf8_lossy(&piped.stderr);

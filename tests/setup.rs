@@ -168,7 +168,10 @@ fn file_clients_get_zenmode_once_and_undo_restores_bytes() {
 
         let (code, out, err) = home.zenmode(&["setup", client]);
         assert_eq!(code, 0, "{client}: {out}{err}");
-        assert!(out.contains(&format!("zenmode setup {client} --undo")), "{out}");
+        assert!(
+            out.contains(&format!("zenmode setup {client} --undo")),
+            "{out}"
+        );
         let written = read_json(&file);
         assert_eq!(written["theme"], "dark", "{client}: other keys stay");
         assert_eq!(written["inputs"], json!([]));
@@ -194,7 +197,11 @@ fn file_clients_get_zenmode_once_and_undo_restores_bytes() {
 
         let (code, out, err) = home.zenmode(&["setup", client, "--undo"]);
         assert_eq!(code, 0, "{out}{err}");
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), original, "{client}");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            original,
+            "{client}"
+        );
         assert!(!backup.exists(), "the backup is used up");
         let (code, _, err) = home.zenmode(&["setup", client, "--undo"]);
         assert_ne!(code, 0);
@@ -210,7 +217,10 @@ fn a_missing_file_is_created_and_undo_removes_it() {
     let file = home.path(".cursor/mcp.json");
     let (code, out, err) = home.zenmode(&["setup", "cursor"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(read_json(&file)["mcpServers"]["zenmode"]["args"], json!(["serve"]));
+    assert_eq!(
+        read_json(&file)["mcpServers"]["zenmode"]["args"],
+        json!(["serve"])
+    );
     let (code, out, _) = home.zenmode(&["setup", "cursor", "--undo"]);
     assert_eq!(code, 0);
     assert!(out.contains("did not exist before setup"), "{out}");
@@ -236,7 +246,10 @@ fn bad_input_changes_nothing() {
     let file = home.write(".config/Code/User/mcp.json", text);
     let (code, _, err) = home.zenmode(&["setup", "vscode", "--move-servers"]);
     assert_eq!(code, 2);
-    assert!(err.contains("is not JSON") && err.contains("nothing was changed"), "{err}");
+    assert!(
+        err.contains("is not JSON") && err.contains("nothing was changed"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
     assert!(!home.path("zen-state/setup").exists(), "no backup either");
 
@@ -291,7 +304,10 @@ fn cursor_servers_move_behind_zenmode_and_back() {
     let (code, out, err) = home.zenmode(&["setup", "cursor", "--undo"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
-    assert!(!home.gateway_file().exists(), "the gateway file did not exist before");
+    assert!(
+        !home.gateway_file().exists(),
+        "the gateway file did not exist before"
+    );
 }
 
 /// Real Claude Code in a temporary HOME: setup through `claude mcp`, the
@@ -314,7 +330,15 @@ fn claude_code_setup_moves_a_real_server_and_undoes() {
         text
     };
     // The user's Claude Code already runs a real server, added its own way.
-    run_claude(&["mcp", "add", "--scope", "user", "time", "--", time.to_str().unwrap()]);
+    run_claude(&[
+        "mcp",
+        "add",
+        "--scope",
+        "user",
+        "time",
+        "--",
+        time.to_str().unwrap(),
+    ]);
     let config = home.path(".claude.json");
     let original = std::fs::read(&config).unwrap();
 
@@ -361,5 +385,8 @@ fn claude_code_setup_moves_a_real_server_and_undoes() {
     assert!(!home.gateway_file().exists());
     let listing = run_claude(&["mcp", "list"]);
     assert!(listing.lines().any(|l| l.starts_with("time:")), "{listing}");
-    assert!(!listing.lines().any(|l| l.starts_with("zenmode:")), "{listing}");
+    assert!(
+        !listing.lines().any(|l| l.starts_with("zenmode:")),
+        "{listing}"
+    );
 }

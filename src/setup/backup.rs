@@ -98,7 +98,10 @@ impl Backup {
         let gateway_bytes = if record.moved.is_empty() {
             None
         } else {
-            Some(read_copy(&self.dir.join(GATEWAY_COPY), record.gateway_mode)?)
+            Some(read_copy(
+                &self.dir.join(GATEWAY_COPY),
+                record.gateway_mode,
+            )?)
         };
         let mut saved = Vec::new();
         put_back(
@@ -123,7 +126,8 @@ impl Backup {
         Ok(Restored {
             client_file: record.client_file,
             client_existed: record.client_mode.is_some(),
-            gateway_file: gateway_bytes.map(|_| (record.gateway_file, record.gateway_mode.is_some())),
+            gateway_file: gateway_bytes
+                .map(|_| (record.gateway_file, record.gateway_mode.is_some())),
             saved,
         })
     }
@@ -168,8 +172,9 @@ fn put_back(
     }
     match bytes {
         Some(bytes) => write_atomic(file, bytes, mode.unwrap_or(0o600)),
-        None if file.exists() => std::fs::remove_file(file)
-            .with_context(|| format!("cannot remove {}", file.display())),
+        None if file.exists() => {
+            std::fs::remove_file(file).with_context(|| format!("cannot remove {}", file.display()))
+        }
         None => Ok(()),
     }
 }

@@ -63,11 +63,12 @@ impl ClientKind {
         let config =
             || dirs::config_dir().context("cannot tell the configuration directory of this OS");
         Ok(match self {
-            Self::ClaudeCode => match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty())
-            {
-                Some(dir) => PathBuf::from(dir).join(".claude.json"),
-                None => home()?.join(".claude.json"),
-            },
+            Self::ClaudeCode => {
+                match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+                    Some(dir) => PathBuf::from(dir).join(".claude.json"),
+                    None => home()?.join(".claude.json"),
+                }
+            }
             Self::ClaudeDesktop => config()?.join("Claude").join("claude_desktop_config.json"),
             Self::Cursor => home()?.join(".cursor").join("mcp.json"),
             Self::Vscode => config()?.join("Code").join("User").join("mcp.json"),

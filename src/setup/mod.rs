@@ -52,7 +52,11 @@ const NAME: &str = "zenmode";
 
 /// Runs `setup`; `upstreams` is the gateway file (`--upstreams`, else the
 /// default one), `wait` how long a moved server may take to list its tools.
-pub fn run(args: &SetupArgs, upstreams: Option<PathBuf>, wait: Duration) -> anyhow::Result<ExitCode> {
+pub fn run(
+    args: &SetupArgs,
+    upstreams: Option<PathBuf>,
+    wait: Duration,
+) -> anyhow::Result<ExitCode> {
     let client = args.client;
     let dirs = GatewayDirs::from_env();
     let backup = Backup::new(&dirs.state, client.arg());
@@ -82,7 +86,10 @@ pub fn run(args: &SetupArgs, upstreams: Option<PathBuf>, wait: Duration) -> anyh
         .unwrap_or_default();
     let present = zenmode_entry(&file, &servers)?;
     let plan = if args.move_servers {
-        plan_moves(&servers, &crate::gateway_cli::gateway_servers(&gateway_file)?)
+        plan_moves(
+            &servers,
+            &crate::gateway_cli::gateway_servers(&gateway_file)?,
+        )
     } else {
         Plan::default()
     };
@@ -170,7 +177,10 @@ fn undo(client: ClientKind, backup: &Backup) -> anyhow::Result<ExitCode> {
         if existed {
             println!("restored {} from the backup", file.display());
         } else {
-            println!("removed {}, which did not exist before setup", file.display());
+            println!(
+                "removed {}, which did not exist before setup",
+                file.display()
+            );
         }
     };
     report(&restored.client_file, restored.client_existed);

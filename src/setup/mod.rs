@@ -115,26 +115,36 @@ pub fn run(
         backup.take(&file, &gateway_file)?;
     }
 
-    let mut moved = plan.already.clone();
-    if !plan.to_add.is_empty() {
-        let written = crate::gateway_cli::move_in(&gateway_file, plan.to_add.clone(), wait)?;
-        for name in plan.to_add.keys() {
-            if !written.contains(name) {
-                println!(
-                    "kept in {}: {name} (it did not start, see above; zenmode did not take it)",
-                    client.label()
-                );
+    // Past the backup, a failure says how to go back to it.
+    let changed = (|| -> anyhow::Result<Vec<String>> {
+        let mut moved = plan.already.clone();
+        if !plan.to_add.is_empty() {
+            let written = crate::gateway_cli::move_in(&gateway_file, plan.to_add.clone(), wait)?;
+            for name in plan.to_add.keys() {
+                if !written.contains(name) {
+                    println!(
+                        "kept in {}: {name} (it did not start, see above; zenmode did not take it)",
+                        client.label()
+                    );
+                }
             }
+            moved.extend(written);
         }
-        moved.extend(written);
-    }
-    backup.note_moved(&moved)?;
-
-    let entry = client.entry(&program, &serve_args);
-    match client {
-        ClientKind::ClaudeCode => claude_code(present.is_none(), &entry, &moved)?,
-        _ => json_client(client, &file, document, present.is_none(), entry, &moved)?,
-    }
+        backup.note_moved(&moved)?;
+        let entry = client.entry(&program, &serve_args);
+        match client {
+            ClientKind::ClaudeCode => claude_code(present.is_none(), &entry, &moved)?,
+            _ => json_client(client, &file, document, present.is_none(), entry, &moved)?,
+        }
+        Ok(moved)
+    })();
+    let moved = changed.with_context(|| {
+        format!(
+            "setup stopped part way; `zenmode setup {} --undo` restores the backup in {}",
+            client.arg(),
+            backup.dir().display()
+        )
+    })?;
 
     if present.is_none() {
         println!(

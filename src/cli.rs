@@ -38,15 +38,46 @@ small tool definitions instead of every mode's schema."
 )]
 pub struct Cli {
     #[command(flatten)]
-    pub catalog: CatalogArgs,
-    #[command(flatten)]
-    pub access: AccessArgs,
+    pub before: BeforeCommand,
     #[command(subcommand)]
     pub command: Command,
 }
 
-/// What running modes may touch; shared by `serve` and `exec`.
+/// The flags older command lines give before the subcommand
+/// (`zenmode --catalog FILE select ...`). They still work, but are hidden:
+/// each subcommand's help lists the flags it uses, and only those. A flag
+/// given after the subcommand wins over the same one given before it.
 #[derive(Debug, Args)]
+pub struct BeforeCommand {
+    #[arg(
+        long = "modes-dir",
+        id = "before_modes_dir",
+        hide = true,
+        value_delimiter = ','
+    )]
+    pub modes_dirs: Vec<PathBuf>,
+    #[arg(long = "catalog", id = "before_catalog", hide = true)]
+    pub catalogs: Vec<PathBuf>,
+    #[arg(long = "upstreams", id = "before_upstreams", hide = true)]
+    pub upstreams: Option<PathBuf>,
+    #[arg(long = "no-builtin-modes", id = "before_no_builtin_modes", hide = true)]
+    pub no_builtin_modes: bool,
+    #[arg(
+        long = "upstream-wait-secs",
+        id = "before_upstream_wait_secs",
+        hide = true
+    )]
+    pub upstream_wait_secs: Option<f64>,
+    #[arg(long = "embedding-model", id = "before_embedding_model", hide = true)]
+    pub embedding_model: Option<PathBuf>,
+    #[arg(long = "allow-root", id = "before_allow_root", hide = true)]
+    pub allow_roots: Vec<PathBuf>,
+    #[arg(long = "store", id = "before_store", hide = true)]
+    pub store: Option<String>,
+}
+
+/// What running modes may touch; `serve` and `exec` only.
+#[derive(Debug, Clone, Args)]
 pub struct AccessArgs {
     /// Let modes read files under DIR too (repeatable; the working directory is always allowed; env ZEN_ALLOWED_ROOTS, ':'-separated)
     #[arg(long = "allow-root", value_name = "DIR", global = true)]
@@ -56,9 +87,9 @@ pub struct AccessArgs {
     pub store: Option<String>,
 }
 
-/// Where modes come from; shared by every subcommand.
-#[derive(Debug, Args)]
-pub struct CatalogArgs {
+/// Where modes come from; the commands that load the catalog.
+#[derive(Debug, Clone, Args)]
+pub struct ModeArgs {
     /// Add or override modes with the manifests (*.json) in DIR (repeatable)
     #[arg(
         long = "modes-dir",
@@ -71,18 +102,108 @@ pub struct CatalogArgs {
     /// Import a tools/list-shaped JSON file as extra modes without executors (repeatable)
     #[arg(long = "catalog", value_name = "FILE", global = true)]
     pub catalogs: Vec<PathBuf>,
-    /// Front the MCP servers in FILE ({"mcpServers": {...}}, as Claude and Cursor write it); default: the file `zenmode upstream add` writes, if it exists
-    #[arg(long, value_name = "FILE", global = true, env = "ZEN_UPSTREAMS")]
-    pub upstreams: Option<PathBuf>,
-    /// Leave zenmode's own modes out (serve only --upstreams, --catalog or --modes-dir modes)
+    /// Leave zenmode's own modes out: only the upstream servers' tools and the --catalog and --modes-dir modes remain
     #[arg(long, global = true)]
     pub no_builtin_modes: bool,
-    /// How long start-up waits for upstreams whose catalog is not cached yet (lazy and groups strategies, --no-builtin-modes and one-shot commands; the others start them in the background)
-    #[arg(long, value_name = "SECS", global = true, default_value_t = 20.0)]
-    pub upstream_wait_secs: f64,
     /// The full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors) backs the distilled table: it ranks the requests for tools without example phrasings that the table is unsure of. Default: the model `scripts/install.sh` puts in $XDG_DATA_HOME/zenmode/model (~/.local/share/...), if there; `none`: the table alone
     #[arg(long, value_name = "DIR", global = true, env = "ZEN_EMBEDDING_MODEL")]
     pub embedding_model: Option<PathBuf>,
+}
+
+/// The gateway's upstreams file; the commands that read or write it.
+#[derive(Debug, Clone, Args)]
+pub struct UpstreamsArg {
+    /// The upstreams file: the MCP servers zenmode fronts ({"mcpServers": {...}}, as Claude and Cursor write it) [default: zenmode/upstreams.json in the config directory, or in ZEN_CONFIG_DIR]
+    #[arg(long, value_name = "FILE", global = true, env = "ZEN_UPSTREAMS")]
+    pub upstreams: Option<PathBuf>,
+}
+
+/// How long to wait for upstream servers; the commands that start them.
+#[derive(Debug, Clone, Args)]
+pub struct WaitArg {
+    /// How long to wait for an upstream server to list its tools (at start-up: those whose catalog is not cached yet, for the lazy and groups strategies, --no-builtin-modes and one-shot commands; the others start them in the background) [default: 20]
+    #[arg(long, value_name = "SECS", global = true)]
+    pub upstream_wait_secs: Option<f64>,
+}
+
+/// The catalog flags of `serve`, `exec`, `select`, `tokens` and `modes`.
+#[derive(Debug, Clone, Args)]
+pub struct CatalogFlags {
+    #[command(flatten)]
+    pub modes: ModeArgs,
+    #[command(flatten)]
+    pub upstreams: UpstreamsArg,
+    #[command(flatten)]
+    pub wait: WaitArg,
+}
+
+/// How long start-up waits for upstreams when no flag says.
+const DEFAULT_UPSTREAM_WAIT_SECS: f64 = 20.0;
+
+/// Where modes come from, with the flags given before and after the
+/// subcommand merged (after wins).
+#[derive(Debug, Clone, Default)]
+pub struct CatalogArgs {
+    pub modes_dirs: Vec<PathBuf>,
+    pub catalogs: Vec<PathBuf>,
+    pub upstreams: Option<PathBuf>,
+    pub no_builtin_modes: bool,
+    pub upstream_wait_secs: f64,
+    pub embedding_model: Option<PathBuf>,
+}
+
+impl BeforeCommand {
+    /// The catalog flags: a group the subcommand has wins over these.
+    fn catalog(
+        &self,
+        modes: Option<&ModeArgs>,
+        upstreams: Option<&UpstreamsArg>,
+        wait: Option<&WaitArg>,
+    ) -> CatalogArgs {
+        fn or<T: Clone>(after: &[T], before: &[T]) -> Vec<T> {
+            if after.is_empty() { before } else { after }.to_vec()
+        }
+        CatalogArgs {
+            modes_dirs: or(
+                modes.map(|m| m.modes_dirs.as_slice()).unwrap_or_default(),
+                &self.modes_dirs,
+            ),
+            catalogs: or(
+                modes.map(|m| m.catalogs.as_slice()).unwrap_or_default(),
+                &self.catalogs,
+            ),
+            no_builtin_modes: modes.is_some_and(|m| m.no_builtin_modes) || self.no_builtin_modes,
+            embedding_model: modes
+                .and_then(|m| m.embedding_model.clone())
+                .or_else(|| self.embedding_model.clone()),
+            upstreams: upstreams
+                .and_then(|u| u.upstreams.clone())
+                .or_else(|| self.upstreams.clone()),
+            upstream_wait_secs: wait
+                .and_then(|w| w.upstream_wait_secs)
+                .or(self.upstream_wait_secs)
+                .unwrap_or(DEFAULT_UPSTREAM_WAIT_SECS),
+        }
+    }
+
+    fn catalog_flags(&self, flags: &CatalogFlags) -> CatalogArgs {
+        self.catalog(
+            Some(&flags.modes),
+            Some(&flags.upstreams),
+            Some(&flags.wait),
+        )
+    }
+
+    fn access(&self, after: &AccessArgs) -> AccessArgs {
+        AccessArgs {
+            allow_roots: if after.allow_roots.is_empty() {
+                self.allow_roots.clone()
+            } else {
+                after.allow_roots.clone()
+            },
+            store: after.store.clone().or_else(|| self.store.clone()),
+        }
+    }
 }
 
 impl CatalogArgs {
@@ -189,7 +310,7 @@ impl CatalogArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve MCP over stdio (default) or TCP
+    /// Serve MCP to a client: over stdin/stdout (default; what clients start), or listen on TCP (one JSON message a line) or Streamable HTTP (--transport tcp|http, --listen)
     Serve(ServeArgs),
     /// Print what each tool-list strategy costs in tokens
     Tokens {
@@ -199,11 +320,15 @@ pub enum Command {
         /// Count the tokens of standard input instead (prints o200k and cl100k counts as JSON)
         #[arg(long)]
         count_stdin: bool,
+        #[command(flatten)]
+        catalog: CatalogFlags,
     },
     /// List, show or check the mode manifests
     Modes {
         #[command(subcommand)]
         command: ModesCommand,
+        #[command(flatten)]
+        catalog: CatalogFlags,
     },
     /// Recommend a mode for a task, as zen_select_mode does
     Select {
@@ -215,6 +340,8 @@ pub enum Command {
         /// Print the exact tool reply as JSON
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        catalog: CatalogFlags,
     },
     /// Score mode selection on a labeled set (JSON lines: query, expected, acceptable)
     Eval(EvalArgs),
@@ -223,13 +350,33 @@ pub enum Command {
         /// Print JSON instead of text
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        upstreams: UpstreamsArg,
     },
     /// Check the upstreams file, start each server, and check file permissions and client configurations; says what to fix
-    Doctor,
+    Doctor {
+        #[command(flatten)]
+        upstreams: UpstreamsArg,
+        #[command(flatten)]
+        wait: WaitArg,
+    },
     /// Manage the MCP servers zenmode fronts (the --upstreams file)
     Upstream {
         #[command(subcommand)]
         command: crate::gateway_cli::UpstreamCommand,
+        #[command(flatten)]
+        upstreams: UpstreamsArg,
+        #[command(flatten)]
+        wait: WaitArg,
+    },
+    /// Connect a client (claude-code, claude-desktop, cursor, vscode) to zenmode; --move-servers puts its other servers behind zenmode, --undo restores its configuration
+    Setup {
+        #[command(flatten)]
+        args: crate::setup::SetupArgs,
+        #[command(flatten)]
+        upstreams: UpstreamsArg,
+        #[command(flatten)]
+        wait: WaitArg,
     },
     /// Run one mode, as zen_execute does
     Exec {
@@ -241,12 +388,18 @@ pub enum Command {
         /// Continue an earlier thread
         #[arg(long = "continuation-id")]
         continuation_id: Option<String>,
+        #[command(flatten)]
+        catalog: CatalogFlags,
+        #[command(flatten)]
+        access: AccessArgs,
     },
 }
 
-/// `zenmode eval`; `--catalog FILE` (global) adds foreign tools to rank.
+/// `zenmode eval`; `--catalog FILE` adds foreign tools to rank.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
+    #[command(flatten)]
+    pub modes: ModeArgs,
     /// Labels file: one {"query", "expected", "acceptable"?} JSON object per
     /// line ("expected": null for a query no mode fits); repeat to pool files
     #[arg(long, value_name = "FILE", required = true)]
@@ -285,7 +438,9 @@ pub enum ModesCommand {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TransportKind {
+    /// One session over stdin and stdout, for a client that starts zenmode
     Stdio,
+    /// Sessions over TCP connections at --listen, one JSON-RPC message a line
     Tcp,
     /// Streamable HTTP at /mcp (and /healthz)
     Http,
@@ -293,6 +448,10 @@ pub enum TransportKind {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    #[command(flatten)]
+    pub catalog: CatalogFlags,
+    #[command(flatten)]
+    pub access: AccessArgs,
     /// How to present the modes as tools [default: zen]
     #[arg(long, value_enum, env = "ZEN_STRATEGY")]
     pub strategy: Option<StrategyKind>,
@@ -328,7 +487,7 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub pin: Vec<String>,
-    /// Transport to serve on
+    /// How clients reach this server
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: TransportKind,
     /// Address for --transport tcp or http (port 0 picks a free port)
@@ -511,23 +670,59 @@ fn default_sigpipe() {
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let before = &cli.before;
     match cli.command {
-        Command::Serve(args) => serve(&cli.catalog, &cli.access, args),
-        Command::Tokens { json, count_stdin } => print_tokens(&cli.catalog, json, count_stdin),
-        Command::Modes { command } => modes(&cli.catalog, command),
-        Command::Status { json } => crate::gateway_cli::status(cli.catalog.upstreams.clone(), json),
-        Command::Doctor => crate::gateway_cli::doctor(
-            cli.catalog.upstreams.clone(),
-            cli.catalog.upstream_wait_secs,
-        ),
-        Command::Upstream { command } => crate::gateway_cli::run(
-            cli.catalog.upstreams.clone(),
-            cli.catalog.upstream_wait_secs,
+        Command::Serve(args) => {
+            let catalog = before.catalog_flags(&args.catalog);
+            let access = before.access(&args.access);
+            serve(&catalog, &access, args)
+        }
+        Command::Tokens {
+            json,
+            count_stdin,
+            catalog,
+        } => print_tokens(&before.catalog_flags(&catalog), json, count_stdin),
+        Command::Modes { command, catalog } => modes(&before.catalog_flags(&catalog), command),
+        Command::Status { json, upstreams } => {
+            crate::gateway_cli::status(before.catalog(None, Some(&upstreams), None).upstreams, json)
+        }
+        Command::Doctor { upstreams, wait } => {
+            let catalog = before.catalog(None, Some(&upstreams), Some(&wait));
+            crate::gateway_cli::doctor(catalog.upstreams, catalog.upstream_wait_secs)
+        }
+        Command::Upstream {
             command,
-        ),
-        Command::Select { task, top, json } => {
+            upstreams,
+            wait,
+        } => {
+            let catalog = before.catalog(None, Some(&upstreams), Some(&wait));
+            crate::gateway_cli::run(catalog.upstreams, catalog.upstream_wait_secs, command)
+        }
+        Command::Setup {
+            args,
+            upstreams,
+            wait,
+        } => {
+            let catalog = before.catalog(None, Some(&upstreams), Some(&wait));
+            let wait = catalog.upstream_wait_secs;
+            crate::setup::run(
+                &args,
+                catalog.upstreams,
+                std::time::Duration::from_secs_f64(if wait.is_finite() {
+                    wait.clamp(0.1, 600.0)
+                } else {
+                    DEFAULT_UPSTREAM_WAIT_SECS
+                }),
+            )
+        }
+        Command::Select {
+            task,
+            top,
+            json,
+            catalog,
+        } => {
             let runtime = runtime(false)?;
-            let engine = offline_engine(&cli.catalog, &runtime)?;
+            let engine = offline_engine(&before.catalog_flags(&catalog), &runtime)?;
             let args = select_mode::SelectArgs {
                 task_description: Some(task),
                 mode: None,
@@ -542,17 +737,21 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(exit_for(outcome.is_error))
         }
-        Command::Eval(args) => eval(&cli.catalog, &args),
+        Command::Eval(args) => eval(&before.catalog(Some(&args.modes), None, None), &args),
         Command::Exec {
             mode,
             request,
             continuation_id,
+            catalog,
+            access,
         } => {
+            let catalog = before.catalog_flags(&catalog);
+            let access = before.access(&access);
             let request: Value = serde_json::from_str(&request).context(
                 "--request must be a JSON object, e.g. --request '{\"prompt\":\"...\"}'",
             )?;
             let runtime = runtime(false)?;
-            let engine = serving_engine(&cli.catalog, &cli.access, &runtime, true)?;
+            let engine = serving_engine(&catalog, &access, &runtime, true)?;
             // `exec` answers as the default strategy would (version reports it).
             surface::build(StrategyKind::Zen, &engine, &SurfaceOptions::default())
                 .map_err(anyhow::Error::msg)?;
@@ -690,6 +889,9 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
         bail!("--max-message-bytes must be at least 1024");
     }
     let strategy_kind = args.strategy()?;
+    if args.transport == TransportKind::Stdio {
+        terminal_hint();
+    }
     let runtime = runtime(args.transport != TransportKind::Stdio)?;
     // Strategies with a fixed list answer at once and take upstream modes
     // as they arrive; `lazy` and `groups` build their lists from the catalog
@@ -759,6 +961,18 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     // as long as the client keeps stdin open. Sessions have ended by now.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
     result
+}
+
+/// A person who types `zenmode serve` sees a server that waits in silence
+/// for JSON-RPC; one line on stderr says why and what to run instead. A
+/// client starts zenmode with stdin on a pipe and never sees it.
+fn terminal_hint() {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        crate::logging::print(
+            "zenmode: waiting for an MCP client on stdin (Ctrl-C ends it). To try zenmode, run `zenmode select \"review my PR for security problems\"`; to connect a client, `zenmode setup claude-code` (or claude-desktop, cursor, vscode).",
+        );
+    }
 }
 
 #[cfg(unix)]

@@ -326,6 +326,43 @@ pub fn run(
     }
 }
 
+/// The servers in the upstreams `file` (none when it does not exist yet).
+pub(crate) fn gateway_servers(file: &Path) -> anyhow::Result<Map<String, Value>> {
+    if !file.exists() {
+        return Ok(Map::new());
+    }
+    let mut document = read_document(file)?;
+    Ok(servers_mut(&mut document, file)?.clone())
+}
+
+/// Adds `entries` to the upstreams `file` as `upstream import` does (each
+/// server started and its tools approved first; one that fails is left
+/// out) for `zenmode setup --move-servers`; returns the names written.
+pub(crate) fn move_in(
+    file: &Path,
+    entries: Map<String, Value>,
+    wait: Duration,
+) -> anyhow::Result<Vec<String>> {
+    let dirs = GatewayDirs::from_env();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let how = Adding {
+        replace: false,
+        fetch: true,
+        keep: false,
+        wait,
+    };
+    runtime.block_on(add_entries(file, &dirs, entries.clone(), &how))?;
+    let now = gateway_servers(file)?;
+    Ok(entries
+        .iter()
+        .filter(|(name, entry)| now.get(*name) == Some(*entry))
+        .map(|(name, _)| name.clone())
+        .collect())
+}
+
 /// The entry `upstream add` writes.
 fn new_entry(
     url: Option<String>,

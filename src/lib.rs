@@ -32,7 +32,8 @@
 //!    (signals) and [`logging`] (stderr logs that never block or end the
 //!    server).
 //! 7. **tooling**: [`cli`], [`oauth_cli`] (upstream sign-in and the
-//!    conformance probe), `tokens` (token metrics; the default `tokens`
+//!    conformance probe), [`setup`] (connecting a client, moving its
+//!    servers behind the gateway, and undoing both), `tokens` (token metrics; the default `tokens`
 //!    feature), [`eval`], [`docs`] and [`check`].
 //!
 //! See ARCHITECTURE.md for the invariants.
@@ -58,6 +59,7 @@ pub mod redact;
 pub mod select;
 pub mod server;
 pub mod services;
+pub mod setup;
 pub mod shutdown;
 pub mod surface;
 #[cfg(feature = "tokens")]

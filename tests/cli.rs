@@ -317,3 +317,137 @@ fn a_named_model_directory_must_load_unless_it_is_none() {
         .unwrap();
     assert!(output.status.success(), "{output:?}");
 }
+
+/// Each subcommand's help lists the flags it uses: the catalog and store
+/// flags are not in `upstream add --help`, and `serve --help` names the
+/// three transports it serves.
+#[test]
+fn help_shows_only_the_flags_a_command_uses() {
+    let help = |args: &[&str]| String::from_utf8(run(args).stdout).unwrap();
+    let add = help(&["upstream", "add", "--help"]);
+    assert!(add.contains("--upstreams"), "{add}");
+    for flag in [
+        "--store",
+        "--embedding-model",
+        "--catalog",
+        "--modes-dir",
+        "--allow-root",
+    ] {
+        assert!(
+            !add.contains(flag),
+            "upstream add --help lists {flag}:\n{add}"
+        );
+    }
+    let status = help(&["status", "--help"]);
+    assert!(
+        !status.contains("--upstream-wait-secs") && !status.contains("--store"),
+        "{status}"
+    );
+    let eval = help(&["eval", "--help"]);
+    assert!(
+        eval.contains("--catalog") && !eval.contains("--upstreams"),
+        "{eval}"
+    );
+    let serve = help(&["serve", "--help"]);
+    for word in ["stdio", "tcp", "http", "--store", "--catalog"] {
+        assert!(serve.contains(word), "serve --help lacks {word}");
+    }
+    let top = help(&["--help"]);
+    assert!(!top.contains("--store") && top.contains("setup"), "{top}");
+}
+
+/// The flags older command lines give before the subcommand still work,
+/// and one given after it wins.
+#[test]
+fn catalog_flags_before_the_subcommand_still_work() {
+    let union = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/catalogs/union_all.json"
+    );
+    let count = |args: &[&str]| {
+        let output = run(args);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        String::from_utf8_lossy(&output.stdout).lines().count()
+    };
+    let builtin = count(&["modes", "list"]);
+    let before = count(&["--catalog", union, "--no-builtin-modes", "modes", "list"]);
+    let after = count(&["modes", "list", "--catalog", union, "--no-builtin-modes"]);
+    assert_eq!(before, after);
+    assert!(before > builtin, "{before} vs {builtin}");
+    // 0 is refused: the value after the subcommand is the one checked.
+    let bad = run(&[
+        "--upstream-wait-secs",
+        "5",
+        "select",
+        "--upstream-wait-secs",
+        "0",
+        "x",
+    ]);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("--upstream-wait-secs must be"), "{stderr}");
+    let good = run(&[
+        "--upstream-wait-secs",
+        "0",
+        "select",
+        "--upstream-wait-secs",
+        "5",
+        "x",
+    ]);
+    assert!(good.status.success(), "{good:?}");
+}
+
+/// `serve` on a terminal says in one stderr line that it waits for a
+/// client; on a pipe (as every client starts it) it says nothing of it.
+#[cfg(unix)]
+#[test]
+fn serve_on_a_terminal_says_what_it_waits_for() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut leader, mut follower) = (0, 0);
+    // SAFETY: openpty writes two new descriptors into the given ints.
+    let opened = unsafe {
+        libc::openpty(
+            &mut leader,
+            &mut follower,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(opened, 0, "openpty failed");
+    // SAFETY: both descriptors are open and owned by nothing else.
+    let (leader, follower) =
+        unsafe { (OwnedFd::from_raw_fd(leader), OwnedFd::from_raw_fd(follower)) };
+    let mut child = zenmode(&["serve"])
+        .stdin(Stdio::from(follower))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        while stderr.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
+            line.push(byte[0]);
+        }
+        String::from_utf8_lossy(&line).into_owned()
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !reader.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(leader);
+    let line = reader.join().unwrap();
+    assert!(line.contains("waiting for an MCP client"), "{line:?}");
+    assert!(
+        line.contains("zenmode select") && line.contains("zenmode setup"),
+        "{line:?}"
+    );
+
+    let piped = zenmode(&["serve"]).stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&piped.stderr);
+    assert!(!stderr.contains("waiting for an MCP client"), "{stderr}");
+}

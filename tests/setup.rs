@@ -1,0 +1,392 @@
+//! `zenmode setup CLIENT`: in a temporary HOME, the client files it writes
+//! (Claude Desktop, Cursor, VS Code), their backups, a second run that
+//! changes nothing, `--undo` byte for byte, and the errors that change
+//! nothing; and Claude Code for real (`tests/peers/run.sh` installs it):
+//! `claude mcp list` shows zenmode connected, a moved server answers
+//! through zenmode's two tools and is gone from Claude Code's own list.
+//!
+//! The moves start real servers from `tests/upstreams/install.sh`. Without
+//! them, or without Claude Code, these tests say so and pass, unless
+//! `ZEN_REQUIRE_UPSTREAMS=1` or `ZEN_REQUIRE_CLAUDE=1` (CI) makes it a
+//! failure.
+
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use common::{Client, text_of};
+use serde_json::{Value, json};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn time_server() -> Option<PathBuf> {
+    let path = repo().join("tests/upstreams/.venv/bin/mcp-server-time");
+    if path.exists() {
+        return Some(path);
+    }
+    assert_ne!(
+        std::env::var("ZEN_REQUIRE_UPSTREAMS").as_deref(),
+        Ok("1"),
+        "{} is missing: run tests/upstreams/install.sh",
+        path.display()
+    );
+    eprintln!("skipping: {} is not installed", path.display());
+    None
+}
+
+fn claude_bin_dir() -> Option<PathBuf> {
+    let dir = repo().join("tests/peers/node_modules/.bin");
+    if dir.join("claude").exists() {
+        return Some(dir);
+    }
+    assert_ne!(
+        std::env::var("ZEN_REQUIRE_CLAUDE").as_deref(),
+        Ok("1"),
+        "Claude Code is missing: run tests/peers/run.sh claude"
+    );
+    eprintln!("skipping: Claude Code is not installed (tests/peers/run.sh claude)");
+    None
+}
+
+/// A throw-away HOME with zenmode's and the clients' directories in it.
+struct Home {
+    dir: tempfile::TempDir,
+    /// Directories put first on PATH (Claude Code's `claude`).
+    path: Vec<PathBuf>,
+}
+
+impl Home {
+    fn new() -> Self {
+        Home {
+            dir: tempfile::tempdir().unwrap(),
+            path: Vec::new(),
+        }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.dir.path().join(relative)
+    }
+
+    fn gateway_file(&self) -> PathBuf {
+        self.path("zen-config/upstreams.json")
+    }
+
+    /// A command with this HOME and nothing of the machine's own
+    /// configuration: no XDG or Claude directories, no API keys.
+    fn command(&self, program: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(program);
+        command.args(args);
+        for (key, _) in std::env::vars() {
+            let upper = key.to_ascii_uppercase();
+            if ["ANTHROPIC_", "CLAUDE", "XDG_", "ZEN_"]
+                .iter()
+                .any(|p| upper.starts_with(p))
+                || common::PROVIDER_VARIABLES.contains(&key.as_str())
+            {
+                command.env_remove(&key);
+            }
+        }
+        let mut path = self.path.clone();
+        path.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        command
+            .env("PATH", std::env::join_paths(path).unwrap())
+            .env("HOME", self.dir.path())
+            .env("ZEN_CONFIG_DIR", self.path("zen-config"))
+            .env("ZEN_STATE_DIR", self.path("zen-state"))
+            .env("ZEN_CACHE_DIR", self.path("zen-cache"))
+            .env("ZEN_STORE", "memory:")
+            .env("CI", "true")
+            .env("NO_COLOR", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("RUST_LOG", "warn")
+            .current_dir(self.dir.path())
+            .stdin(std::process::Stdio::null());
+        command
+    }
+
+    /// Runs zenmode; (exit code, stdout, stderr).
+    fn zenmode(&self, args: &[&str]) -> (i32, String, String) {
+        let output = self
+            .command(Path::new(common::binary()), args)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    fn write(&self, relative: &str, text: &str) -> PathBuf {
+        let file = self.path(relative);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+}
+
+fn read_json(file: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
+/// The entry every file client gets: the test binary itself, `serve`.
+fn our_binary() -> String {
+    std::fs::canonicalize(common::binary())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn file_clients_get_zenmode_once_and_undo_restores_bytes() {
+    let cases = [
+        ("cursor", ".cursor/mcp.json", "mcpServers"),
+        (
+            "claude-desktop",
+            ".config/Claude/claude_desktop_config.json",
+            "mcpServers",
+        ),
+        ("vscode", ".config/Code/User/mcp.json", "servers"),
+    ];
+    for (client, relative, key) in cases {
+        let home = Home::new();
+        // Odd spacing and an unrelated key: undo must give these bytes back.
+        let original = format!(
+            "{{\"theme\":  \"dark\",\n \"{key}\": {{\"notes\": {{\"type\": \"stdio\", \"command\": \"notes-server\", \"args\": [\"--db\", \"x\"]}}}},\n \"inputs\": []}}\n"
+        );
+        let file = home.write(relative, &original);
+
+        let (code, out, err) = home.zenmode(&["setup", client]);
+        assert_eq!(code, 0, "{client}: {out}{err}");
+        assert!(
+            out.contains(&format!("zenmode setup {client} --undo")),
+            "{out}"
+        );
+        let written = read_json(&file);
+        assert_eq!(written["theme"], "dark", "{client}: other keys stay");
+        assert_eq!(written["inputs"], json!([]));
+        assert_eq!(written[key]["notes"]["command"], "notes-server");
+        let entry = &written[key]["zenmode"];
+        assert_eq!(entry["command"], our_binary(), "{client}: {written}");
+        assert_eq!(entry["args"], json!(["serve"]));
+        if client == "vscode" {
+            assert_eq!(entry["type"], "stdio", "VS Code entries carry a type");
+        } else {
+            assert!(entry.get("type").is_none(), "{entry}");
+        }
+        let backup = home.path(&format!("zen-state/setup/{client}/client.json"));
+        assert_eq!(std::fs::read_to_string(&backup).unwrap(), original);
+
+        // Twice: no second entry, the file untouched, the backup kept.
+        let after_first = std::fs::read(&file).unwrap();
+        let (code, out, _) = home.zenmode(&["setup", client]);
+        assert_eq!(code, 0);
+        assert!(out.contains("already runs zenmode"), "{out}");
+        assert_eq!(std::fs::read(&file).unwrap(), after_first);
+        assert_eq!(std::fs::read_to_string(&backup).unwrap(), original);
+
+        let (code, out, err) = home.zenmode(&["setup", client, "--undo"]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            original,
+            "{client}"
+        );
+        assert!(!backup.exists(), "the backup is used up");
+        let (code, _, err) = home.zenmode(&["setup", client, "--undo"]);
+        assert_ne!(code, 0);
+        assert!(err.contains("no backup"), "{err}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    }
+}
+
+#[test]
+fn a_missing_file_is_created_and_undo_removes_it() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.path(".cursor")).unwrap();
+    let file = home.path(".cursor/mcp.json");
+    let (code, out, err) = home.zenmode(&["setup", "cursor"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        read_json(&file)["mcpServers"]["zenmode"]["args"],
+        json!(["serve"])
+    );
+    let (code, out, _) = home.zenmode(&["setup", "cursor", "--undo"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("did not exist before setup"), "{out}");
+    assert!(!file.exists());
+}
+
+#[test]
+fn bad_input_changes_nothing() {
+    let home = Home::new();
+    // Not installed: no client directory, and nothing is created.
+    let (code, _, err) = home.zenmode(&["setup", "cursor"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("does not seem installed"), "{err}");
+    assert!(!home.path(".cursor").exists());
+    // Claude Code without `claude` on PATH.
+    let (code, _, err) = home.zenmode_with_path(&["setup", "claude-code"], "/nonexistent");
+    assert_eq!(code, 2);
+    assert!(err.contains("no `claude` command"), "{err}");
+    assert!(!home.path(".claude.json").exists());
+
+    // Not JSON (VS Code allows comments; zenmode says why it stops).
+    let text = "{\n  // my servers\n  \"servers\": {}\n}\n";
+    let file = home.write(".config/Code/User/mcp.json", text);
+    let (code, _, err) = home.zenmode(&["setup", "vscode", "--move-servers"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("is not JSON") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    assert!(!home.path("zen-state/setup").exists(), "no backup either");
+
+    // A server of zenmode's name that is something else is not replaced.
+    let text = "{\"mcpServers\": {\"zenmode\": {\"command\": \"other-tool\"}}}";
+    let file = home.write(".cursor/mcp.json", text);
+    let (code, _, err) = home.zenmode(&["setup", "cursor"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("does not run zenmode"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+}
+
+impl Home {
+    fn zenmode_with_path(&self, args: &[&str], path: &str) -> (i32, String, String) {
+        let output = self
+            .command(Path::new(common::binary()), args)
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+}
+
+#[test]
+fn cursor_servers_move_behind_zenmode_and_back() {
+    let Some(time) = time_server() else { return };
+    let home = Home::new();
+    let original = serde_json::to_string_pretty(&json!({"mcpServers": {
+        "time": {"command": time},
+        // zenmode under another name: never imported into itself, never added twice.
+        "zen-old": {"command": our_binary(), "args": ["serve", "--full"]},
+        // A transport zenmode does not speak stays where it is.
+        "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+    }}))
+    .unwrap();
+    let file = home.write(".cursor/mcp.json", &original);
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--move-servers"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("moved time behind zenmode"), "{out}");
+    assert!(out.contains("kept in Cursor: legacy"), "{out}");
+    let client = read_json(&file);
+    let names: Vec<&String> = client["mcpServers"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["zen-old", "legacy"], "{client}");
+    let gateway = read_json(&home.gateway_file());
+    let moved: Vec<&String> = gateway["mcpServers"].as_object().unwrap().keys().collect();
+    assert_eq!(moved, ["time"], "only the time server moves: {gateway}");
+
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--undo"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    assert!(
+        !home.gateway_file().exists(),
+        "the gateway file did not exist before"
+    );
+}
+
+/// Real Claude Code in a temporary HOME: setup through `claude mcp`, the
+/// moved server reached through zen_execute, and undo.
+#[test]
+fn claude_code_setup_moves_a_real_server_and_undoes() {
+    let Some(bin) = claude_bin_dir() else { return };
+    let Some(time) = time_server() else { return };
+    let mut home = Home::new();
+    home.path.push(bin.clone());
+    let claude = bin.join("claude");
+    let run_claude = |args: &[&str]| {
+        let output = home.command(&claude, args).output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "claude {args:?}: {text}");
+        text
+    };
+    // The user's Claude Code already runs a real server, added its own way.
+    run_claude(&[
+        "mcp",
+        "add",
+        "--scope",
+        "user",
+        "time",
+        "--",
+        time.to_str().unwrap(),
+    ]);
+    let config = home.path(".claude.json");
+    let original = std::fs::read(&config).unwrap();
+
+    let (code, out, err) = home.zenmode(&["setup", "claude-code", "--move-servers"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("moved time behind zenmode"), "{out}");
+
+    let listing = run_claude(&["mcp", "list"]);
+    let zen_line = listing
+        .lines()
+        .find(|line| line.starts_with("zenmode:"))
+        .unwrap_or_else(|| panic!("no zenmode in claude mcp list:\n{listing}"));
+    assert!(zen_line.contains("Connected"), "{listing}");
+    assert!(zen_line.contains(&our_binary()), "{zen_line}");
+    assert!(
+        !listing.lines().any(|line| line.starts_with("time:")),
+        "time is still in Claude Code's own list:\n{listing}"
+    );
+
+    // The moved server's tool, through zenmode's two tools.
+    let mut command = home.command(Path::new(common::binary()), &["serve"]);
+    command.stdin(std::process::Stdio::piped());
+    let mut client = Client::spawn_command(command);
+    client.initialize();
+    assert_eq!(client.tool_names(), ["zen_select_mode", "zen_execute"]);
+    let result = client.tool(
+        "zen_execute",
+        json!({"mode": "time__get_current_time", "request": {"timezone": "Europe/Paris"}}),
+    );
+    assert_ne!(result["isError"], true, "{result}");
+    assert!(text_of(&result).contains("Europe/Paris"), "{result}");
+    drop(client);
+
+    // A second setup adds nothing.
+    let (code, out, _) = home.zenmode(&["setup", "claude-code", "--move-servers"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("already runs zenmode"), "{out}");
+    let servers = read_json(&config)["mcpServers"].clone();
+    assert_eq!(servers.as_object().unwrap().len(), 1, "{servers}");
+
+    let (code, out, err) = home.zenmode(&["setup", "claude-code", "--undo"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(&config).unwrap(), original, "byte for byte");
+    assert!(!home.gateway_file().exists());
+    let listing = run_claude(&["mcp", "list"]);
+    assert!(listing.lines().any(|l| l.starts_with("time:")), "{listing}");
+    assert!(
+        !listing.lines().any(|l| l.starts_with("zenmode:")),
+        "{listing}"
+    );
+}

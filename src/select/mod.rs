@@ -147,6 +147,21 @@ pub struct Tuning {
     /// server's tool, with only its name and description, could not make
     /// up.
     pub mixed_examples_weight: f32,
+    /// With the full model only: the weight of the model's cosine for a
+    /// mode with example phrasings (zenmode's own), read against its name
+    /// and description as for any tool. Without it a built-in mode and a
+    /// server tool are ranked by different signals, and a request that
+    /// shares a few words with a built-in's examples took it from a tool
+    /// whose meaning fits better. 0 leaves the built-ins to their examples.
+    pub builtin_meaning: f32,
+    /// With the full model only: the text the model reads for a tool also
+    /// lists its parameter names as words ("parameters: repo path,
+    /// max count"), which say what the tool works on.
+    pub meaning_parameters: bool,
+    /// Softmax temperature of the confidence with the full model (its
+    /// scores spread wider than the table's, so the table's temperature
+    /// made it overconfident); see [`Tuning::temperature`].
+    pub model_temperature: f32,
 }
 
 impl Tuning {
@@ -162,6 +177,7 @@ impl Tuning {
             semantic_weight: self.semantic_weight * (4.0 / 3.0),
             semantic_floor: 0.0,
             no_fit_quantile: 0.8,
+            temperature: self.model_temperature,
             ..self
         }
     }
@@ -202,7 +218,68 @@ impl Tuning {
         verb_mismatch: 0.15,
         mixed_examples_weight: 0.75,
         unasked_destructive: 0.5,
+        builtin_meaning: 0.0,
+        meaning_parameters: false,
+        model_temperature: 0.2,
     };
+
+    /// These constants with the overrides of `spec` (`name=value` pairs,
+    /// separated by commas), for measuring alternatives without a rebuild
+    /// (`ZEN_SELECT_TUNING`, `ZEN_SELECT_MODEL_TUNING`). An unknown name or
+    /// a value that is not a number is an error naming it.
+    pub fn with_overrides(self, spec: &str) -> Result<Tuning, String> {
+        let mut tuning = self;
+        for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("tuning override `{pair}` is not name=value"))?;
+            let value: f32 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("tuning override `{pair}`: `{value}` is not a number"))?;
+            let slot = match name.trim() {
+                "lexical_weight" => &mut tuning.lexical_weight,
+                "example_weight" => &mut tuning.example_weight,
+                "phrasing_weight" => &mut tuning.phrasing_weight,
+                "semantic_weight" => &mut tuning.semantic_weight,
+                "semantic_floor" => &mut tuning.semantic_floor,
+                "temperature" => &mut tuning.temperature,
+                "model_temperature" => &mut tuning.model_temperature,
+                "no_fit_quantile" => &mut tuning.no_fit_quantile,
+                "no_fit_margin" => &mut tuning.no_fit_margin,
+                "evidence_scale" => &mut tuning.evidence_scale,
+                "ask_model_below" => &mut tuning.ask_model_below,
+                "verb_match" => &mut tuning.verb_match,
+                "verb_bonus" => &mut tuning.verb_bonus,
+                "verb_mismatch" => &mut tuning.verb_mismatch,
+                "unasked_destructive" => &mut tuning.unasked_destructive,
+                "mixed_examples_weight" => &mut tuning.mixed_examples_weight,
+                "builtin_meaning" => &mut tuning.builtin_meaning,
+                "meaning_parameters" => {
+                    tuning.meaning_parameters = value > 0.0;
+                    continue;
+                }
+                other => return Err(format!("tuning override: unknown constant `{other}`")),
+            };
+            *slot = value;
+        }
+        Ok(tuning)
+    }
+
+    /// [`Tuning::with_overrides`] from the environment variable `name`;
+    /// a bad override is reported on stderr and ignored.
+    fn from_env(self, name: &str) -> Tuning {
+        let Ok(spec) = std::env::var(name) else {
+            return self;
+        };
+        match self.with_overrides(&spec) {
+            Ok(tuning) => tuning,
+            Err(error) => {
+                tracing::warn!(%error, variable = name, "ignoring the tuning override");
+                self
+            }
+        }
+    }
 }
 
 impl Default for Tuning {
@@ -310,12 +387,14 @@ pub struct Ranking {
     pub no_fit: f32,
     /// The full model ranked this request (the table's ranking was unsure).
     pub by_model: bool,
-    /// Destructive tools that the request does not ask for and that
-    /// scored above the first harmless candidate before the safety rule
-    /// put them below it (mode indices, best first).
+    /// Tools the safety rules put below the first harmless candidate,
+    /// having scored above it (mode indices, best first): destructive
+    /// tools the request does not ask for and, for a question, tools that
+    /// change state.
     pub held_back: Vec<usize>,
-    /// The first mode is destructive and the request does not ask for what
-    /// it does (no harmless candidate was left to put first).
+    /// The first mode is one the safety rules would hold back (destructive
+    /// and unasked for, or changing state in answer to a question), and no
+    /// harmless candidate was left to put first.
     pub first_unasked_destructive: bool,
     /// The request names the first mode (its name or an alias, as written).
     pub named: bool,
@@ -364,6 +443,10 @@ pub struct Index {
     name_actions: Vec<Actions>,
     /// Per mode: may it delete or overwrite ([`Manifest::destructive`])?
     destructive: Vec<bool>,
+    /// Per mode: does it change state (a tool without example phrasings
+    /// whose name creates, updates, writes, moves, sends, commits ... or
+    /// that is destructive)? A question is not offered one first.
+    changes_state: Vec<bool>,
     /// Names and aliases that look like identifiers (`git_status`,
     /// `memory__create_entities`, `get-sum`), lower-cased, to the modes
     /// they name: a request that writes one asks for that mode.
@@ -429,6 +512,7 @@ impl Index {
     }
 
     fn build_choosing(catalog: &Catalog, ranker: Ranker, tuning: Tuning, later: bool) -> Self {
+        let tuning = tuning.from_env("ZEN_SELECT_TUNING");
         let needs_meaning = catalog
             .modes()
             .iter()
@@ -495,7 +579,11 @@ impl Index {
             .collect();
         let needs_meaning = has_examples.contains(&false);
         let tuning = match encoder {
-            Some(encoder) if encoder.is_full_model() => ranker.tuning(tuning.for_full_model()),
+            Some(encoder) if encoder.is_full_model() => ranker.tuning(
+                tuning
+                    .for_full_model()
+                    .from_env("ZEN_SELECT_MODEL_TUNING"),
+            ),
             _ => ranker.tuning(tuning),
         };
         let analyzer = Analyzer::new(if full {
@@ -584,10 +672,11 @@ impl Index {
         let phrasing =
             full.then(|| PhrasingModel::build(phrasing, terms, tuning.phrasing_smoothing));
         let semantic = encoder.map(|encoder| {
+            let parameters = encoder.is_full_model() && tuning.meaning_parameters;
             let texts: Vec<String> = catalog
                 .modes()
                 .iter()
-                .map(|m| meaning_text(m.manifest()))
+                .map(|m| meaning_text(m.manifest(), parameters))
                 .collect();
             EmbeddingIndex::build(encoder, texts.iter().map(String::as_str))
         });
@@ -612,7 +701,7 @@ impl Index {
             .iter()
             .map(|m| m.manifest().destructive())
             .collect();
-        let name_actions = catalog
+        let name_actions: Vec<Actions> = catalog
             .modes()
             .iter()
             .zip(&has_examples)
@@ -628,7 +717,16 @@ impl Index {
                 }
             })
             .collect();
+        let changes_state = name_actions
+            .iter()
+            .zip(&destructive)
+            .zip(&has_examples)
+            .map(|((actions, &destructive), &has)| {
+                !has && (destructive || actions.intersects(Actions::CHANGING))
+            })
+            .collect();
         let mut index = Index {
+            changes_state,
             ranker,
             tuning,
             analyzer,
@@ -719,6 +817,7 @@ impl Index {
             meaning,
             actions: Actions::of_request(text),
             main_action: Actions::of_request_main(text).0,
+            question: action::is_question(text),
             named: self.named_in(text),
         }
     }
@@ -775,21 +874,35 @@ impl Index {
                 // them outscore imported tools on requests that were not
                 // theirs (built-in modes beside the live catalog: top-1 on
                 // its dev half 0.558 with it, 0.646 without).
+                //
+                // With the full model, [`Tuning::builtin_meaning`] gives them
+                // the model's cosine too, so that built-ins and tools are
+                // ranked by the same signal.
                 let alone = self.ranker == Ranker::Embed;
+                let builtin = self.tuning.builtin_meaning;
+                let shared = builtin > 0.0 && index.is_full_model();
                 let mut cosines: Vec<f32> = index
                     .similarities(&meaning.vector)
                     .into_iter()
                     .zip(&self.has_examples)
-                    .map(|(cos, &has)| if has && !alone { f32::NAN } else { cos })
+                    .map(|(cos, &has)| {
+                        if has && !alone && !shared {
+                            f32::NAN
+                        } else {
+                            cos
+                        }
+                    })
                     .collect();
                 self.add_soft_match(index, meaning, &mut cosines);
                 cosines
                     .into_iter()
-                    .map(|cos| {
+                    .zip(&self.has_examples)
+                    .map(|(cos, &has)| {
                         if cos.is_nan() {
                             0.0
                         } else {
-                            ((cos - floor) / (1.0 - floor)).max(0.0)
+                            let scaled = ((cos - floor) / (1.0 - floor)).max(0.0);
+                            if has && !alone { builtin * scaled } else { scaled }
                         }
                     })
                     .collect()
@@ -937,7 +1050,7 @@ impl Index {
             no_fit,
             by_model: false,
             held_back,
-            first_unasked_destructive: first.is_some_and(|m| self.unasked_destructive(&query, m)),
+            first_unasked_destructive: first.is_some_and(|m| self.held(&query, m)),
             named: first.is_some_and(|m| query.named.contains(&m)),
             ranked,
         }
@@ -947,9 +1060,7 @@ impl Index {
     /// rank above the first harmless one, they go just below it (their
     /// order kept). Returns them, best first.
     fn hold_back_destructive(&self, query: &Query, ranked: &mut [Ranked]) -> Vec<usize> {
-        let Some(safe) = ranked
-            .iter()
-            .position(|r| !self.unasked_destructive(query, r.mode_index))
+        let Some(safe) = ranked.iter().position(|r| !self.held(query, r.mode_index))
         else {
             return Vec::new();
         };
@@ -1029,6 +1140,17 @@ impl Index {
             bonus *= self.tuning.unasked_destructive;
         }
         (factor, bonus)
+    }
+
+    /// A mode the safety rules keep from being the first candidate: a
+    /// destructive one the request does not ask for, or, for a question, a
+    /// tool that changes state and that the request does not name (a
+    /// question asks to be told, not to have something done).
+    fn held(&self, query: &Query, mode: usize) -> bool {
+        self.unasked_destructive(query, mode)
+            || (query.question
+                && self.changes_state.get(mode).copied().unwrap_or(false)
+                && !query.named.contains(&mode))
     }
 
     /// A destructive mode that the request neither names nor asks for.
@@ -1156,14 +1278,29 @@ fn identifiers(catalog: &Catalog) -> HashMap<String, Vec<usize>> {
 
 /// What the meaning signal embeds for a mode: its name as words, then what
 /// it does (the shape the distillation corpus used).
-fn meaning_text(manifest: &Manifest) -> String {
+///
+/// `parameters`: then its parameter names as words, which say what the
+/// tool works on (a path, a repository, an entity).
+fn meaning_text(manifest: &Manifest, parameters: bool) -> String {
     let name = text::split_identifier(&manifest.name);
     let about = if manifest.description.is_empty() {
         &manifest.summary
     } else {
         &manifest.description
     };
-    format!("{name}: {about}")
+    let mut text = format!("{name}: {about}");
+    if parameters {
+        if let Some(properties) = manifest.properties().filter(|p| !p.is_empty()) {
+            let names: Vec<String> = properties
+                .keys()
+                .map(|p| text::split_identifier(p))
+                .collect();
+            text.push_str(" (parameters: ");
+            text.push_str(&names.join(", "));
+            text.push(')');
+        }
+    }
+    text
 }
 
 /// The text of each field of a manifest.
@@ -1200,6 +1337,8 @@ struct Query {
     actions: Actions,
     /// Modes the request names, in catalog order.
     named: Vec<usize>,
+    /// The request asks to be told something ([`action::is_question`]).
+    question: bool,
 }
 
 /// Adds terms to a field; only words count toward its length.

@@ -93,8 +93,15 @@ impl Actions {
     }
 
     /// The actions named anywhere in a request.
+    ///
+    /// The repository verbs ([`Actions::COMMIT`]) are read from tools only:
+    /// in a request "commit" is as often the noun ("include the new file
+    /// in the next commit" wants `git_add`), and counting it sent such
+    /// requests to `git_commit`.
     pub fn of_request(text: &str) -> Actions {
-        words(text).fold(Actions::NONE, |acc, word| acc.union(of_word(&word)))
+        words(text)
+            .fold(Actions::NONE, |acc, word| acc.union(of_word(&word)))
+            .without(Actions::COMMIT)
     }
 
     /// The request's main action (its first word that names one: the
@@ -104,7 +111,7 @@ impl Actions {
         let mut main = Actions::NONE;
         let mut all = Actions::NONE;
         for word in words(text) {
-            let class = of_word(&word);
+            let class = of_word(&word).without(Actions::COMMIT);
             if main.is_empty() {
                 main = class;
             }

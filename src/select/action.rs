@@ -120,6 +120,17 @@ impl Actions {
         (main, all)
     }
 
+    /// A tool's main action: the class of the first word of its name that
+    /// names one (`git_diff_unstaged` compares, `git_create_branch`
+    /// creates). Whether a tool changes state is read from this, not from
+    /// every word: "unstaged" in a diff's name does not make it a reset.
+    pub fn main_of_tool(name: &str) -> Actions {
+        words(name)
+            .map(|word| of_word(&word))
+            .find(|class| !class.is_empty())
+            .unwrap_or_default()
+    }
+
     /// These actions without `other`'s.
     pub fn without(self, other: Actions) -> Actions {
         Actions(self.0 & !other.0)
@@ -324,6 +335,14 @@ mod tests {
         assert!(commit.intersects(Actions::CHANGING));
         assert!(checkout.intersects(Actions::CHANGING));
         assert!(!status.intersects(Actions::CHANGING));
+        // A diff of unstaged changes compares; it does not reset.
+        let diff = Actions::main_of_tool("git__git_diff_unstaged");
+        assert!(!diff.intersects(Actions::CHANGING));
+        assert!(Actions::main_of_tool("git__git_create_branch").intersects(Actions::CHANGING));
+        // Only tools are read for repository verbs: in a request "commit"
+        // is as often the noun.
+        assert!(!Actions::of_request("include the new file in the next commit")
+            .intersects(Actions::COMMIT));
     }
 
     #[test]

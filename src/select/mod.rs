@@ -443,8 +443,8 @@ pub struct Index {
     /// Per mode: may it delete or overwrite ([`Manifest::destructive`])?
     destructive: Vec<bool>,
     /// Per mode: does it change state (a tool without example phrasings
-    /// whose name creates, updates, writes, moves, sends, commits ... or
-    /// that is destructive)? A question is not offered one first.
+    /// whose name's main action creates, updates, writes, moves, sends,
+    /// commits ... or that is destructive)? A question is not offered one first.
     changes_state: Vec<bool>,
     /// Names and aliases that look like identifiers (`git_status`,
     /// `memory__create_entities`, `get-sum`), lower-cased, to the modes
@@ -716,12 +716,15 @@ impl Index {
                 }
             })
             .collect();
-        let changes_state = name_actions
+        let changes_state = catalog
+            .modes()
             .iter()
             .zip(&destructive)
             .zip(&has_examples)
-            .map(|((actions, &destructive), &has)| {
-                !has && (destructive || actions.intersects(Actions::CHANGING))
+            .map(|((m, &destructive), &has)| {
+                let manifest = m.manifest();
+                let name = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
+                !has && (destructive || Actions::main_of_tool(name).intersects(Actions::CHANGING))
             })
             .collect();
         let mut index = Index {

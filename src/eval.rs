@@ -533,13 +533,15 @@ pub fn evaluate_with(
         .zip(bins_acceptable)
         .enumerate()
         .filter(|(_, ((count, _, _), _))| *count > 0)
-        .map(|(bin, (&(count, confidence, correct), acceptable))| ReliabilityBin {
-            from: bin as f64 / CALIBRATION_BINS as f64,
-            n: count,
-            mean_confidence: confidence / count as f64,
-            top1: correct as f64 / count as f64,
-            top1_acceptable: acceptable as f64 / count as f64,
-        })
+        .map(
+            |(bin, (&(count, confidence, correct), acceptable))| ReliabilityBin {
+                from: bin as f64 / CALIBRATION_BINS as f64,
+                n: count,
+                mean_confidence: confidence / count as f64,
+                top1: correct as f64 / count as f64,
+                top1_acceptable: acceptable as f64 / count as f64,
+            },
+        )
         .collect();
     Report {
         reliability,

@@ -252,8 +252,8 @@ const CLASSES: &[(Actions, &[&str])] = &[
 /// First words that make a request a question: it asks to be told
 /// something, not to have something done.
 const QUESTION_WORDS: &[&str] = &[
-    "what", "whats", "which", "who", "whose", "whom", "where", "when", "why", "is", "are",
-    "was", "were", "has", "have", "does", "did", "show", "tell", "any",
+    "what", "whats", "which", "who", "whose", "whom", "where", "when", "why", "is", "are", "was",
+    "were", "has", "have", "does", "did", "show", "tell", "any",
 ];
 
 /// First words of a request that asks for something to be done, even
@@ -341,8 +341,10 @@ mod tests {
         assert!(Actions::main_of_tool("git__git_create_branch").intersects(Actions::CHANGING));
         // Only tools are read for repository verbs: in a request "commit"
         // is as often the noun.
-        assert!(!Actions::of_request("include the new file in the next commit")
-            .intersects(Actions::COMMIT));
+        assert!(
+            !Actions::of_request("include the new file in the next commit")
+                .intersects(Actions::COMMIT)
+        );
     }
 
     #[test]

@@ -578,11 +578,9 @@ impl Index {
             .collect();
         let needs_meaning = has_examples.contains(&false);
         let tuning = match encoder {
-            Some(encoder) if encoder.is_full_model() => ranker.tuning(
-                tuning
-                    .for_full_model()
-                    .from_env("ZEN_SELECT_MODEL_TUNING"),
-            ),
+            Some(encoder) if encoder.is_full_model() => {
+                ranker.tuning(tuning.for_full_model().from_env("ZEN_SELECT_MODEL_TUNING"))
+            }
             _ => ranker.tuning(tuning),
         };
         let analyzer = Analyzer::new(if full {
@@ -904,7 +902,11 @@ impl Index {
                             0.0
                         } else {
                             let scaled = ((cos - floor) / (1.0 - floor)).max(0.0);
-                            if has && !alone { builtin * scaled } else { scaled }
+                            if has && !alone {
+                                builtin * scaled
+                            } else {
+                                scaled
+                            }
                         }
                     })
                     .collect()
@@ -1062,8 +1064,7 @@ impl Index {
     /// rank above the first harmless one, they go just below it (their
     /// order kept). Returns them, best first.
     fn hold_back_destructive(&self, query: &Query, ranked: &mut [Ranked]) -> Vec<usize> {
-        let Some(safe) = ranked.iter().position(|r| !self.held(query, r.mode_index))
-        else {
+        let Some(safe) = ranked.iter().position(|r| !self.held(query, r.mode_index)) else {
             return Vec::new();
         };
         if safe == 0 {

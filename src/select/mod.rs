@@ -267,7 +267,7 @@ impl Tuning {
 
     /// [`Tuning::with_overrides`] from the environment variable `name`;
     /// a bad override is reported on stderr and ignored.
-    fn from_env(self, name: &str) -> Tuning {
+    fn overridden_by_env(self, name: &str) -> Tuning {
         let Ok(spec) = std::env::var(name) else {
             return self;
         };
@@ -511,7 +511,7 @@ impl Index {
     }
 
     fn build_choosing(catalog: &Catalog, ranker: Ranker, tuning: Tuning, later: bool) -> Self {
-        let tuning = tuning.from_env("ZEN_SELECT_TUNING");
+        let tuning = tuning.overridden_by_env("ZEN_SELECT_TUNING");
         let needs_meaning = catalog
             .modes()
             .iter()
@@ -578,9 +578,11 @@ impl Index {
             .collect();
         let needs_meaning = has_examples.contains(&false);
         let tuning = match encoder {
-            Some(encoder) if encoder.is_full_model() => {
-                ranker.tuning(tuning.for_full_model().from_env("ZEN_SELECT_MODEL_TUNING"))
-            }
+            Some(encoder) if encoder.is_full_model() => ranker.tuning(
+                tuning
+                    .for_full_model()
+                    .overridden_by_env("ZEN_SELECT_MODEL_TUNING"),
+            ),
             _ => ranker.tuning(tuning),
         };
         let analyzer = Analyzer::new(if full {
@@ -1292,16 +1294,17 @@ fn meaning_text(manifest: &Manifest, parameters: bool) -> String {
         &manifest.description
     };
     let mut text = format!("{name}: {about}");
-    if parameters {
-        if let Some(properties) = manifest.properties().filter(|p| !p.is_empty()) {
-            let names: Vec<String> = properties
-                .keys()
-                .map(|p| text::split_identifier(p))
-                .collect();
-            text.push_str(" (parameters: ");
-            text.push_str(&names.join(", "));
-            text.push(')');
-        }
+    if let Some(properties) = manifest
+        .properties()
+        .filter(|p| parameters && !p.is_empty())
+    {
+        let names: Vec<String> = properties
+            .keys()
+            .map(|p| text::split_identifier(p))
+            .collect();
+        text.push_str(" (parameters: ");
+        text.push_str(&names.join(", "));
+        text.push(')');
     }
     text
 }

@@ -274,6 +274,10 @@ pub struct Report {
     pub mean_confidence: f64,
     /// Expected calibration error of the top-1 confidence.
     pub calibration_error: f64,
+    /// The reliability table behind it: per confidence bin (tenths) that
+    /// holds a request, how sure the ranking said it was and how often it
+    /// was right, so a reader sees where it is over- or underconfident.
+    pub reliability: Vec<ReliabilityBin>,
     /// Queries no mode fits (`"expected": null`), and the share of them the
     /// select tool flags as having no clear fit (higher is better).
     pub no_fit_queries: usize,
@@ -410,6 +414,8 @@ pub fn evaluate_with(
     let mut confidence_sum = 0.0;
     // Per bin: (count, summed confidence, correct).
     let mut bins = [(0usize, 0.0f64, 0usize); CALIBRATION_BINS];
+    // Per bin: first-ranked modes that were the label or an acceptable one.
+    let mut bins_acceptable = [0usize; CALIBRATION_BINS];
 
     let (mut no_fit_queries, mut no_fit_flagged) = (0usize, 0usize);
     let mut asked_model = 0usize;
@@ -483,6 +489,7 @@ pub fn evaluate_with(
         bins[bin].0 += 1;
         bins[bin].1 += confidence;
         bins[bin].2 += usize::from(right);
+        bins_acceptable[bin] += usize::from(right || acceptable_first);
         if ranking.is_low_confidence() {
             low += 1;
         } else {
@@ -521,7 +528,23 @@ pub fn evaluate_with(
                 * (confidence / count as f64 - correct as f64 / count as f64).abs()
         })
         .sum();
+    let reliability = bins
+        .iter()
+        .zip(bins_acceptable)
+        .enumerate()
+        .filter(|(_, ((count, _, _), _))| *count > 0)
+        .map(
+            |(bin, (&(count, confidence, correct), acceptable))| ReliabilityBin {
+                from: bin as f64 / CALIBRATION_BINS as f64,
+                n: count,
+                mean_confidence: confidence / count as f64,
+                top1: correct as f64 / count as f64,
+                top1_acceptable: acceptable as f64 / count as f64,
+            },
+        )
+        .collect();
     Report {
+        reliability,
         ranker: index.ranker().as_str(),
         modes: catalog.len(),
         overall: overall.scores(),
@@ -561,6 +584,19 @@ fn latency_json(latency: Option<Latency>) -> Value {
     })
 }
 
+/// One confidence bin of [`Report::reliability`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReliabilityBin {
+    /// The bin's lower bound (it spans a tenth).
+    pub from: f64,
+    pub n: usize,
+    pub mean_confidence: f64,
+    /// Share whose first-ranked mode was the label.
+    pub top1: f64,
+    /// Share whose first-ranked mode was the label or an acceptable one.
+    pub top1_acceptable: f64,
+}
+
 fn round3(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
 }
@@ -586,6 +622,17 @@ pub fn to_json(report: &Report) -> Value {
         "top1_when_confident": round3(report.top1_when_confident),
         "mean_confidence": round3(report.mean_confidence),
         "calibration_error": round3(report.calibration_error),
+        "reliability": report
+            .reliability
+            .iter()
+            .map(|b| json!({
+                "from": round3(b.from),
+                "n": b.n,
+                "mean_confidence": round3(b.mean_confidence),
+                "top1": round3(b.top1),
+                "top1_acceptable": round3(b.top1_acceptable),
+            }))
+            .collect::<Vec<_>>(),
         "no_fit_queries": report.no_fit_queries,
         "no_fit_flagged": round3(report.no_fit_flagged),
         "asked_model": round3(report.asked_model),

@@ -41,6 +41,23 @@ impl Actions {
     pub const RUN: Actions = Actions(1 << 15);
     pub const TOGGLE: Actions = Actions(1 << 16);
     pub const COMPRESS: Actions = Actions(1 << 17);
+    /// Commits, checks out, switches, pushes, merges: a repository's
+    /// own state-changing verbs.
+    pub const COMMIT: Actions = Actions(1 << 18);
+
+    /// Actions that change state: a tool doing one of them is not what a
+    /// question asks for ([`is_question`]).
+    pub const CHANGING: Actions = Actions(
+        Self::CREATE.0
+            | Self::UPDATE.0
+            | Self::WRITE.0
+            | Self::DELETE.0
+            | Self::RESET.0
+            | Self::MOVE.0
+            | Self::SEND.0
+            | Self::TOGGLE.0
+            | Self::COMMIT.0,
+    );
 
     /// What a destructive tool without a recognisable verb destroys.
     const DESTROYING: Actions = Actions(Self::DELETE.0 | Self::RESET.0 | Self::WRITE.0);
@@ -76,8 +93,15 @@ impl Actions {
     }
 
     /// The actions named anywhere in a request.
+    ///
+    /// The repository verbs ([`Actions::COMMIT`]) are read from tools only:
+    /// in a request "commit" is as often the noun ("include the new file
+    /// in the next commit" wants `git_add`), and counting it sent such
+    /// requests to `git_commit`.
     pub fn of_request(text: &str) -> Actions {
-        words(text).fold(Actions::NONE, |acc, word| acc.union(of_word(&word)))
+        words(text)
+            .fold(Actions::NONE, |acc, word| acc.union(of_word(&word)))
+            .without(Actions::COMMIT)
     }
 
     /// The request's main action (its first word that names one: the
@@ -87,13 +111,24 @@ impl Actions {
         let mut main = Actions::NONE;
         let mut all = Actions::NONE;
         for word in words(text) {
-            let class = of_word(&word);
+            let class = of_word(&word).without(Actions::COMMIT);
             if main.is_empty() {
                 main = class;
             }
             all = all.union(class);
         }
         (main, all)
+    }
+
+    /// A tool's main action: the class of the first word of its name that
+    /// names one (`git_diff_unstaged` compares, `git_create_branch`
+    /// creates). Whether a tool changes state is read from this, not from
+    /// every word: "unstaged" in a diff's name does not make it a reset.
+    pub fn main_of_tool(name: &str) -> Actions {
+        words(name)
+            .map(|word| of_word(&word))
+            .find(|class| !class.is_empty())
+            .unwrap_or_default()
     }
 
     /// These actions without `other`'s.
@@ -208,7 +243,39 @@ const CLASSES: &[(Actions, &[&str])] = &[
     (Actions::RUN, &["run", "execute", "trigger", "launch"]),
     (Actions::TOGGLE, &["toggle", "enable", "disable"]),
     (Actions::COMPRESS, &["compress", "zip", "gzip", "archive"]),
+    (
+        Actions::COMMIT,
+        &["commit", "checkout", "switch", "push", "merge", "rebase"],
+    ),
 ];
+
+/// First words that make a request a question: it asks to be told
+/// something, not to have something done.
+const QUESTION_WORDS: &[&str] = &[
+    "what", "whats", "which", "who", "whose", "whom", "where", "when", "why", "is", "are", "was",
+    "were", "has", "have", "does", "did", "show", "tell", "any",
+];
+
+/// First words of a request that asks for something to be done, even
+/// when it ends with a question mark ("can you commit this?").
+const REQUEST_WORDS: &[&str] = &[
+    "can", "could", "would", "will", "please", "should", "shall", "may", "let", "lets",
+];
+
+/// Whether a request is a question ("what changed in my repo?", "which
+/// branches exist", "show me the log", "is there a file named x"): it
+/// starts with a question word, or ends with a question mark without
+/// opening as a polite request ("can you ...", "please ...").
+pub fn is_question(text: &str) -> bool {
+    let Some(first) = words(text).next() else {
+        return false;
+    };
+    let first = first.replace('\'', "");
+    if QUESTION_WORDS.contains(&first.as_str()) {
+        return true;
+    }
+    text.trim_end().ends_with('?') && !REQUEST_WORDS.contains(&first.as_str())
+}
 
 /// Stem -> classes, built once.
 static BY_STEM: LazyLock<(Stemmer, HashMap<String, Actions>)> = LazyLock::new(|| {
@@ -236,6 +303,49 @@ fn of_word(word: &str) -> Actions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn questions_are_told_from_requests_to_act() {
+        for question in [
+            "what branch am I on at the moment",
+            "which branches exist on the remote",
+            "show me the last five commits",
+            "is there a file called notes.md",
+            "What's in the staging area?",
+            "the weather in Oslo?",
+        ] {
+            assert!(is_question(question), "{question}");
+        }
+        for request in [
+            "commit my changes with the message fix typo",
+            "create a branch called feature-x",
+            "can you switch to the main branch?",
+            "please store that Alice is a person?",
+            "",
+        ] {
+            assert!(!is_question(request), "{request}");
+        }
+    }
+
+    #[test]
+    fn repository_verbs_change_state() {
+        let commit = Actions::of_tool("git_commit", "Records changes to the repository");
+        let checkout = Actions::of_tool("git_checkout", "Switches branches");
+        let status = Actions::of_tool("git_status", "Shows the working tree status");
+        assert!(commit.intersects(Actions::CHANGING));
+        assert!(checkout.intersects(Actions::CHANGING));
+        assert!(!status.intersects(Actions::CHANGING));
+        // A diff of unstaged changes compares; it does not reset.
+        let diff = Actions::main_of_tool("git__git_diff_unstaged");
+        assert!(!diff.intersects(Actions::CHANGING));
+        assert!(Actions::main_of_tool("git__git_create_branch").intersects(Actions::CHANGING));
+        // Only tools are read for repository verbs: in a request "commit"
+        // is as often the noun.
+        assert!(
+            !Actions::of_request("include the new file in the next commit")
+                .intersects(Actions::COMMIT)
+        );
+    }
 
     #[test]
     fn synonyms_of_a_verb_share_its_class() {

@@ -436,6 +436,11 @@ impl EmbeddingIndex {
         }
     }
 
+    /// Whether the full model (not the table) encoded this index.
+    pub fn is_full_model(&self) -> bool {
+        self.encoder.is_full_model()
+    }
+
     /// Cosine similarity of the query with every mode, in catalog order.
     pub fn similarities(&self, query: &[f32]) -> Vec<f32> {
         self.vectors

@@ -123,6 +123,10 @@ pub struct Tuning {
     /// With the full model loaded: the table's ranking answers when its best
     /// mode's confidence reaches this; below it, the model ranks the
     /// request ([`Index::ranking`]). 0 never asks the model, above 1 always.
+    /// The default asks it always once its index is ready: on the
+    /// real-server tune half with the built-in modes on, asking below 0.3
+    /// (42% of the requests) gave 0.576 top-1 and asking always 0.638;
+    /// the request is encoded once per select either way.
     pub ask_model_below: f32,
     /// For a tool without example phrasings: its score is multiplied by
     /// `1 + verb_match` for each of its actions the request asks for
@@ -147,19 +151,32 @@ pub struct Tuning {
     /// server's tool, with only its name and description, could not make
     /// up.
     pub mixed_examples_weight: f32,
+    /// With the full model only: the weight of the model's cosine for a
+    /// mode with example phrasings (zenmode's own), read against its name
+    /// and description as for any tool. Without it a built-in mode and a
+    /// server tool are ranked by different signals, and a request that
+    /// shares a few words with a built-in's examples took it from a tool
+    /// whose meaning fits better. 0 leaves the built-ins to their examples.
+    pub builtin_meaning: f32,
+    /// With the full model only: the text the model reads for a tool also
+    /// lists its parameter names as words ("parameters: repo path,
+    /// max count"), which say what the tool works on.
+    pub meaning_parameters: bool,
 }
 
 impl Tuning {
     /// The settings for the full model (`--embedding-model`). Its cosines
     /// are sharper than the table's: unrelated texts sit near 0 instead of
     /// about 0.2, and the right tool stands further above the rest. So the
-    /// meaning signal weighs more (2 against the table's 1.5), has no
+    /// meaning signal weighs more (3 against the table's 1.5: on the
+    /// real-server tune half with the built-ins on, 2 gave 0.638 top-1 and
+    /// 3 0.650, 4 and 6 less), has no
     /// floor, and a request must beat a higher quantile of the no-fit probes
     /// (chosen on the dev halves; docs/selection.md has the grid). The
     /// word-by-word match does not run: the model weighs words in context.
     pub const fn for_full_model(self) -> Tuning {
         Tuning {
-            semantic_weight: self.semantic_weight * (4.0 / 3.0),
+            semantic_weight: self.semantic_weight * 2.0,
             semantic_floor: 0.0,
             no_fit_quantile: 0.8,
             ..self
@@ -196,13 +213,72 @@ impl Tuning {
         no_fit_quantile: 0.67,
         no_fit_margin: 1.0,
         evidence_scale: 8.0,
-        ask_model_below: 0.3,
+        ask_model_below: 2.0,
         verb_match: 0.3,
         verb_bonus: 0.1,
         verb_mismatch: 0.15,
         mixed_examples_weight: 0.75,
         unasked_destructive: 0.5,
+        builtin_meaning: 0.0,
+        meaning_parameters: false,
     };
+
+    /// These constants with the overrides of `spec` (`name=value` pairs,
+    /// separated by commas), for measuring alternatives without a rebuild
+    /// (`ZEN_SELECT_TUNING`, `ZEN_SELECT_MODEL_TUNING`). An unknown name or
+    /// a value that is not a number is an error naming it.
+    pub fn with_overrides(self, spec: &str) -> Result<Tuning, String> {
+        let mut tuning = self;
+        for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("tuning override `{pair}` is not name=value"))?;
+            let value: f32 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("tuning override `{pair}`: `{value}` is not a number"))?;
+            let slot = match name.trim() {
+                "lexical_weight" => &mut tuning.lexical_weight,
+                "example_weight" => &mut tuning.example_weight,
+                "phrasing_weight" => &mut tuning.phrasing_weight,
+                "semantic_weight" => &mut tuning.semantic_weight,
+                "semantic_floor" => &mut tuning.semantic_floor,
+                "temperature" => &mut tuning.temperature,
+                "no_fit_quantile" => &mut tuning.no_fit_quantile,
+                "no_fit_margin" => &mut tuning.no_fit_margin,
+                "evidence_scale" => &mut tuning.evidence_scale,
+                "ask_model_below" => &mut tuning.ask_model_below,
+                "verb_match" => &mut tuning.verb_match,
+                "verb_bonus" => &mut tuning.verb_bonus,
+                "verb_mismatch" => &mut tuning.verb_mismatch,
+                "unasked_destructive" => &mut tuning.unasked_destructive,
+                "mixed_examples_weight" => &mut tuning.mixed_examples_weight,
+                "builtin_meaning" => &mut tuning.builtin_meaning,
+                "meaning_parameters" => {
+                    tuning.meaning_parameters = value > 0.0;
+                    continue;
+                }
+                other => return Err(format!("tuning override: unknown constant `{other}`")),
+            };
+            *slot = value;
+        }
+        Ok(tuning)
+    }
+
+    /// [`Tuning::with_overrides`] from the environment variable `name`;
+    /// a bad override is reported on stderr and ignored.
+    fn overridden_by_env(self, name: &str) -> Tuning {
+        let Ok(spec) = std::env::var(name) else {
+            return self;
+        };
+        match self.with_overrides(&spec) {
+            Ok(tuning) => tuning,
+            Err(error) => {
+                tracing::warn!(%error, variable = name, "ignoring the tuning override");
+                self
+            }
+        }
+    }
 }
 
 impl Default for Tuning {
@@ -310,12 +386,14 @@ pub struct Ranking {
     pub no_fit: f32,
     /// The full model ranked this request (the table's ranking was unsure).
     pub by_model: bool,
-    /// Destructive tools that the request does not ask for and that
-    /// scored above the first harmless candidate before the safety rule
-    /// put them below it (mode indices, best first).
+    /// Tools the safety rules put below the first harmless candidate,
+    /// having scored above it (mode indices, best first): destructive
+    /// tools the request does not ask for and, for a question, tools that
+    /// change state.
     pub held_back: Vec<usize>,
-    /// The first mode is destructive and the request does not ask for what
-    /// it does (no harmless candidate was left to put first).
+    /// The first mode is one the safety rules would hold back (destructive
+    /// and unasked for, or changing state in answer to a question), and no
+    /// harmless candidate was left to put first.
     pub first_unasked_destructive: bool,
     /// The request names the first mode (its name or an alias, as written).
     pub named: bool,
@@ -364,6 +442,10 @@ pub struct Index {
     name_actions: Vec<Actions>,
     /// Per mode: may it delete or overwrite ([`Manifest::destructive`])?
     destructive: Vec<bool>,
+    /// Per mode: does it change state (a tool without example phrasings
+    /// whose name's main action creates, updates, writes, moves, sends,
+    /// commits ... or that is destructive)? A question is not offered one first.
+    changes_state: Vec<bool>,
     /// Names and aliases that look like identifiers (`git_status`,
     /// `memory__create_entities`, `get-sum`), lower-cased, to the modes
     /// they name: a request that writes one asks for that mode.
@@ -429,6 +511,7 @@ impl Index {
     }
 
     fn build_choosing(catalog: &Catalog, ranker: Ranker, tuning: Tuning, later: bool) -> Self {
+        let tuning = tuning.overridden_by_env("ZEN_SELECT_TUNING");
         let needs_meaning = catalog
             .modes()
             .iter()
@@ -500,7 +583,11 @@ impl Index {
             .collect();
         let needs_meaning = has_examples.contains(&false);
         let tuning = match encoder {
-            Some(encoder) if encoder.is_full_model() => ranker.tuning(tuning.for_full_model()),
+            Some(encoder) if encoder.is_full_model() => ranker.tuning(
+                tuning
+                    .for_full_model()
+                    .overridden_by_env("ZEN_SELECT_MODEL_TUNING"),
+            ),
             _ => ranker.tuning(tuning),
         };
         let analyzer = Analyzer::new(if full {
@@ -589,10 +676,11 @@ impl Index {
         let phrasing =
             full.then(|| PhrasingModel::build(phrasing, terms, tuning.phrasing_smoothing));
         let semantic = encoder.map(|encoder| {
+            let parameters = encoder.is_full_model() && tuning.meaning_parameters;
             let texts: Vec<String> = catalog
                 .modes()
                 .iter()
-                .map(|m| meaning_text(m.manifest()))
+                .map(|m| meaning_text(m.manifest(), parameters))
                 .collect();
             EmbeddingIndex::build(encoder, texts.iter().map(String::as_str))
         });
@@ -617,7 +705,7 @@ impl Index {
             .iter()
             .map(|m| m.manifest().destructive())
             .collect();
-        let name_actions = catalog
+        let name_actions: Vec<Actions> = catalog
             .modes()
             .iter()
             .zip(&has_examples)
@@ -633,7 +721,19 @@ impl Index {
                 }
             })
             .collect();
+        let changes_state = catalog
+            .modes()
+            .iter()
+            .zip(&destructive)
+            .zip(&has_examples)
+            .map(|((m, &destructive), &has)| {
+                let manifest = m.manifest();
+                let name = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
+                !has && (destructive || Actions::main_of_tool(name).intersects(Actions::CHANGING))
+            })
+            .collect();
         let mut index = Index {
+            changes_state,
             ranker,
             tuning,
             analyzer,
@@ -724,6 +824,7 @@ impl Index {
             meaning,
             actions: Actions::of_request(text),
             main_action: Actions::of_request_main(text).0,
+            question: action::is_question(text),
             named: self.named_in(text),
         }
     }
@@ -780,21 +881,39 @@ impl Index {
                 // them outscore imported tools on requests that were not
                 // theirs (built-in modes beside the live catalog: top-1 on
                 // its dev half 0.558 with it, 0.646 without).
+                //
+                // With the full model, [`Tuning::builtin_meaning`] gives them
+                // the model's cosine too, so that built-ins and tools are
+                // ranked by the same signal.
                 let alone = self.ranker == Ranker::Embed;
+                let builtin = self.tuning.builtin_meaning;
+                let shared = builtin > 0.0 && index.is_full_model();
                 let mut cosines: Vec<f32> = index
                     .similarities(&meaning.vector)
                     .into_iter()
                     .zip(&self.has_examples)
-                    .map(|(cos, &has)| if has && !alone { f32::NAN } else { cos })
+                    .map(|(cos, &has)| {
+                        if has && !alone && !shared {
+                            f32::NAN
+                        } else {
+                            cos
+                        }
+                    })
                     .collect();
                 self.add_soft_match(index, meaning, &mut cosines);
                 cosines
                     .into_iter()
-                    .map(|cos| {
+                    .zip(&self.has_examples)
+                    .map(|(cos, &has)| {
                         if cos.is_nan() {
                             0.0
                         } else {
-                            ((cos - floor) / (1.0 - floor)).max(0.0)
+                            let scaled = ((cos - floor) / (1.0 - floor)).max(0.0);
+                            if has && !alone {
+                                builtin * scaled
+                            } else {
+                                scaled
+                            }
                         }
                     })
                     .collect()
@@ -942,7 +1061,7 @@ impl Index {
             no_fit,
             by_model: false,
             held_back,
-            first_unasked_destructive: first.is_some_and(|m| self.unasked_destructive(&query, m)),
+            first_unasked_destructive: first.is_some_and(|m| self.held(&query, m)),
             named: first.is_some_and(|m| query.named.contains(&m)),
             ranked,
         }
@@ -952,10 +1071,7 @@ impl Index {
     /// rank above the first harmless one, they go just below it (their
     /// order kept). Returns them, best first.
     fn hold_back_destructive(&self, query: &Query, ranked: &mut [Ranked]) -> Vec<usize> {
-        let Some(safe) = ranked
-            .iter()
-            .position(|r| !self.unasked_destructive(query, r.mode_index))
-        else {
+        let Some(safe) = ranked.iter().position(|r| !self.held(query, r.mode_index)) else {
             return Vec::new();
         };
         if safe == 0 {
@@ -1034,6 +1150,17 @@ impl Index {
             bonus *= self.tuning.unasked_destructive;
         }
         (factor, bonus)
+    }
+
+    /// A mode the safety rules keep from being the first candidate: a
+    /// destructive one the request does not ask for, or, for a question, a
+    /// tool that changes state and that the request does not name (a
+    /// question asks to be told, not to have something done).
+    fn held(&self, query: &Query, mode: usize) -> bool {
+        self.unasked_destructive(query, mode)
+            || (query.question
+                && self.changes_state.get(mode).copied().unwrap_or(false)
+                && !query.named.contains(&mode))
     }
 
     /// A destructive mode that the request neither names nor asks for.
@@ -1161,14 +1288,30 @@ fn identifiers(catalog: &Catalog) -> HashMap<String, Vec<usize>> {
 
 /// What the meaning signal embeds for a mode: its name as words, then what
 /// it does (the shape the distillation corpus used).
-fn meaning_text(manifest: &Manifest) -> String {
+///
+/// `parameters`: then its parameter names as words, which say what the
+/// tool works on (a path, a repository, an entity).
+fn meaning_text(manifest: &Manifest, parameters: bool) -> String {
     let name = text::split_identifier(&manifest.name);
     let about = if manifest.description.is_empty() {
         &manifest.summary
     } else {
         &manifest.description
     };
-    format!("{name}: {about}")
+    let mut text = format!("{name}: {about}");
+    if let Some(properties) = manifest
+        .properties()
+        .filter(|p| parameters && !p.is_empty())
+    {
+        let names: Vec<String> = properties
+            .keys()
+            .map(|p| text::split_identifier(p))
+            .collect();
+        text.push_str(" (parameters: ");
+        text.push_str(&names.join(", "));
+        text.push(')');
+    }
+    text
 }
 
 /// The text of each field of a manifest.
@@ -1205,6 +1348,8 @@ struct Query {
     actions: Actions,
     /// Modes the request names, in catalog order.
     named: Vec<usize>,
+    /// The request asks to be told something ([`action::is_question`]).
+    question: bool,
 }
 
 /// Adds terms to a field; only words count toward its length.

@@ -233,18 +233,29 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
 /// one because the request does not ask for what it destroys, or when the
 /// recommended tool is such a tool itself (no harmless one was left).
 fn caution(catalog: &crate::catalog::Catalog, ranking: &Ranking, mode: &Mode) -> Option<String> {
+    // A tool held back for changing state in answer to a question, rather
+    // than for deleting or overwriting, is told as such.
+    let what = |m: &Mode| {
+        if m.manifest().destructive() {
+            "may delete or overwrite"
+        } else {
+            "changes state"
+        }
+    };
     if ranking.first_unasked_destructive
         && catalog.modes()[ranking.ranked.first()?.mode_index].name() == mode.name()
     {
         return Some(format!(
-            "{} may delete or overwrite, and the request does not ask for that: no ready call; check before running it",
-            mode.name()
+            "{} {}, and the request does not ask for that: no ready call; check before running it",
+            mode.name(),
+            what(mode)
         ));
     }
     let held = catalog.modes().get(*ranking.held_back.first()?)?;
     Some(format!(
-        "{} scored higher but may delete or overwrite, which the request does not ask for: {} is offered first",
+        "{} scored higher but {}, which the request does not ask for: {} is offered first",
         held.name(),
+        what(held),
         mode.name()
     ))
 }

@@ -318,6 +318,9 @@ pub struct Separation {
     /// Share of no-fit queries flagged by the highest threshold that flags
     /// at most a tenth of the relevant queries.
     pub caught_with_a_tenth_flagged: f64,
+    /// The same with at most a twentieth of the relevant queries flagged:
+    /// issue 33's target for clearly off-topic requests (at least 0.80).
+    pub caught_with_a_twentieth_flagged: f64,
     /// Share of relevant queries flagged by the lowest threshold that
     /// flags at least four fifths of the no-fit queries.
     pub flagged_with_four_fifths_caught: f64,
@@ -336,17 +339,19 @@ pub fn separation(relevant: &[f32], no_fit: &[f32]) -> Option<Separation> {
     let (relevant, no_fit) = (sorted(relevant), sorted(no_fit));
     let share = |count: usize, of: &[f32]| count as f64 / of.len() as f64;
     // Flag the relevant queries below the (allowed + 1)-th smallest margin.
-    let allowed = relevant.len() / 10;
-    let caught_with_a_tenth_flagged = match relevant.get(allowed) {
+    let caught_with = |allowed: usize| match relevant.get(allowed) {
         Some(&first_spared) => share(no_fit.partition_point(|&m| m < first_spared), &no_fit),
         None => 1.0,
     };
+    let caught_with_a_tenth_flagged = caught_with(relevant.len() / 10);
+    let caught_with_a_twentieth_flagged = caught_with(relevant.len() / 20);
     let wanted = (no_fit.len() * 4).div_ceil(5).max(1);
     let threshold = no_fit[wanted - 1];
     let flagged_with_four_fifths_caught =
         share(relevant.partition_point(|&m| m <= threshold), &relevant);
     Some(Separation {
         caught_with_a_tenth_flagged,
+        caught_with_a_twentieth_flagged,
         flagged_with_four_fifths_caught,
     })
 }
@@ -653,6 +658,7 @@ pub fn to_json(report: &Report) -> Value {
         "flagged_relevant": report.flagged_relevant,
         "no_fit_separation": report.no_fit_separation.map(|s| json!({
             "caught_with_a_tenth_flagged": round3(s.caught_with_a_tenth_flagged),
+            "caught_with_a_twentieth_flagged": round3(s.caught_with_a_twentieth_flagged),
             "flagged_with_four_fifths_caught": round3(s.flagged_with_four_fifths_caught),
         })),
         "per_mode": report
@@ -765,8 +771,10 @@ pub fn to_table(report: &Report, show_misses: bool) -> String {
     if let Some(separation) = report.no_fit_separation {
         let _ = writeln!(
             out,
-            "best threshold in hindsight: {:.3} of no-fit queries caught with at most a tenth of relevant ones flagged; {:.3} of relevant ones flagged to catch four fifths\n",
-            separation.caught_with_a_tenth_flagged, separation.flagged_with_four_fifths_caught
+            "best threshold in hindsight: {:.3} of no-fit queries caught with at most a tenth of relevant ones flagged, {:.3} with at most a twentieth; {:.3} of relevant ones flagged to catch four fifths\n",
+            separation.caught_with_a_tenth_flagged,
+            separation.caught_with_a_twentieth_flagged,
+            separation.flagged_with_four_fifths_caught
         );
     }
     let width = report
@@ -828,6 +836,12 @@ mod tests {
         // A tenth of twenty: 0.1 and 0.2 may be flagged, 0.3 must not be;
         // the no-fit margins below 0.3 are six of ten.
         assert!((s.caught_with_a_tenth_flagged - 0.6).abs() < 1e-9, "{s:?}");
+        // A twentieth of twenty: only 0.1 may be flagged, 0.2 must not be;
+        // the no-fit margins below 0.2 are five of ten.
+        assert!(
+            (s.caught_with_a_twentieth_flagged - 0.5).abs() < 1e-9,
+            "{s:?}"
+        );
         // Four fifths of ten: up to the eighth smallest, 0.9, which flags
         // the nine relevant margins up to 0.9.
         assert!(

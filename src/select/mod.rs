@@ -41,6 +41,7 @@ pub mod analyze;
 pub mod bm25;
 pub mod embedding;
 pub mod examples;
+mod nofit;
 pub mod phrasing;
 pub mod synonyms;
 pub mod text;
@@ -113,7 +114,7 @@ pub struct Tuning {
     /// without the meaning signal).
     pub no_fit_score: f32,
     /// With the meaning signal: which quantile of the probes' best scores
-    /// a request must beat ([`Index::calibrated_no_fit_score`]).
+    /// a request must beat (src/select/nofit.rs).
     pub no_fit_quantile: f32,
     /// With the meaning signal: how far above that quantile.
     pub no_fit_margin: f32,
@@ -465,9 +466,6 @@ pub struct Index {
     model: Option<Arc<OnceLock<Index>>>,
 }
 
-/// Requests from unrelated domains that calibrate the no-fit score.
-const NO_FIT_PROBES: &str = include_str!("../../data/selection/no_fit_probes.txt");
-
 /// A mode's four signals before weighting, each about 0..1.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Signals {
@@ -752,8 +750,9 @@ impl Index {
             modes: catalog.len(),
             model: None,
         };
+        // Per catalog, from its own scores (src/select/nofit.rs).
         if index.semantic.is_some() {
-            index.no_fit_score = index.calibrated_no_fit_score();
+            index.no_fit_score = nofit::calibrated_score(&index).unwrap_or(tuning.no_fit_score);
         }
         index
     }
@@ -1189,34 +1188,6 @@ impl Index {
         named.sort_unstable();
         named.dedup();
         named
-    }
-
-    /// The no-fit candidate's score for a catalog ranked with the meaning
-    /// signal. Scores there have no fixed scale: a catalog of long, wordy
-    /// descriptions resembles everything a little, one of terse names
-    /// nothing. So each catalog is measured against requests it was not
-    /// written for ([`NO_FIT_PROBES`]): a real request must beat the best
-    /// score that [`Tuning::no_fit_quantile`] of them reach, times
-    /// [`Tuning::no_fit_margin`]. A catalog that happens to serve a few
-    /// probes (a weather tool, a calculator) barely moves the quantile.
-    fn calibrated_no_fit_score(&self) -> f32 {
-        let mut best: Vec<f32> = NO_FIT_PROBES
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with('#'))
-            .map(|probe| {
-                self.scores(&self.query_of(probe, true))
-                    .into_iter()
-                    .filter(|s| s.is_finite())
-                    .fold(0.0f32, f32::max)
-            })
-            .collect();
-        if best.is_empty() {
-            return self.tuning.no_fit_score;
-        }
-        best.sort_by(f32::total_cmp);
-        let position = ((best.len() - 1) as f32 * self.tuning.no_fit_quantile).round() as usize;
-        best[position.min(best.len() - 1)] * self.tuning.no_fit_margin
     }
 
     /// The query's words that matched `mode_index`, strongest first, each once.

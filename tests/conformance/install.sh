@@ -1,9 +1,22 @@
-# Sourced by run.sh and client.sh: installs the suite with `npm ci` into
-# node_modules when the lock file changed since the last install. Needs
-# HERE (this folder) and LABEL (the caller's name for messages).
-want=$(sha256sum "$HERE/package-lock.json" | cut -d' ' -f1)
-if [ ! -x "$HERE/node_modules/.bin/node" ] || [ "$(cat "$HERE/node_modules/.lock.sha256" 2>/dev/null)" != "$want" ]; then
-  echo "$LABEL: npm ci in $HERE"
-  (cd "$HERE" && npm ci --no-audit --no-fund </dev/null) || { echo "$LABEL: npm ci failed" >&2; exit 1; }
-  echo "$want" > "$HERE/node_modules/.lock.sha256"
+#!/usr/bin/env bash
+# Installs the official MCP conformance suite (package-lock.json, with the
+# npm package `node` for Node 22) into tests/conformance/node_modules, once
+# per lock file, through the cache of scripts/install_cache.sh. Run on its
+# own, or sourced by run.sh and client.sh (which set LABEL).
+_conformance_install() {
+  local here
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  # shellcheck source=../../scripts/install_cache.sh
+  . "$here/../../scripts/install_cache.sh"
+  cached_npm conformance "$here" || return 1
+  [ -x "$here/node_modules/.bin/node" ] || {
+    echo "${LABEL:-conformance}: $here/node_modules/.bin/node is missing after the install" >&2
+    return 1
+  }
+}
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  set -euo pipefail
+  _conformance_install
+else
+  _conformance_install || { echo "${LABEL:-conformance}: installing the suite failed" >&2; exit 1; }
 fi

@@ -4,11 +4,10 @@
 #
 #   tests/peers/run.sh [python] [ts] [inspector] [claude]   (default: all four)
 #
-# Installs what it needs on first use, then reuses it: a venv at
-# tests/peers/.venv (requirements.txt) and tests/peers/node_modules
-# (package-lock.json, via npm ci); each is reinstalled when its pin file
-# changes. Tests $ZENMODE_BIN (default: <repo>/target/release/zenmode, built
-# with `cargo build --release` if missing). Needs python3 >= 3.10, node >= 20,
+# Installs what it needs with install.sh beside it (a venv at
+# tests/peers/.venv and tests/peers/node_modules, cached per pin file).
+# Tests $ZENMODE_BIN (default: <repo>/target/release/zenmode, built with
+# `cargo build --release` if missing). Needs python3 >= 3.10, node >= 20,
 # npm; no stdin, no API key, no network beyond the package registries.
 #
 # Each peer runs with its own stdio trace (PEERS_TRACE=0 turns it off): the
@@ -51,40 +50,14 @@ fi
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 say "zenmode under test: $BIN ($(timeout 10 "$BIN" --version </dev/null 2>/dev/null || echo "no --version"))"
 
-hash_of() { sha256sum "$1" | cut -d' ' -f1; }
-
-# --- Python: venv with the pinned MCP SDK ------------------------------------
+# --- what the peers need: tests/peers/install.sh ------------------------------
+# (a venv with the pinned MCP Python SDK, which every peer's runner uses, and
+# the pinned npm packages; installed once per pin file, then reused)
 PY="$HERE/.venv/bin/python"
-# (every peer's runner is Python; only python_client.py needs the SDK itself)
-want=$(hash_of "$HERE/requirements.txt")
-if [ ! -x "$PY" ] || [ "$(cat "$HERE/.venv/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
-  BASE_PY="${PYTHON:-python3}"
-  "$BASE_PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
-    || die "$BASE_PY is older than 3.10; the MCP Python SDK needs 3.10+ (set PYTHON=...)"
-  say "creating $HERE/.venv"
-  rm -rf "$HERE/.venv"
-  "$BASE_PY" -m venv "$HERE/.venv" || die "python3 -m venv failed"
-  "$PY" -m pip install --disable-pip-version-check --no-input -q -r "$HERE/requirements.txt" </dev/null \
-    || die "pip install -r requirements.txt failed"
-  echo "$want" > "$HERE/.venv/.requirements.sha256"
-fi
-
-# --- Node: the pinned npm packages -------------------------------------------
 if needs_node; then
-  command -v node >/dev/null && command -v npm >/dev/null || die "node and npm are needed"
-  want=$(hash_of "$HERE/package-lock.json")
-  stamp="$HERE/node_modules/.zenmode-peers.sha256"
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    say "npm ci in $HERE"
-    # --loglevel=error: the Inspector and Claude Code declare node >= 22 but run on 20 (EBADENGINE warnings).
-    (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error </dev/null) || die "npm ci failed"
-    echo "$want" > "$stamp"
-  fi
-  if wants claude && ! "$HERE/node_modules/.bin/claude" --version </dev/null >/dev/null 2>&1; then
-    # Claude Code's postinstall puts the platform binary in place; run it if npm skipped it.
-    (cd "$HERE/node_modules/@anthropic-ai/claude-code" && node install.cjs </dev/null) \
-      || die "Claude Code's native binary is not installed (node install.cjs failed)"
-  fi
+  bash "$HERE/install.sh" </dev/null || die "installing the peers failed (tests/peers/install.sh)"
+else
+  bash "$HERE/install.sh" --python-only </dev/null || die "installing the MCP Python SDK failed (tests/peers/install.sh)"
 fi
 
 # --- preflight: a server that cannot answer initialize fails fast ------------

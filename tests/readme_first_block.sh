@@ -92,6 +92,9 @@ fail() {
   || fail "the block did not install zenmode into CARGO_INSTALL_ROOT"
 [ "$(command -v zenmode)" = "$CARGO_INSTALL_ROOT/bin/zenmode" ] \
   || fail "zenmode on PATH is $(command -v zenmode), not the one the block installed"
+# README says the model goes there (`--embedding-model none` runs without it).
+[ -d "$HOME/.local/share/zenmode/model" ] \
+  || fail "the block did not put the embedding model into ~/.local/share/zenmode/model"
 # A recommendation: "<mode>  (confidence N)", then the call to make next.
 grep -Eq '^[a-z][a-z0-9_]*  \(confidence [0-9.]+\)$' "$scratch/out" \
   || fail "no recommendation (\"MODE  (confidence N)\") in the output"

@@ -1,7 +1,7 @@
 //! The five design documents in `../shared/seeds/`, called as each one
 //! writes its own examples, over stdio against the built binary, with the
 //! documents' example catalogs. Each test asserts the fields the document
-//! gives its answers; README's strategy section lists where zenmode differs
+//! gives its answers; docs/strategies.md lists where zenmode differs
 //! on purpose.
 
 mod common;
@@ -295,7 +295,7 @@ fn doc002_groups_nest_and_exclude() {
     );
     let first = client.tool_names();
     assert!(first.contains(&"activate_infra".to_owned()), "{first:?}");
-    // deactivate shows once there is something to deactivate (README).
+    // deactivate shows once there is something to deactivate (docs/strategies.md).
     assert!(!first.contains(&"deactivate".to_owned()));
     assert!(
         !first.contains(&"activate_infra_aws".to_owned()),

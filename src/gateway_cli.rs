@@ -609,6 +609,18 @@ fn confirmed(count: usize) -> anyhow::Result<bool> {
     Ok(yes)
 }
 
+/// A directory (and its parents) only its owner can read: the gateway file
+/// and the setup backups can hold servers' secrets.
+pub(crate) fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))
+}
+
 /// Writes the file only if it loads, so a bad edit never breaks start-up.
 /// It can hold secrets: the file is 0600 (also when it was not) in a
 /// directory created 0700.
@@ -619,13 +631,7 @@ fn write_document(file: &Path, document: &Value) -> anyhow::Result<()> {
         eprintln!("warning: {warning}");
     }
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder
-            .create(dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        create_private_dir(dir)?;
     }
     let temporary = file.with_extension("json.tmp");
     write_private(

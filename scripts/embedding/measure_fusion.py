@@ -24,9 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measure_routing import minilm, zen  # noqa: E402  (same runners, one copy)
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -53,33 +55,6 @@ def sets(half: str) -> dict[str, tuple[Path, list[Path], bool]]:
         "bfcl_live": (FOREIGN / "bfcl_live" / "catalog.json", [FOREIGN / "bfcl_live" / f"{dev}.jsonl"], False),
         "bfcl_multiple": (BFCL_MULTIPLE / "global_catalog.json", [BFCL_MULTIPLE / "global_labels.jsonl"], False),
     }
-
-
-def zen(binary: str, model: str | None, catalog: Path, labels: list[Path], builtin: bool) -> dict:
-    args = [binary]
-    if model:
-        args += ["--embedding-model", model]
-    args += ["--catalog", str(catalog)]
-    if not builtin:
-        args.append("--no-builtin-modes")
-    args += ["eval", "--json"]
-    for label in labels:
-        args += ["--labels", str(label)]
-    done = subprocess.run(args, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(args)}: {done.stderr}")
-    return json.loads(done.stdout)
-
-
-def minilm(catalog: Path, labels: list[Path], builtin: bool) -> dict:
-    args = [sys.executable, str(HERE / "baseline.py")]
-    if builtin:
-        args += ["--builtin-modes", str(ROOT / "modes")]
-    args += [str(catalog)] + [str(l) for l in labels]
-    done = subprocess.run(args, capture_output=True, text=True, cwd=HERE)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(args)}: {done.stderr}")
-    return [json.loads(l) for l in done.stdout.splitlines() if l.strip()][-1]
 
 
 def cell(r: dict | None) -> str:
@@ -113,8 +88,8 @@ def main() -> None:
         if not catalog.exists():
             print(f"| {name} | (missing: {catalog}) |")
             continue
-        table = None if args.no_table else zen(args.zenmode, None, catalog, labels, builtin)
-        model = zen(args.zenmode, args.model, catalog, labels, builtin)
+        table = None if args.no_table else zen(args.zenmode, catalog, labels, builtin)
+        model = zen(args.zenmode, catalog, labels, builtin, args.model)
         key = f"{args.half}:{name}"
         base = None
         if not args.no_baseline:

@@ -29,8 +29,11 @@ UNION = ROOT / ".." / "shared" / "catalogs" / "union_all.json"
 MODES = ROOT / "modes"
 
 
-def zen(binary: str, catalog: Path, labels: list[Path], builtin: bool) -> dict:
-    args = [binary, "--catalog", str(catalog)]
+def zen(
+    binary: str, catalog: Path, labels: list[Path], builtin: bool, model: str | None = None
+) -> dict:
+    """`zenmode eval --json` for these labels; `model` names --embedding-model."""
+    args = [binary] + (["--embedding-model", model] if model else []) + ["--catalog", str(catalog)]
     if not builtin:
         args.append("--no-builtin-modes")
     args += ["eval", "--json"]

@@ -65,7 +65,7 @@ impl Backup {
     /// Copies both files (or notes that one is missing), replacing any
     /// earlier backup of this client.
     pub fn take(&self, client_file: &Path, gateway_file: &Path) -> anyhow::Result<()> {
-        create_private_dir(&self.dir)?;
+        crate::gateway_cli::create_private_dir(&self.dir)?;
         let client_mode = copy_if_present(client_file, &self.dir.join(CLIENT_COPY))?;
         let gateway_mode = copy_if_present(gateway_file, &self.dir.join(GATEWAY_COPY))?;
         self.write_record(&Record {
@@ -208,24 +208,12 @@ fn mode_of(_: &std::fs::Metadata) -> u32 {
     0o600
 }
 
-/// A directory only its owner can read (backups can hold secrets: the
-/// clients' files carry servers' `env` values).
-fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder
-        .create(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))
-}
-
 /// Writes `bytes` to a temporary file beside `path` and renames it over
 /// `path`, so a reader (or a crash) never sees half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     use std::io::Write;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_private_dir(dir)?;
+        crate::gateway_cli::create_private_dir(dir)?;
     }
     let mut name = path.file_name().unwrap_or_default().to_owned();
     name.push(".zenmode-tmp");

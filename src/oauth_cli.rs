@@ -335,9 +335,14 @@ fn tempfile_dir() -> anyhow::Result<std::path::PathBuf> {
     Ok(dir)
 }
 
+/// How long `probe` waits for the standing stream before its first call.
+const STANDING_STREAM_WAIT: Duration = Duration::from_secs(5);
+
 async fn probe_calls(url: &str, keeper: Arc<Keeper>) -> Result<(), String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = OAuthHttp::new(reqwest::Client::default(), keeper);
+    let standing_stream = Arc::new(tokio::sync::Notify::new());
+    let client = OAuthHttp::new(reqwest::Client::default(), keeper)
+        .signal_standing_stream(standing_stream.clone());
     let config =
         rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url);
     let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
@@ -345,6 +350,10 @@ async fn probe_calls(url: &str, keeper: Arc<Keeper>) -> Result<(), String> {
         .serve(transport)
         .await
         .map_err(|e| format!("handshake: {e}"))?;
+    // A server that elicits outside the call's own stream loses the request
+    // when the standing stream is not open yet; a server that never answers
+    // the GET costs this wait once.
+    let _ = tokio::time::timeout(STANDING_STREAM_WAIT, standing_stream.notified()).await;
     let tools = service
         .peer()
         .list_all_tools()

@@ -22,7 +22,7 @@ use std::{
 use futures_util::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
 use rmcp::{
-    model::ClientJsonRpcMessage,
+    model::{ClientJsonRpcMessage, ClientRequest},
     transport::{
         auth::{AuthError, AuthorizationManager, ClientCredentialsConfig, OAuthClientConfig},
         streamable_http_client::{
@@ -376,11 +376,55 @@ async fn follow_without_browser(authorization_url: String) -> Result<String, Str
 pub struct OAuthHttp {
     inner: reqwest::Client,
     keeper: Arc<Keeper>,
+    standing_stream: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl OAuthHttp {
     pub fn new(inner: reqwest::Client, keeper: Arc<Keeper>) -> Self {
-        OAuthHttp { inner, keeper }
+        OAuthHttp {
+            inner,
+            keeper,
+            standing_stream: None,
+        }
+    }
+
+    /// Signals `ready` once the first attempt at the standing GET stream
+    /// has an answer, whatever it is. rmcp opens that stream in the
+    /// background after the handshake, and a server may send requests not
+    /// tied to a call (an elicitation from `server.request`) only there: a
+    /// caller that must not lose them waits for this before its first call.
+    pub fn signal_standing_stream(mut self, ready: Arc<tokio::sync::Notify>) -> Self {
+        self.standing_stream = Some(ready);
+        self
+    }
+
+    fn note_stream_answered(&self, last_event_id: &Option<String>) {
+        if let (Some(ready), None) = (&self.standing_stream, last_event_id) {
+            ready.notify_one();
+        }
+    }
+
+    /// rmcp opens the standing stream only within a session: when the
+    /// server's answer to `initialize` names none, no stream is coming and
+    /// a waiting caller is released at once.
+    fn note_handshake(
+        &self,
+        message: &ClientJsonRpcMessage,
+        answer: &Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>,
+    ) {
+        let Some(ready) = &self.standing_stream else {
+            return;
+        };
+        let initialize = matches!(message, ClientJsonRpcMessage::Request(request)
+            if matches!(request.request, ClientRequest::InitializeRequest(_)));
+        let sessionless = matches!(
+            answer,
+            Ok(StreamableHttpPostResponse::Json(_, None)
+                | StreamableHttpPostResponse::Sse(_, None))
+        );
+        if initialize && sessionless {
+            ready.notify_one();
+        }
     }
 
     /// Runs `call` with the current token; after a 401 renews (or signs in)
@@ -449,16 +493,19 @@ impl StreamableHttpClient for OAuthHttp {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        self.with_token(|token| {
-            self.inner.post_message(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                token,
-                custom_headers.clone(),
-            )
-        })
-        .await
+        let answer = self
+            .with_token(|token| {
+                self.inner.post_message(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    token,
+                    custom_headers.clone(),
+                )
+            })
+            .await;
+        self.note_handshake(&message, &answer);
+        answer
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -470,17 +517,20 @@ impl StreamableHttpClient for OAuthHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        self.with_token(|token| {
-            self.inner.post_message_with_max_sse_event_size(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                token,
-                custom_headers.clone(),
-                max_sse_event_size,
-            )
-        })
-        .await
+        let answer = self
+            .with_token(|token| {
+                self.inner.post_message_with_max_sse_event_size(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    token,
+                    custom_headers.clone(),
+                    max_sse_event_size,
+                )
+            })
+            .await;
+        self.note_handshake(&message, &answer);
+        answer
     }
 
     async fn delete_session(
@@ -512,16 +562,19 @@ impl StreamableHttpClient for OAuthHttp {
         BoxStream<'static, Result<sse_stream::Sse, SseError>>,
         StreamableHttpError<Self::Error>,
     > {
-        self.with_token(|token| {
-            self.inner.get_stream(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                token,
-                custom_headers.clone(),
-            )
-        })
-        .await
+        let outcome = self
+            .with_token(|token| {
+                self.inner.get_stream(
+                    uri.clone(),
+                    session_id.clone(),
+                    last_event_id.clone(),
+                    token,
+                    custom_headers.clone(),
+                )
+            })
+            .await;
+        self.note_stream_answered(&last_event_id);
+        outcome
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -536,16 +589,19 @@ impl StreamableHttpClient for OAuthHttp {
         BoxStream<'static, Result<sse_stream::Sse, SseError>>,
         StreamableHttpError<Self::Error>,
     > {
-        self.with_token(|token| {
-            self.inner.get_stream_with_max_sse_event_size(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                token,
-                custom_headers.clone(),
-                max_sse_event_size,
-            )
-        })
-        .await
+        let outcome = self
+            .with_token(|token| {
+                self.inner.get_stream_with_max_sse_event_size(
+                    uri.clone(),
+                    session_id.clone(),
+                    last_event_id.clone(),
+                    token,
+                    custom_headers.clone(),
+                    max_sse_event_size,
+                )
+            })
+            .await;
+        self.note_stream_answered(&last_event_id);
+        outcome
     }
 }

@@ -14,7 +14,10 @@
 #   bash scripts/install.sh               # binary and model
 #   bash scripts/install.sh --model-only  # the model alone (CI, or after a cargo install)
 #
-# Prints the model's directory on the last line.
+# ZEN_INSTALL_PROFILE names another cargo profile than `release` (CI's test
+# of README's first block installs the `ci` build it already has, instead
+# of compiling every crate again). Prints the model's directory on the last
+# line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +25,7 @@ binary=1
 case "${1:-}" in
   "") ;;
   --model-only) binary=0 ;;
-  -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "error: unknown argument $1 (expected --model-only or nothing)" >&2; exit 2 ;;
 esac
 
@@ -32,7 +35,7 @@ case "$data" in /*) ;; *) data="${HOME:?HOME is not set}/.local/share" ;; esac
 model_dir="$data/zenmode/model/all-MiniLM-L6-v2"
 
 if [ "$binary" = 1 ]; then
-  cargo install --locked --path .
+  cargo install --locked --path . --profile "${ZEN_INSTALL_PROFILE:-release}"
 fi
 
 if ! python3 -m pip --version >/dev/null 2>&1; then

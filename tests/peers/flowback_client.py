@@ -6,8 +6,12 @@ Reads one JSON object from argv[1]:
   env: {NAME: value}             added to its environment
   sampling, elicitation: bool    whether to declare (and answer) them
   roots: [path, ...] | null      roots to declare; null declares none
-  calls: [{tool, arguments, sleep_before?} | {set_roots: [path, ...]}]
-        (set_roots changes the roots and sends roots/list_changed)
+  calls: [{tool, arguments, sleep_before?, until_contains?, within?}
+          | {set_roots: [path, ...]}]
+        (set_roots changes the roots and sends roots/list_changed;
+        until_contains repeats the call every 0.2 s, for at most `within`
+        seconds (20), until its result's JSON holds that text: for state
+        the server fetches on its own time, like its roots)
 and prints one JSON line: {"results": [...], "asked": [...]}, each result
 a CallToolResult as JSON or {"error": text}, and `asked` the methods the
 server asked of this client, in order. Every answer is deterministic, so a
@@ -80,11 +84,18 @@ async def main() -> None:
                 await client.session.send_roots_list_changed()
                 continue
             await asyncio.sleep(call.get("sleep_before", 0))
-            try:
-                result = await client.call_tool(call["tool"], call.get("arguments") or {})
-                results.append(result.model_dump(mode="json", by_alias=True, exclude_none=True))
-            except Exception as error:  # the test compares what failed, too
-                results.append({"error": str(error)})
+            until = call.get("until_contains")
+            deadline = asyncio.get_running_loop().time() + call.get("within", 20)
+            while True:
+                try:
+                    result = await client.call_tool(call["tool"], call.get("arguments") or {})
+                    answer = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+                except Exception as error:  # the test compares what failed, too
+                    answer = {"error": str(error)}
+                if until is None or until in json.dumps(answer) or asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.2)
+            results.append(answer)
     print(json.dumps({"results": results, "asked": asked}))
 
 

@@ -1,5 +1,6 @@
 //! Serving-path benchmarks for the core issue's targets:
-//! - process spawn to first reply, against a bare `cat` round trip (≤ 3×);
+//! - process spawn to first reply, against a bare `cat` round trip (≤ 3×;
+//!   `spawn_to_first_reply/ratio_to_cat` prints the ratio from interleaved runs);
 //! - `tools/list` in-process, built and serialized (≤ 50 µs);
 //! - validation of a typical request against a compiled schema.
 //!
@@ -10,7 +11,7 @@ use std::{
     io::{BufRead, BufReader, Write},
     process::{Command, Stdio},
     sync::Arc,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -47,7 +48,16 @@ fn round_trip(program: &str, args: &[&str]) {
     child.wait().unwrap();
 }
 
+/// The start-up target is a ratio, and a shared machine moves both sides:
+/// so `cat` and `serve` (with the model found as installed, and without)
+/// are timed in turns in the same run, and the medians printed with their
+/// ratio to `cat`.
+const INTERLEAVED_RUNS: usize = 30;
+
 fn spawn_to_first_reply(c: &mut Criterion) {
+    if selected("spawn_to_first_reply/ratio_to_cat") {
+        print_ratio_to_cat();
+    }
     let mut group = c.benchmark_group("spawn_to_first_reply");
     group
         .sample_size(30)
@@ -56,7 +66,66 @@ fn spawn_to_first_reply(c: &mut Criterion) {
     group.bench_function("zenmode_serve", |b| {
         b.iter(|| round_trip(env!("CARGO_BIN_EXE_zenmode"), &["serve"]))
     });
+    group.bench_function("zenmode_serve_no_model", |b| {
+        b.iter(|| {
+            round_trip(
+                env!("CARGO_BIN_EXE_zenmode"),
+                &["serve", "--embedding-model", "none"],
+            )
+        })
+    });
     group.finish();
+}
+
+/// Whether criterion's name filters (the arguments that are not options)
+/// let `name` run: none given, or one of them is part of it.
+fn selected(name: &str) -> bool {
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .collect();
+    filters.is_empty() || filters.iter().any(|filter| name.contains(filter.as_str()))
+}
+
+fn print_ratio_to_cat() {
+    let zenmode = env!("CARGO_BIN_EXE_zenmode");
+    let runs: [(&str, &str, &[&str]); 3] = [
+        ("cat", "cat", &[]),
+        ("zenmode serve", zenmode, &["serve"]),
+        (
+            "zenmode serve --embedding-model none",
+            zenmode,
+            &["serve", "--embedding-model", "none"],
+        ),
+    ];
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); runs.len()];
+    for (_, program, args) in &runs {
+        round_trip(program, args); // warm the page cache
+    }
+    for _ in 0..INTERLEAVED_RUNS {
+        for ((_, program, args), times) in runs.iter().zip(&mut times) {
+            let start = Instant::now();
+            round_trip(program, args);
+            times.push(start.elapsed());
+        }
+    }
+    let medians: Vec<Duration> = times
+        .iter_mut()
+        .map(|times| {
+            times.sort();
+            times[times.len() / 2]
+        })
+        .collect();
+    println!(
+        "spawn_to_first_reply/ratio_to_cat: median of {INTERLEAVED_RUNS} interleaved runs (target: serve within 3x cat)"
+    );
+    for ((name, _, _), median) in runs.iter().zip(&medians) {
+        println!(
+            "  {name:<38} {:>7.3} ms  {:>5.2}x cat",
+            median.as_secs_f64() * 1e3,
+            median.as_secs_f64() / medians[0].as_secs_f64()
+        );
+    }
 }
 
 fn server(kind: StrategyKind) -> ZenServer {

@@ -1,6 +1,7 @@
 //! Serving-path benchmarks for the core issue's targets:
 //! - process spawn to first reply, against a bare `cat` round trip (≤ 3×;
-//!   `spawn_to_first_reply/ratio_to_cat` prints the ratio from interleaved runs);
+//!   `spawn_to_first_reply/ratio_to_cat` prints the ratio from interleaved runs,
+//!   with `ZEN_BENCH_BEFORE=/path/to/zenmode` another build beside this one);
 //! - `tools/list` in-process, built and serialized (≤ 50 µs);
 //! - validation of a typical request against a compiled schema.
 //!
@@ -88,16 +89,23 @@ fn selected(name: &str) -> bool {
 }
 
 fn print_ratio_to_cat() {
-    let zenmode = env!("CARGO_BIN_EXE_zenmode");
-    let runs: [(&str, &str, &[&str]); 3] = [
-        ("cat", "cat", &[]),
-        ("zenmode serve", zenmode, &["serve"]),
-        (
-            "zenmode serve --embedding-model none",
-            zenmode,
-            &["serve", "--embedding-model", "none"],
-        ),
-    ];
+    const SERVE: &[&str] = &["serve"];
+    const NO_MODEL: &[&str] = &["serve", "--embedding-model", "none"];
+    let mut runs: Vec<(String, String, &[&str])> = vec![("cat".into(), "cat".into(), &[])];
+    // `ZEN_BENCH_BEFORE=/tmp/zenmode-before`: another build, in the same turns.
+    let mut builds = Vec::new();
+    if let Ok(before) = std::env::var("ZEN_BENCH_BEFORE") {
+        builds.push(("before: ", before));
+    }
+    builds.push(("", env!("CARGO_BIN_EXE_zenmode").to_owned()));
+    for (label, binary) in builds {
+        runs.push((format!("{label}zenmode serve"), binary.clone(), SERVE));
+        runs.push((
+            format!("{label}zenmode serve --embedding-model none"),
+            binary,
+            NO_MODEL,
+        ));
+    }
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); runs.len()];
     for (_, program, args) in &runs {
         round_trip(program, args); // warm the page cache
@@ -121,7 +129,7 @@ fn print_ratio_to_cat() {
     );
     for ((name, _, _), median) in runs.iter().zip(&medians) {
         println!(
-            "  {name:<38} {:>7.3} ms  {:>5.2}x cat",
+            "  {name:<46} {:>7.3} ms  {:>5.2}x cat",
             median.as_secs_f64() * 1e3,
             median.as_secs_f64() / medians[0].as_secs_f64()
         );

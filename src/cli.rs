@@ -76,7 +76,7 @@ pub struct BeforeCommand {
     pub store: Option<String>,
 }
 
-/// What running modes may touch; `serve` and `exec` only.
+// What running modes may touch; `serve` and `exec` only.
 #[derive(Debug, Clone, Args)]
 pub struct AccessArgs {
     /// Let modes read files under DIR too (repeatable; the working directory is always allowed; env ZEN_ALLOWED_ROOTS, ':'-separated)
@@ -87,7 +87,7 @@ pub struct AccessArgs {
     pub store: Option<String>,
 }
 
-/// Where modes come from; the commands that load the catalog.
+// Where modes come from; the commands that load the catalog.
 #[derive(Debug, Clone, Args)]
 pub struct ModeArgs {
     /// Add or override modes with the manifests (*.json) in DIR (repeatable)
@@ -110,7 +110,7 @@ pub struct ModeArgs {
     pub embedding_model: Option<PathBuf>,
 }
 
-/// The gateway's upstreams file; the commands that read or write it.
+// The gateway's upstreams file; the commands that read or write it.
 #[derive(Debug, Clone, Args)]
 pub struct UpstreamsArg {
     /// The upstreams file: the MCP servers zenmode fronts ({"mcpServers": {...}}, as Claude and Cursor write it) [default: zenmode/upstreams.json in the config directory, or in ZEN_CONFIG_DIR]
@@ -118,7 +118,7 @@ pub struct UpstreamsArg {
     pub upstreams: Option<PathBuf>,
 }
 
-/// How long to wait for upstream servers; the commands that start them.
+// How long to wait for upstream servers; the commands that start them.
 #[derive(Debug, Clone, Args)]
 pub struct WaitArg {
     /// How long to wait for an upstream server to list its tools (at start-up: those whose catalog is not cached yet, for the lazy and groups strategies, --no-builtin-modes and one-shot commands; the others start them in the background) [default: 20]
@@ -126,7 +126,7 @@ pub struct WaitArg {
     pub upstream_wait_secs: Option<f64>,
 }
 
-/// The catalog flags of `serve`, `exec`, `select`, `tokens` and `modes`.
+// The catalog flags of `serve`, `exec`, `select`, `tokens` and `modes`.
 #[derive(Debug, Clone, Args)]
 pub struct CatalogFlags {
     #[command(flatten)]
@@ -308,7 +308,14 @@ impl CatalogArgs {
     }
 }
 
+// `defer`: clap builds a subcommand's arguments only when that subcommand
+// is parsed or its help shown. Building all of them cost `serve` about
+// 0.5 ms of its start-up, most of it the page faults of running that code
+// for the first time (docs/selection.md, "Where start-up went"). A
+// deferred subcommand takes the `about` of the argument structs it
+// flattens, if they have doc comments, so theirs are plain comments.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Serve MCP to a client: over stdin/stdout (default; what clients start), or listen on TCP (one JSON message a line) or Streamable HTTP (--transport tcp|http, --listen)
     Serve(ServeArgs),
@@ -395,7 +402,7 @@ pub enum Command {
     },
 }
 
-/// `zenmode eval`; `--catalog FILE` adds foreign tools to rank.
+// `zenmode eval`; `--catalog FILE` adds foreign tools to rank.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
     #[command(flatten)]

@@ -33,7 +33,7 @@ use crate::services::gateway::{
 };
 use backup::Backup;
 
-/// `zenmode setup`'s own arguments.
+// `zenmode setup`'s own arguments.
 #[derive(Debug, Args)]
 pub struct SetupArgs {
     /// The client to connect

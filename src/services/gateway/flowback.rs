@@ -139,6 +139,14 @@ impl Callers {
             .map(|list| list.iter().map(|(_, client)| client.clone()).collect())
             .unwrap_or_default();
         let client = match one_session(&in_flight) {
+            // Roots belong to the session, not to the call in flight: a
+            // server asks for them after `list_changed`, whatever call runs
+            // then, and its answer must not be dropped when that call ends
+            // first. So the session's own client answers when it has one.
+            Pick::One(client) if ask == Ask::Roots => sessions_with_roots()
+                .into_iter()
+                .find(|session| session.session() == client.session())
+                .unwrap_or(client),
             Pick::One(client) => client,
             Pick::Many => {
                 return Err(refusal(
@@ -352,5 +360,86 @@ impl Callers {
             responses.insert(key, answer);
         }
         Ok(responses)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+
+    /// A client whose roots name `label`; `ended` marks the end of what it
+    /// stands for (a call, or the session).
+    struct Fake {
+        session: usize,
+        label: &'static str,
+        ended: AtomicBool,
+    }
+
+    #[async_trait]
+    impl ClientRequests for Fake {
+        fn session(&self) -> usize {
+            self.session
+        }
+        fn can(&self, _ask: Ask) -> bool {
+            true
+        }
+        fn is_closed(&self) -> bool {
+            self.ended.load(Ordering::SeqCst)
+        }
+        async fn elicit(&self, _params: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
+            Err(ErrorData::internal_error(self.label, None))
+        }
+        async fn create_message(
+            &self,
+            _params: CreateMessageRequestParams,
+        ) -> Result<CreateMessageResult, ErrorData> {
+            Err(ErrorData::internal_error(self.label, None))
+        }
+        async fn list_roots(&self) -> Result<ListRootsResult, ErrorData> {
+            Ok(serde_json::from_value(
+                json!({"roots": [{"uri": format!("file:///{}", self.label)}]}),
+            )
+            .unwrap())
+        }
+    }
+
+    fn fake(session: usize, label: &'static str) -> Arc<dyn ClientRequests> {
+        Arc::new(Fake {
+            session,
+            label,
+            ended: AtomicBool::new(false),
+        })
+    }
+
+    #[tokio::test]
+    async fn roots_asked_during_a_call_go_to_the_session_not_the_call() {
+        // A session number no other test uses: the session list is global.
+        let session = usize::MAX - 17;
+        let session_client = fake(session, "session");
+        ROOT_SESSIONS
+            .lock()
+            .unwrap()
+            .push(Arc::downgrade(&session_client));
+        let callers = Callers::default();
+        let call_client = fake(session, "call");
+        let _call = callers.enter(Some(&call_client));
+
+        let roots = callers.list_roots("fs").await.unwrap();
+        assert_eq!(roots.roots[0].uri, "file:///session", "{roots:?}");
+        // Requests made for the call itself still go to the call.
+        let elicited = callers
+            .elicit(
+                "fs",
+                serde_json::from_value(json!({
+                    "mode": "form", "message": "name?",
+                    "requestedSchema": {"type": "object", "properties": {}}
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(elicited.message, "call");
     }
 }

@@ -124,11 +124,37 @@ impl Actions {
     /// names one (`git_diff_unstaged` compares, `git_create_branch`
     /// creates). Whether a tool changes state is read from this, not from
     /// every word: "unstaged" in a diff's name does not make it a reset.
-    pub fn main_of_tool(name: &str) -> Actions {
-        words(name)
-            .map(|word| of_word(&word))
-            .find(|class| !class.is_empty())
-            .unwrap_or_default()
+    ///
+    /// Only the name's last segment is read (`store.find_nearby` finds;
+    /// `store` there is the namespace), and its first verb ends the search:
+    /// in `calculate_entropy_change` "change" is the object of a verb that
+    /// changes nothing. A description that opens with a verb leaving state
+    /// alone overrules a name whose verb is also a noun
+    /// (`video_games.store_price`: "Fetches the selling price ...").
+    pub fn main_of_tool(name: &str, description: &str) -> Actions {
+        let segment = name.rsplit(['.', '/', ':']).next().unwrap_or(name);
+        let segment = segment.rsplit("__").next().unwrap_or(segment);
+        let mut main = Actions::NONE;
+        for word in words(segment) {
+            if is_neutral_verb(&word) {
+                break;
+            }
+            let class = of_word(&word);
+            if !class.is_empty() {
+                main = class;
+                break;
+            }
+        }
+        if main.intersects(Actions::CHANGING) {
+            if let Some(opener) = words(description).next() {
+                let class = of_word(&opener);
+                let leaves_state = !class.is_empty() && !class.intersects(Actions::CHANGING);
+                if leaves_state || is_neutral_verb(&opener) {
+                    return class;
+                }
+            }
+        }
+        main
     }
 
     /// These actions without `other`'s.
@@ -262,6 +288,102 @@ const REQUEST_WORDS: &[&str] = &[
     "can", "could", "would", "will", "please", "should", "shall", "may", "let", "lets",
 ];
 
+/// Verbs that answer without changing anything and have no class of
+/// their own: in a tool's name they are its verb, so a later word that
+/// names an action is its object.
+const NEUTRAL_VERBS: &[&str] = &[
+    "calculate",
+    "compute",
+    "estimate",
+    "predict",
+    "count",
+    "measure",
+    "evaluate",
+    "analyze",
+    "analyse",
+    "check",
+    "recommend",
+    "suggest",
+    "summarize",
+    "summarise",
+    "validate",
+    "verify",
+    "detect",
+    "classify",
+    "identify",
+    "determine",
+    "solve",
+    "generate",
+];
+
+fn is_neutral_verb(word: &str) -> bool {
+    let (stemmer, _) = &*BY_STEM;
+    let stem = stemmer.stem(word);
+    NEUTRAL_VERBS.iter().any(|verb| stemmer.stem(verb) == stem)
+}
+
+/// Verbs by which a speaker says they want something done ("I want to
+/// order ...", "I need a QR code", "I'd like to ..."): such a request asks
+/// to act even when a question follows it.
+const WISH_VERBS: &[&str] = &["want", "wanna", "need", "wish", "intend", "plan"];
+
+/// What a wish to be told is about: "I want to know ..." still asks.
+const LEARNING_VERBS: &[&str] = &[
+    "know",
+    "understand",
+    "learn",
+    "find",
+    "see",
+    "check",
+    "ask",
+    "hear",
+    "confirm",
+    "figure",
+];
+
+/// Whether the request states a wish to have something done: "I" or "we",
+/// at most two helper words, a wish verb (or "like" after "would" / "'d"),
+/// and no learning verb right after it.
+fn states_wish_to_act(text: &str) -> bool {
+    let words: Vec<String> = words(text).collect();
+    for (start, word) in words.iter().enumerate() {
+        if word != "i" && word != "we" {
+            continue;
+        }
+        let mut conditional = false;
+        for (offset, next) in words.iter().enumerate().skip(start + 1).take(3) {
+            let next = next.as_str();
+            let wish = WISH_VERBS.contains(&next) || (next == "like" && conditional);
+            if wish {
+                let after: Vec<&str> = words
+                    .iter()
+                    .skip(offset + 1)
+                    .take(2)
+                    .map(String::as_str)
+                    .collect();
+                let object = if after.first() == Some(&"to") {
+                    after.get(1).copied()
+                } else {
+                    after.first().copied()
+                };
+                if object.is_some_and(|o| LEARNING_VERBS.contains(&o)) {
+                    break;
+                }
+                return true;
+            }
+            if matches!(next, "would" | "d") {
+                conditional = true;
+            } else if !matches!(
+                next,
+                "really" | "also" | "just" | "still" | "do" | "would" | "d"
+            ) {
+                break;
+            }
+        }
+    }
+    false
+}
+
 /// Whether a request is a question ("what changed in my repo?", "which
 /// branches exist", "show me the log", "is there a file named x"): it
 /// starts with a question word, or ends with a question mark without
@@ -274,7 +396,9 @@ pub fn is_question(text: &str) -> bool {
     if QUESTION_WORDS.contains(&first.as_str()) {
         return true;
     }
-    text.trim_end().ends_with('?') && !REQUEST_WORDS.contains(&first.as_str())
+    text.trim_end().ends_with('?')
+        && !REQUEST_WORDS.contains(&first.as_str())
+        && !states_wish_to_act(text)
 }
 
 /// Stem -> classes, built once.
@@ -328,6 +452,49 @@ mod tests {
     }
 
     #[test]
+    fn a_wish_to_act_is_no_question_even_when_a_question_follows() {
+        for request in [
+            "I want to order a custom bronze sculpture of a horse. What material options are available?",
+            "I need a QR code for my contact information. Can you help?",
+            "Greetings! I'd like to book a table. Is 8pm free?",
+        ] {
+            assert!(!is_question(request), "{request}");
+        }
+        assert!(is_question("I want to know which branch I am on?"));
+        assert!(is_question(
+            "What is the cheapest selling price in the store?"
+        ));
+    }
+
+    #[test]
+    fn only_the_verb_of_a_name_is_its_action() {
+        // "store" as a namespace or a noun, "change" as an object.
+        for (name, description) in [
+            ("store.find_nearby", "Locate nearby stores"),
+            (
+                "video_games.store_price",
+                "Fetches the selling price of a game in a store",
+            ),
+            ("calculate_entropy_change", "Calculate the entropy change"),
+        ] {
+            assert!(
+                !Actions::main_of_tool(name, description).intersects(Actions::CHANGING),
+                "{name}"
+            );
+        }
+        for (name, description) in [
+            ("sculpture.create_custom", "Order a custom sculpture"),
+            ("calendar_event_create", "Creates a new calendar event"),
+            ("git_commit", "Records changes to the repository"),
+        ] {
+            assert!(
+                Actions::main_of_tool(name, description).intersects(Actions::CHANGING),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn repository_verbs_change_state() {
         let commit = Actions::of_tool("git_commit", "Records changes to the repository");
         let checkout = Actions::of_tool("git_checkout", "Switches branches");
@@ -336,9 +503,12 @@ mod tests {
         assert!(checkout.intersects(Actions::CHANGING));
         assert!(!status.intersects(Actions::CHANGING));
         // A diff of unstaged changes compares; it does not reset.
-        let diff = Actions::main_of_tool("git__git_diff_unstaged");
+        let diff = Actions::main_of_tool("git__git_diff_unstaged", "Shows changes");
         assert!(!diff.intersects(Actions::CHANGING));
-        assert!(Actions::main_of_tool("git__git_create_branch").intersects(Actions::CHANGING));
+        assert!(
+            Actions::main_of_tool("git__git_create_branch", "Creates a new branch")
+                .intersects(Actions::CHANGING)
+        );
         // Only tools are read for repository verbs: in a request "commit"
         // is as often the noun.
         assert!(

@@ -727,7 +727,9 @@ impl Index {
             .map(|((m, &destructive), &has)| {
                 let manifest = m.manifest();
                 let name = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
-                !has && (destructive || Actions::main_of_tool(name).intersects(Actions::CHANGING))
+                !has && (destructive
+                    || Actions::main_of_tool(name, &manifest.description)
+                        .intersects(Actions::CHANGING))
             })
             .collect();
         let mut index = Index {

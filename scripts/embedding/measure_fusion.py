@@ -80,7 +80,7 @@ def main() -> None:
     raw = {}
     print(f"{args.half}: top-1 with acceptable tools counted (exact top-1, destructive traps taken / queries with traps)")
     print(f"env: ZEN_SELECT_TUNING={os.environ.get('ZEN_SELECT_TUNING', '')} ZEN_SELECT_MODEL_TUNING={os.environ.get('ZEN_SELECT_MODEL_TUNING', '')}\n")
-    print("| set | n | table (default) | with the model | MiniLM alone | ECE table / model |")
+    print("| set | n | table (`--embedding-model none`) | with the model | MiniLM alone | ECE table / model |")
     print("|---|---|---|---|---|---|")
     for name, (catalog, labels, builtin) in sets(args.half).items():
         if wanted and name not in wanted:
@@ -88,7 +88,9 @@ def main() -> None:
         if not catalog.exists():
             print(f"| {name} | (missing: {catalog}) |")
             continue
-        table = None if args.no_table else zen(args.zenmode, catalog, labels, builtin)
+        # `none`: an installed model is found by default, and the table
+        # column must not measure it.
+        table = None if args.no_table else zen(args.zenmode, catalog, labels, builtin, "none")
         model = zen(args.zenmode, catalog, labels, builtin, args.model)
         key = f"{args.half}:{name}"
         base = None

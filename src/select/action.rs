@@ -145,13 +145,13 @@ impl Actions {
                 break;
             }
         }
-        if main.intersects(Actions::CHANGING) {
-            if let Some(opener) = words(description).next() {
-                let class = of_word(&opener);
-                let leaves_state = !class.is_empty() && !class.intersects(Actions::CHANGING);
-                if leaves_state || is_neutral_verb(&opener) {
-                    return class;
-                }
+        if main.intersects(Actions::CHANGING)
+            && let Some(opener) = words(description).next()
+        {
+            let class = of_word(&opener);
+            let leaves_state = !class.is_empty() && !class.intersects(Actions::CHANGING);
+            if leaves_state || is_neutral_verb(&opener) {
+                return class;
             }
         }
         main

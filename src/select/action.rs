@@ -15,7 +15,7 @@
 use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// A set of action classes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -316,10 +316,19 @@ const NEUTRAL_VERBS: &[&str] = &[
     "generate",
 ];
 
+/// The stems of [`NEUTRAL_VERBS`], stemmed once: every tool name of a
+/// catalog is read against them when the index is built.
+static NEUTRAL_STEMS: LazyLock<HashSet<String>> = LazyLock::new(|| {
+    let (stemmer, _) = &*BY_STEM;
+    NEUTRAL_VERBS
+        .iter()
+        .map(|verb| stemmer.stem(verb).into_owned())
+        .collect()
+});
+
 fn is_neutral_verb(word: &str) -> bool {
     let (stemmer, _) = &*BY_STEM;
-    let stem = stemmer.stem(word);
-    NEUTRAL_VERBS.iter().any(|verb| stemmer.stem(verb) == stem)
+    NEUTRAL_STEMS.contains(stemmer.stem(word).as_ref())
 }
 
 /// Verbs by which a speaker says they want something done ("I want to
@@ -373,10 +382,7 @@ fn states_wish_to_act(text: &str) -> bool {
             }
             if matches!(next, "would" | "d") {
                 conditional = true;
-            } else if !matches!(
-                next,
-                "really" | "also" | "just" | "still" | "do" | "would" | "d"
-            ) {
+            } else if !matches!(next, "really" | "also" | "just" | "still" | "do") {
                 break;
             }
         }

@@ -398,7 +398,7 @@ impl OAuthHttp {
         self
     }
 
-    fn note_stream_answered(&self, last_event_id: &Option<String>) {
+    fn note_stream_answered(&self, last_event_id: Option<&str>) {
         if let (Some(ready), None) = (&self.standing_stream, last_event_id) {
             ready.notify_one();
         }
@@ -573,7 +573,7 @@ impl StreamableHttpClient for OAuthHttp {
                 )
             })
             .await;
-        self.note_stream_answered(&last_event_id);
+        self.note_stream_answered(last_event_id.as_deref());
         outcome
     }
 
@@ -601,7 +601,7 @@ impl StreamableHttpClient for OAuthHttp {
                 )
             })
             .await;
-        self.note_stream_answered(&last_event_id);
+        self.note_stream_answered(last_event_id.as_deref());
         outcome
     }
 }

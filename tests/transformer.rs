@@ -60,7 +60,8 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// The candle forward pass and the Rust tokenizer give the vectors that
+/// The Rust forward pass (`src/select/bert.rs`, half-float weights) and
+/// the Rust tokenizer give the vectors that
 /// the reference implementation (scripts/embedding/minilm.py) gives.
 #[test]
 fn vectors_match_the_reference_model() {

@@ -38,6 +38,8 @@
 
 pub mod action;
 pub mod analyze;
+#[cfg(feature = "transformer")]
+mod bert;
 pub mod bm25;
 pub mod embedding;
 pub mod examples;
@@ -532,22 +534,8 @@ impl Index {
                 Some(Self::build_encoded(catalog, ranker, tuning, Some(model)))
             };
             if later {
-                let (filled, owned) = (Arc::clone(&slot), catalog.clone());
-                let spawned = std::thread::Builder::new()
-                    .name("zenmode-model-index".into())
-                    .spawn(move || {
-                        let started = std::time::Instant::now();
-                        if let Some(built) = build(&owned) {
-                            let _ = filled.set(built);
-                            tracing::info!(
-                                modes = owned.len(),
-                                seconds = started.elapsed().as_secs_f32(),
-                                "the embedding model's index is ready"
-                            );
-                        }
-                    });
-                match spawned {
-                    Ok(_) => return index,
+                match model_builds::queue(&slot, catalog, ranker, tuning) {
+                    Ok(()) => return index,
                     Err(error) => tracing::warn!(
                         %error,
                         "cannot build the model's index on a thread; building it now"
@@ -1259,6 +1247,17 @@ fn identifiers(catalog: &Catalog) -> HashMap<String, Vec<usize>> {
     map
 }
 
+/// The texts the full model embeds for `catalog`'s modes, as an index
+/// built with the default tuning embeds them (`benches/model.rs` measures
+/// the model on them).
+pub fn model_texts(catalog: &Catalog) -> Vec<String> {
+    catalog
+        .modes()
+        .iter()
+        .map(|m| meaning_text(m.manifest(), Tuning::DEFAULT.meaning_parameters))
+        .collect()
+}
+
 /// What the meaning signal embeds for a mode: its name as words, then what
 /// it does (the shape the distillation corpus used).
 ///
@@ -1356,6 +1355,112 @@ fn assign_confidences(ranked: &mut [Ranked], tuning: &Tuning, no_fit_score: f32)
         entry.confidence = (weight(entry.score) / total).clamp(0.0, 1.0);
     }
     no_fit / total
+}
+
+/// The one thread that builds model indexes for [`Index::build_model_later`].
+///
+/// A gateway rebuilds its catalog each time an upstream restarts or changes
+/// its tools, which a failing server can do many times a second; a thread
+/// per build piled up threads, each with a copy of the catalog, faster
+/// than they finished (the fuzz campaign's server grew past a gigabyte and
+/// stopped answering pings). Builds now wait in line for a single thread,
+/// and an index dropped before its turn (replaced by a newer catalog) is
+/// skipped: only the slot's weak reference waits with the catalog.
+mod model_builds {
+    use std::{
+        collections::VecDeque,
+        sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak},
+    };
+
+    use super::{Index, Ranker, Tuning};
+    use crate::catalog::Catalog;
+
+    struct Job {
+        slot: Weak<OnceLock<Index>>,
+        catalog: Catalog,
+        ranker: Ranker,
+        tuning: Tuning,
+    }
+
+    struct Line {
+        jobs: Mutex<VecDeque<Job>>,
+        ready: Condvar,
+    }
+
+    static LINE: OnceLock<Result<Arc<Line>, String>> = OnceLock::new();
+
+    /// Puts a build for `slot` in line; an error if the thread cannot be
+    /// started (the caller then builds in place).
+    pub(super) fn queue(
+        slot: &Arc<OnceLock<Index>>,
+        catalog: &Catalog,
+        ranker: Ranker,
+        tuning: Tuning,
+    ) -> Result<(), String> {
+        let line = LINE
+            .get_or_init(|| {
+                let line = Arc::new(Line {
+                    jobs: Mutex::new(VecDeque::new()),
+                    ready: Condvar::new(),
+                });
+                let worker = Arc::clone(&line);
+                std::thread::Builder::new()
+                    .name("zenmode-model-index".into())
+                    .spawn(move || work(&worker))
+                    .map(|_| line)
+                    .map_err(|error| error.to_string())
+            })
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let mut jobs = line.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        // Jobs whose index is gone would only be skipped later; dropping
+        // them now keeps their catalogs from waiting in memory.
+        jobs.retain(|job| job.slot.strong_count() > 0);
+        jobs.push_back(Job {
+            slot: Arc::downgrade(slot),
+            catalog: catalog.clone(),
+            ranker,
+            tuning,
+        });
+        line.ready.notify_one();
+        Ok(())
+    }
+
+    fn work(line: &Line) {
+        loop {
+            let job = {
+                let mut jobs = line.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+                loop {
+                    match jobs.pop_front() {
+                        Some(job) => break job,
+                        None => {
+                            jobs = line
+                                .ready
+                                .wait(jobs)
+                                .unwrap_or_else(PoisonError::into_inner)
+                        }
+                    }
+                }
+            };
+            if job.slot.strong_count() == 0 {
+                continue;
+            }
+            let started = std::time::Instant::now();
+            let Some(model) = super::embedding::Encoder::current().filter(|e| e.is_full_model())
+            else {
+                continue;
+            };
+            let built = Index::build_encoded(&job.catalog, job.ranker, job.tuning, Some(model));
+            if let Some(slot) = job.slot.upgrade() {
+                let _ = slot.set(built);
+                tracing::info!(
+                    modes = job.catalog.len(),
+                    seconds = started.elapsed().as_secs_f32(),
+                    "the embedding model's index is ready"
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]

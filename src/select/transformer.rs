@@ -1,12 +1,13 @@
 //! The meaning signal from the full all-MiniLM-L6-v2 model, run in Rust
-//! (candle) instead of looked up in the distilled table: closer to what the
-//! model means, at a cost of milliseconds per text instead of microseconds.
+//! (`bert.rs`) instead of looked up in the distilled table: closer to what
+//! the model means, at a cost of milliseconds per text instead of
+//! microseconds.
 //! Built with the `transformer` feature and switched on with
 //! `--embedding-model DIR` (or `ZEN_EMBEDDING_MODEL`), a directory holding
 //! the model's `config.json` and `model.safetensors`
 //! (`scripts/embedding/fetch_model.sh DIR` fetches them). Without it the
-//! static table serves alone; with it the table still ranks first and the
-//! model ranks the requests the table is unsure of (`Index::ranking`).
+//! static table serves alone; with it the model ranks every request once
+//! its index of the catalog is ready (`Index::ranking`).
 //!
 //! A text's vector is the mean of the model's output over its tokens,
 //! `[CLS]` and `[SEP]` included, normalized: what sentence-transformers
@@ -24,15 +25,16 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
-
+use super::bert::{Bert, Config};
 use super::wordpiece::WordPiece;
 
 /// A cache file larger than this (about 43,000 texts) is left alone rather
 /// than read into memory.
 const MAX_CACHE_BYTES: u64 = 64 << 20;
+
+/// Which encoder computed the cached vectors (part of the cache file's
+/// name).
+const ENCODER: &str = "bert.rs, f32 panels";
 
 /// `[CLS]` and `[SEP]` in the model's vocabulary.
 const CLS: u32 = 101;
@@ -43,7 +45,7 @@ const MAX_TOKENS: usize = 256;
 
 /// The loaded model and the vectors it has computed so far.
 pub struct Transformer {
-    model: BertModel,
+    model: Bert,
     tokenizer: &'static WordPiece<'static>,
     dims: usize,
     vectors: Mutex<HashMap<Key, Option<Vec<f32>>>>,
@@ -161,7 +163,7 @@ pub fn loaded() -> Option<&'static Transformer> {
 
 /// What the model must be for this tokenizer and this code: the same
 /// vocabulary (token ids index its embeddings), room for [`MAX_TOKENS`]
-/// positions, and a shape candle can build without dividing by zero.
+/// positions, and a shape the encoder can run without dividing by zero.
 fn check_config(config: &Config, tokenizer: &WordPiece<'_>) -> Result<(), String> {
     if config.vocab_size != tokenizer.vocabulary_size() {
         return Err(format!(
@@ -207,12 +209,12 @@ impl Transformer {
         if !weights.is_file() {
             return Err(format!("{} is missing", weights.display()));
         }
-        // Safety: the weights are memory-mapped read-only; like any mapped
-        // file, they must not be truncated while the process runs.
-        let builder =
-            unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &Device::Cpu) }
-                .map_err(|error| format!("cannot read {}: {error}", weights.display()))?;
-        let model = BertModel::load(builder, &config)
+        // Read, not mapped: the encoder copies every weight into its own
+        // layout, and a mapped file truncated under a running server would
+        // kill it.
+        let bytes = std::fs::read(&weights)
+            .map_err(|error| format!("cannot read {}: {error}", weights.display()))?;
+        let model = Bert::load(&bytes, &config)
             .map_err(|error| format!("{} does not hold this model: {error}", weights.display()))?;
         Ok(Transformer {
             model,
@@ -224,8 +226,9 @@ impl Transformer {
     }
 
     /// Reads the vectors kept in `cache_dir` for these weights and appends
-    /// new ones there. The file is named after the weights' size and
-    /// modification time, so other weights never read these vectors. A
+    /// new ones there. The file is named after the encoder and the
+    /// weights' size and modification time, so other weights (or another
+    /// encoder) never read these vectors. A
     /// file that cannot be read or written only costs time (logged).
     fn use_cache(&mut self, cache_dir: &Path, model_dir: &Path) {
         let weights = model_dir.join("model.safetensors");
@@ -236,6 +239,9 @@ impl Transformer {
                 .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
                 .map_or(0, |since| since.as_nanos());
             let mut hasher = Sha256::new();
+            // Vectors from another encoder differ in their last bits: kept
+            // apart, so one catalog's index never mixes the two.
+            hasher.update(ENCODER.as_bytes());
             hasher.update(weights.to_string_lossy().as_bytes());
             hasher.update(meta.len().to_le_bytes());
             hasher.update(modified.to_le_bytes());
@@ -283,10 +289,7 @@ impl Transformer {
         {
             return found.clone();
         }
-        let vector = self.compute(text).unwrap_or_else(|error| {
-            tracing::warn!(%error, "the embedding model failed on a text");
-            None
-        });
+        let vector = self.compute(text);
         // Requests are not kept, in memory either: a long-running server
         // would grow with every distinct request.
         if !keep {
@@ -304,19 +307,16 @@ impl Transformer {
         vector
     }
 
-    fn compute(&self, text: &str) -> candle_core::Result<Option<Vec<f32>>> {
+    fn compute(&self, text: &str) -> Option<Vec<f32>> {
         let mut ids = vec![CLS];
         self.tokenizer.encode(text, &mut ids);
         if ids.len() == 1 {
-            return Ok(None);
+            return None;
         }
         ids.truncate(MAX_TOKENS - 1);
         ids.push(SEP);
-        let input = Tensor::new(ids.as_slice(), &Device::Cpu)?.unsqueeze(0)?;
-        let types = input.zeros_like()?;
-        let output = self.model.forward(&input, &types, None)?;
-        let mut vector: Vec<f32> = output.mean(1)?.squeeze(0)?.to_vec1()?;
-        Ok(super::embedding::normalize(&mut vector).then_some(vector))
+        let mut vector = self.model.mean_output(&ids)?;
+        super::embedding::normalize(&mut vector).then_some(vector)
     }
 }
 
@@ -366,7 +366,7 @@ mod tests {
     use super::*;
 
     /// A configuration that does not fit is refused before any weights are
-    /// read (candle would divide by zero heads, or index past the
+    /// read (the encoder would divide by zero heads, or index past the
     /// embeddings).
     #[test]
     fn configurations_that_do_not_fit_are_refused() {

@@ -26,7 +26,10 @@
 //!   [`RSS_CEILING_MIB`].
 //!
 //! Size: `ZEN_FUZZ_INPUTS` (default [`DEFAULT_INPUTS`]; `.ci/run` runs
-//! 1,000,000 in release), seed `ZEN_FUZZ_SEED`. Run it with
+//! 1,000,000 in release), seed `ZEN_FUZZ_SEED`. The server runs without
+//! the full model unless `ZEN_EMBEDDING_MODEL` names one (a model found
+//! in the home by chance made the figures depend on the machine). Run it
+//! with
 //! `cargo test --release --test fuzz -- --nocapture` to see the figures.
 
 #[path = "../common/mod.rs"]
@@ -360,6 +363,12 @@ impl Server {
         .env("ZEN_CACHE_DIR", config.path().join("cache"))
         .env("ZEN_STATE_DIR", config.path().join("state"))
         .env("ZEN_CLINK_CONFIG", &clink)
+        // The full model only when the caller names one, never one found
+        // by chance in this home.
+        .env(
+            "ZEN_EMBEDDING_MODEL",
+            std::env::var_os("ZEN_EMBEDDING_MODEL").unwrap_or_else(|| "none".into()),
+        )
         // Upstream stderr is logged, so a leaked secret would show.
         .env("RUST_LOG", "warn,zenmode::upstream=info")
         .env_remove("CONVERSATION_TIMEOUT_HOURS")

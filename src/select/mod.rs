@@ -529,10 +529,6 @@ impl Index {
             );
             let slot = Arc::new(OnceLock::new());
             index.model = Some(Arc::clone(&slot));
-            let build = move |catalog: &Catalog| {
-                let model = embedding::Encoder::current().filter(|e| e.is_full_model())?;
-                Some(Self::build_encoded(catalog, ranker, tuning, Some(model)))
-            };
             if later {
                 match model_builds::queue(&slot, catalog, ranker, tuning) {
                     Ok(()) => return index,
@@ -542,13 +538,20 @@ impl Index {
                     ),
                 }
             }
-            if let Some(built) = build(catalog) {
+            if let Some(built) = Self::build_with_model(catalog, ranker, tuning) {
                 let _ = slot.set(built);
             }
             return index;
         }
         let encoder = wants_meaning.then(embedding::Encoder::current).flatten();
         Self::build_encoded(catalog, ranker, tuning, encoder)
+    }
+
+    /// The index with the full model as its meaning signal; `None` if the
+    /// model cannot be opened.
+    fn build_with_model(catalog: &Catalog, ranker: Ranker, tuning: Tuning) -> Option<Self> {
+        let model = embedding::Encoder::current().filter(|e| e.is_full_model())?;
+        Some(Self::build_encoded(catalog, ranker, tuning, Some(model)))
     }
 
     /// One index, with `encoder` (if any) as the meaning signal.
@@ -1446,11 +1449,9 @@ mod model_builds {
                 continue;
             }
             let started = std::time::Instant::now();
-            let Some(model) = super::embedding::Encoder::current().filter(|e| e.is_full_model())
-            else {
+            let Some(built) = Index::build_with_model(&job.catalog, job.ranker, job.tuning) else {
                 continue;
             };
-            let built = Index::build_encoded(&job.catalog, job.ranker, job.tuning, Some(model));
             if let Some(slot) = job.slot.upgrade() {
                 let _ = slot.set(built);
                 tracing::info!(

@@ -218,7 +218,7 @@ const CLASSES: &[(Actions, &[&str])] = &[
         Actions::READ,
         &[
             "read", "get", "show", "open", "view", "display", "see", "print", "retrieve", "load",
-            "inspect", "cat", "contents",
+            "inspect", "cat", "contents", "dump",
         ],
     ),
     (Actions::LIST, &["list", "enumerate", "ls", "listing"]),
@@ -234,7 +234,8 @@ const CLASSES: &[(Actions, &[&str])] = &[
             "update", "edit", "modify", "change", "patch", "amend", "tweak", "adjust", "replace",
         ],
     ),
-    (Actions::WRITE, &["write", "overwrite", "save", "dump"]),
+    // "Dump config.yaml for me" asks to see it: dumping is reading out.
+    (Actions::WRITE, &["write", "overwrite", "save"]),
     (
         Actions::DELETE,
         &[

@@ -49,6 +49,7 @@ pub mod synonyms;
 pub mod text;
 #[cfg(feature = "transformer")]
 pub mod transformer;
+pub mod values;
 pub mod wordpiece;
 
 use std::sync::{Arc, OnceLock};
@@ -61,6 +62,7 @@ use bm25::{Bm25F, Document, Field, FieldParams, FieldTable};
 use embedding::{EmbeddingIndex, QueryMeaning};
 use examples::ExampleIndex;
 use phrasing::{PhrasingCounts, PhrasingModel};
+use values::Values;
 
 use crate::catalog::{Catalog, Manifest};
 
@@ -142,6 +144,13 @@ pub struct Tuning {
     /// ... and by `1 - verb_mismatch` when the request asks for actions
     /// and none is the tool's.
     pub verb_mismatch: f32,
+    /// For a tool without example phrasings: its score is multiplied by
+    /// `1 + value_match` when it takes a kind of value the request carries
+    /// (a URL, a path, a time zone ...: [`values::Values`]), ...
+    pub value_match: f32,
+    /// ... and by `1 - value_mismatch` when the request carries values and
+    /// the tool takes none of their kinds.
+    pub value_mismatch: f32,
     /// A destructive tool's score is multiplied by this when the request
     /// does not ask for what it does ([`Actions::licenses`]); whatever its
     /// score, it never ranks above every harmless candidate then.
@@ -220,6 +229,8 @@ impl Tuning {
         verb_match: 0.3,
         verb_bonus: 0.1,
         verb_mismatch: 0.15,
+        value_match: 2.0,
+        value_mismatch: 0.3,
         mixed_examples_weight: 0.75,
         unasked_destructive: 0.5,
         builtin_meaning: 0.0,
@@ -254,6 +265,8 @@ impl Tuning {
                 "verb_match" => &mut tuning.verb_match,
                 "verb_bonus" => &mut tuning.verb_bonus,
                 "verb_mismatch" => &mut tuning.verb_mismatch,
+                "value_match" => &mut tuning.value_match,
+                "value_mismatch" => &mut tuning.value_mismatch,
                 "unasked_destructive" => &mut tuning.unasked_destructive,
                 "mixed_examples_weight" => &mut tuning.mixed_examples_weight,
                 "builtin_meaning" => &mut tuning.builtin_meaning,
@@ -443,6 +456,9 @@ pub struct Index {
     /// often a generic "Returns" or "Gets", only widens what a destructive
     /// tool's request may ask for).
     name_actions: Vec<Actions>,
+    /// Per mode without example phrasings: the kinds of value its
+    /// parameters take ([`Values::of_parameters`]); empty for the others.
+    takes: Vec<Values>,
     /// Per mode: may it delete or overwrite ([`Manifest::destructive`])?
     destructive: Vec<bool>,
     /// Per mode: does it change state (a tool without example phrasings
@@ -710,6 +726,18 @@ impl Index {
                 }
             })
             .collect();
+        let takes = catalog
+            .modes()
+            .iter()
+            .zip(&has_examples)
+            .map(|(m, &has)| {
+                if has {
+                    Values::NONE
+                } else {
+                    Values::of_parameters(m.manifest().properties())
+                }
+            })
+            .collect();
         let changes_state = catalog
             .modes()
             .iter()
@@ -735,6 +763,7 @@ impl Index {
             semantic,
             actions,
             name_actions,
+            takes,
             destructive,
             identifiers: identifiers(catalog),
             mixed: has_examples.contains(&true) && has_examples.contains(&false),
@@ -817,6 +846,7 @@ impl Index {
             actions: Actions::of_request(text),
             main_action: Actions::of_request_main(text).0,
             question: action::is_question(text),
+            values: Values::of_request(text),
             named: self.named_in(text),
         }
     }
@@ -1137,6 +1167,15 @@ impl Index {
                 factor -= self.tuning.verb_mismatch;
             }
         }
+        if !query.values.is_empty() && !self.has_examples.get(mode).copied().unwrap_or(true) {
+            let takes = self.takes.get(mode).copied().unwrap_or_default();
+            let shared = query.values.shared(takes).min(2) as f32;
+            if shared > 0.0 {
+                factor += self.tuning.value_match * shared;
+            } else {
+                factor -= self.tuning.value_mismatch;
+            }
+        }
         if self.unasked_destructive(query, mode) {
             factor *= self.tuning.unasked_destructive;
             bonus *= self.tuning.unasked_destructive;
@@ -1325,6 +1364,8 @@ struct Query {
     named: Vec<usize>,
     /// The request asks to be told something ([`action::is_question`]).
     question: bool,
+    /// The kinds of value the request carries ([`Values::of_request`]).
+    values: Values,
 }
 
 /// Adds terms to a field; only words count toward its length.
@@ -1481,6 +1522,48 @@ mod tests {
                 crate::catalog::Origin::Builtin,
             )
         }))
+    }
+
+    /// Tools without example phrasings, each with the same text and its own
+    /// parameters.
+    fn tools_taking<const N: usize>(tools: [(&str, serde_json::Value); N]) -> Catalog {
+        Catalog::from_modes(tools.map(|(name, properties)| {
+            let text = "reads it and gives back what it says";
+            let manifest = serde_json::json!({
+                "name": name, "title": text, "summary": text, "description": text,
+                "category": "utility",
+                "schema": {"type": "object", "properties": properties}
+            });
+            crate::catalog::Mode::new(
+                Manifest::parse(&manifest.to_string(), None).unwrap(),
+                crate::catalog::Origin::Builtin,
+            )
+        }))
+    }
+
+    #[test]
+    fn a_tool_that_takes_the_value_the_request_carries_ranks_first() {
+        use serde_json::json;
+        // Same words, so only the parameters tell them apart; each order
+        // of the catalog, so the tie-break by position cannot pass the test.
+        let tools = [
+            ("note", json!({"name": {"type": "string"}})),
+            ("page", json!({"url": {"type": "string"}})),
+            ("file", json!({"path": {"type": "string"}})),
+            ("clock", json!({"timezone": {"type": "string"}})),
+        ];
+        let mut reversed = tools.clone();
+        reversed.reverse();
+        for catalog in [tools_taking(tools), tools_taking(reversed)] {
+            let index = Index::build(&catalog);
+            for (request, wanted) in [
+                ("read it for me: https://example.org/guide", "page"),
+                ("read it for me: notes/today.md", "file"),
+                ("read it for me for Europe/Paris", "clock"),
+            ] {
+                assert_eq!(top(&catalog, &index, request), wanted, "{request}");
+            }
+        }
     }
 
     fn builtin_index() -> (Catalog, Index) {

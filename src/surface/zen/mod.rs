@@ -166,7 +166,7 @@ impl Strategy for Zen {
                 if let Some(Value::String(mode)) = arguments.get("mode") {
                     engine.await_mode(mode).await;
                 }
-                Ok(select_mode::call(engine, arguments))
+                Ok(select_mode::call(engine, arguments).await)
             }
             Some(ZenTool::Execute(arguments)) => Ok(execute::call(engine, arguments, call).await),
             Some(ZenTool::Mode { name, request }) => {

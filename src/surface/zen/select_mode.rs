@@ -11,7 +11,7 @@ use super::{EXECUTE, SELECT_MODE, parse_arguments, unknown_mode};
 use crate::{
     catalog::Mode,
     describe::{self, FieldSet},
-    engine::{Engine, Outcome},
+    engine::{Engine, Outcome, Snapshot},
     select::Ranking,
 };
 
@@ -33,12 +33,12 @@ pub struct SelectArgs {
     pub top_k: Option<usize>,
 }
 
-pub fn call(engine: &Engine, mut arguments: Map<String, Value>) -> Outcome {
+pub async fn call(engine: &Engine, mut arguments: Map<String, Value>) -> Outcome {
     // Design 004's Stage 1 sends `confidence_level`; it goes into the
     // suggested request when the mode has a `confidence` field.
     let confidence = arguments.remove("confidence_level");
     let mut outcome = match parse_arguments::<SelectArgs>(SELECT_MODE, arguments) {
-        Ok(args) => run(engine, &args),
+        Ok(args) => run_off_thread(engine, &args).await,
         Err(outcome) => return outcome,
     };
     if !outcome.is_error
@@ -107,45 +107,119 @@ fn named_by_first_word<'a>(catalog: &'a crate::catalog::Catalog, task: &str) -> 
     mode.manifest().server.is_none().then_some(mode.as_ref())
 }
 
-/// What the tool and `zenmode select` both run.
-pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
+/// What a select asks for, once its arguments are checked.
+enum Asked<'a> {
+    Describe(&'a str),
+    Recommend { task: &'a str, top_k: usize },
+    Invalid(Outcome),
+}
+
+fn asked(args: &SelectArgs) -> Asked<'_> {
     let task = args
         .task_description
         .as_deref()
         .map(str::trim)
         .filter(|t| !t.is_empty());
     match (task, args.mode.as_deref()) {
-        (_, Some(name)) => match engine.mode(name) {
-            Ok(mode) => Outcome::ok(describe_mode(&mode)),
-            Err(unknown) => unknown_mode(unknown),
-        },
+        (_, Some(name)) => Asked::Describe(name),
         (Some(task), None) => {
             let top_k = args.top_k.unwrap_or(DEFAULT_TOP_K);
-            if !(1..=MAX_TOP_K).contains(&top_k) {
-                return Outcome::failure(
+            if (1..=MAX_TOP_K).contains(&top_k) {
+                Asked::Recommend {
+                    task: analysed_part(task),
+                    top_k,
+                }
+            } else {
+                Asked::Invalid(Outcome::failure(
                     "invalid_arguments",
                     format!("top_k must be between 1 and {MAX_TOP_K} (got {top_k})"),
-                );
+                ))
             }
-            let mut reply = recommend(engine, analysed_part(task), top_k);
-            note_unavailable(engine, &mut reply);
-            design_fields(&mut reply);
-            Outcome::ok(reply)
         }
-        (None, None) => Outcome::failure(
+        (None, None) => Asked::Invalid(Outcome::failure(
             "invalid_arguments",
             "Give task_description (what you want to do) to get a recommendation, or mode to get that mode's fields.",
-        ),
+        )),
     }
 }
 
-fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
-    let catalog = engine.catalog();
-    let ranking = catalog.index().ranking(task);
+/// What `zenmode select` runs: the ranking on the calling thread.
+pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
+    match asked(args) {
+        Asked::Describe(name) => describe(engine, name),
+        Asked::Recommend { task, top_k } => {
+            let snapshot = engine.catalog();
+            let ranking = snapshot.index().ranking(task);
+            recommended(engine, &snapshot, &ranking, task, top_k)
+        }
+        Asked::Invalid(outcome) => outcome,
+    }
+}
+
+/// How many selects rank at once, each on a blocking thread.
+const RANKING_THREADS: usize = 2;
+
+/// What the tool runs: [`run`], with the ranking on a blocking thread.
+/// With the full model a ranking costs milliseconds of CPU, and a stdio
+/// session serves every request on one thread: a burst of selects held a
+/// ping behind them for over a second. At most [`RANKING_THREADS`] rank at
+/// once; the others wait without holding a thread.
+pub async fn run_off_thread(engine: &Engine, args: &SelectArgs) -> Outcome {
+    static RANKING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(RANKING_THREADS);
+    match asked(args) {
+        Asked::Describe(name) => describe(engine, name),
+        Asked::Recommend { task, top_k } => {
+            let snapshot = engine.catalog();
+            let ranked = {
+                // Never closed, so acquiring cannot fail.
+                let _turn = RANKING.acquire().await;
+                let (snapshot, task) = (snapshot.clone(), task.to_owned());
+                tokio::task::spawn_blocking(move || snapshot.index().ranking(&task)).await
+            };
+            match ranked {
+                Ok(ranking) => recommended(engine, &snapshot, &ranking, task, top_k),
+                Err(error) => {
+                    tracing::error!(%error, "ranking a select failed");
+                    Outcome::failure("internal_error", "ranking the request failed")
+                }
+            }
+        }
+        Asked::Invalid(outcome) => outcome,
+    }
+}
+
+fn describe(engine: &Engine, name: &str) -> Outcome {
+    match engine.mode(name) {
+        Ok(mode) => Outcome::ok(describe_mode(&mode)),
+        Err(unknown) => unknown_mode(unknown),
+    }
+}
+
+fn recommended(
+    engine: &Engine,
+    snapshot: &Snapshot,
+    ranking: &Ranking,
+    task: &str,
+    top_k: usize,
+) -> Outcome {
+    let mut reply = recommend(engine, snapshot, ranking, task, top_k);
+    note_unavailable(engine, &mut reply);
+    design_fields(&mut reply);
+    Outcome::ok(reply)
+}
+
+/// `catalog` is the snapshot `ranking` was made on (its mode indices).
+fn recommend(
+    engine: &Engine,
+    catalog: &Snapshot,
+    ranking: &Ranking,
+    task: &str,
+    top_k: usize,
+) -> Value {
     let Some(best) = ranking.ranked.first() else {
         return no_match(engine, task);
     };
-    let named = named_by_first_word(&catalog, task);
+    let named = named_by_first_word(catalog, task);
     let fallback = catalog
         .get(FALLBACK_MODE)
         .filter(|_| named.is_none() && ranking.no_clear_fit())
@@ -196,7 +270,7 @@ fn recommend(engine: &Engine, task: &str, top_k: usize) -> Value {
         reply.insert("low_confidence".into(), json!(true));
     }
     reply.insert("reason".into(), json!(reason_text));
-    if let Some(line) = caution(&catalog, &ranking, mode) {
+    if let Some(line) = caution(catalog, ranking, mode) {
         reply.insert("caution".into(), json!(line));
     }
     insert_essentials(&mut reply, mode, FieldSet::Key);

@@ -1,0 +1,365 @@
+//! Values a request carries, and the tools that take them.
+//!
+//! A request often holds the value it wants a tool to work on: a web
+//! address, a file name, a time zone, a commit hash. Such a value says more
+//! about which tool is meant than the words around it: "open this website
+//! and summarize it: https://www.python.org" wants the tool that takes a
+//! `url`, whatever its verb; "dump config.yaml for me" wants one that takes
+//! a `path`, not the one whose description says it dumps the environment.
+//!
+//! The kinds are read from the request's tokens by their shape, and from a
+//! tool's input schema by its parameters' names and formats. Both readings
+//! are general (no catalog's tool names): a parameter named `source_path`
+//! or `files` takes a path whichever server declares it.
+
+use serde_json::{Map, Value};
+
+use super::text::split_identifier;
+
+/// A set of value kinds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Values(u8);
+
+impl Values {
+    pub const NONE: Values = Values(0);
+    /// A web address (`https://...`, `www.example.com`).
+    pub const URL: Values = Values(1);
+    /// A file or directory: `src/main.py`, `config.yaml`, `/tmp`, `~/notes`.
+    pub const PATH: Values = Values(1 << 1);
+    /// An IANA time zone (`Asia/Kolkata`) or a zone abbreviation (`UTC`).
+    pub const TIME_ZONE: Values = Values(1 << 2);
+    /// A clock time (`16:45`, `9:30pm`).
+    pub const TIME: Values = Values(1 << 3);
+    /// A commit hash (`abc123`, `9f1c2d7e`).
+    pub const REVISION: Values = Values(1 << 4);
+    /// An e-mail address.
+    pub const EMAIL: Values = Values(1 << 5);
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// How many kinds the two sets share.
+    pub fn shared(self, other: Values) -> u32 {
+        (self.0 & other.0).count_ones()
+    }
+
+    fn with(self, other: Values) -> Values {
+        Values(self.0 | other.0)
+    }
+
+    /// The kinds of the values written in a request.
+    pub fn of_request(text: &str) -> Values {
+        text.split_whitespace()
+            .map(|token| {
+                token
+                    .trim_start_matches(['(', '[', '{', '"', '\'', '`', '<'])
+                    .trim_end_matches([
+                        '.', ',', ';', ':', '!', '?', ')', ']', '}', '"', '\'', '`', '>',
+                    ])
+            })
+            .filter(|token| !token.is_empty())
+            .fold(Values::NONE, |kinds, token| {
+                kinds.with(kind_of_token(token))
+            })
+    }
+
+    /// The kinds the tool's parameters take, from their names and formats
+    /// (`properties` of its input schema), one level into an object or an
+    /// array of objects (`{"options": {"outputPath": ...}}`).
+    pub fn of_parameters(properties: Option<&Map<String, Value>>) -> Values {
+        let Some(properties) = properties else {
+            return Values::NONE;
+        };
+        properties
+            .iter()
+            .fold(Values::NONE, |kinds, (name, schema)| {
+                let nested = schema
+                    .get("properties")
+                    .or_else(|| schema.pointer("/items/properties"))
+                    .and_then(Value::as_object)
+                    .map_or(Values::NONE, |inner| {
+                        inner.iter().fold(Values::NONE, |kinds, (name, schema)| {
+                            kinds.with(kind_of_parameter(name, schema))
+                        })
+                    });
+                kinds.with(kind_of_parameter(name, schema)).with(nested)
+            })
+    }
+}
+
+/// Zone abbreviations common enough in requests to mean a time zone.
+const ZONE_ABBREVIATIONS: &[&str] = &[
+    "UTC", "GMT", "CET", "CEST", "EET", "EEST", "WET", "BST", "IST", "JST", "KST", "AEST", "AEDT",
+    "EST", "EDT", "CST", "CDT", "MST", "MDT", "PST", "PDT",
+];
+
+/// Endings that make `name.ending` a web address rather than a file name.
+const WEB_ENDINGS: &[&str] = &[
+    "com", "org", "net", "io", "dev", "ai", "co", "edu", "gov", "app",
+];
+
+fn kind_of_token(token: &str) -> Values {
+    let lower = token.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("www.") {
+        return Values::URL;
+    }
+    if let Some((user, domain)) = token.split_once('@')
+        && !user.is_empty()
+        && domain.contains('.')
+    {
+        return Values::EMAIL;
+    }
+    if ZONE_ABBREVIATIONS.contains(&token) || is_zone_name(token) {
+        return Values::TIME_ZONE;
+    }
+    if is_clock_time(&lower) {
+        return Values::TIME;
+    }
+    if is_commit_hash(token) {
+        return Values::REVISION;
+    }
+    if token.contains('/') && is_web_name(&lower) {
+        return Values::URL;
+    }
+    if is_path(token) {
+        return if is_web_name(&lower) {
+            Values::URL
+        } else {
+            Values::PATH
+        };
+    }
+    Values::NONE
+}
+
+/// `Area/City` as the time-zone database writes it: `Europe/Paris`,
+/// `America/New_York`, `America/Argentina/Buenos_Aires`.
+fn is_zone_name(token: &str) -> bool {
+    let parts: Vec<&str> = token.split('/').collect();
+    parts.len() >= 2
+        && parts.iter().all(|part| {
+            let mut chars = part.chars();
+            chars.next().is_some_and(|c| c.is_ascii_uppercase())
+                && part.len() >= 2
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphabetic() || c == '_' || c == '-')
+                && part.chars().skip(1).any(|c| c.is_ascii_lowercase())
+        })
+}
+
+/// `16:45`, `9:30`, `9:30pm`, `23:59:59`.
+fn is_clock_time(lower: &str) -> bool {
+    let digits = lower.trim_end_matches("am").trim_end_matches("pm");
+    let parts: Vec<&str> = digits.split(':').collect();
+    (2..=3).contains(&parts.len())
+        && (1..=2).contains(&parts[0].len())
+        && parts[1..].iter().all(|p| p.len() == 2)
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// Six to forty lower-case hex digits with at least one digit and one
+/// letter: an abbreviated or full commit hash, not a word or a number.
+fn is_commit_hash(token: &str) -> bool {
+    (6..=40).contains(&token.len())
+        && token.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))
+        && token.chars().any(|c| c.is_ascii_digit())
+        && token.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+/// A file or directory: a name with an extension (`config.yaml`,
+/// `.gitignore`), or a path that starts at a root, the home or the current
+/// directory, or has a separator and ends in a name with an extension.
+/// `feature/login` (a branch) and `and/or` are not paths.
+fn is_path(token: &str) -> bool {
+    if token.len() < 2 || token.contains("://") {
+        return false;
+    }
+    let rooted = token.starts_with('/')
+        || token.starts_with("~/")
+        || token.starts_with("./")
+        || token.starts_with("../")
+        || token.starts_with('\\')
+        || (token.len() > 2 && token.as_bytes()[1] == b':' && token.as_bytes()[2] == b'\\');
+    if rooted {
+        return token
+            .chars()
+            .skip(1)
+            .any(|c| c.is_alphanumeric() || c == '/');
+    }
+    let last = token.rsplit(['/', '\\']).next().unwrap_or(token);
+    has_extension(last) || is_dotfile(last)
+}
+
+/// `.gitignore`, `.env`, `.bashrc`; not a CSS class such as `.login-btn`
+/// (dotfiles rarely have a hyphen; class names mostly do).
+fn is_dotfile(name: &str) -> bool {
+    name.strip_prefix('.').is_some_and(|rest| {
+        (2..=16).contains(&rest.len())
+            && rest
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && rest.starts_with(|c: char| c.is_ascii_lowercase())
+    })
+}
+
+/// File extensions longer than four letters that are common in requests.
+const LONG_EXTENSIONS: &[&str] = &["ipynb", "proto", "scala", "swift", "svelte", "xhtml"];
+
+/// `name.ext` with a short extension that starts with a letter (`main.rs`,
+/// `archive.tar.gz`), not `e.g`, `v1.2` or a property such as
+/// `document.title`.
+fn has_extension(name: &str) -> bool {
+    let Some((stem, extension)) = name.rsplit_once('.') else {
+        return false;
+    };
+    let short = (2..=4).contains(&extension.len())
+        && extension.starts_with(|c: char| c.is_ascii_alphabetic())
+        && extension.chars().all(|c| c.is_ascii_alphanumeric());
+    !stem.is_empty()
+        && is_name(stem.trim_start_matches('.'))
+        && (short || LONG_EXTENSIONS.contains(&extension.to_ascii_lowercase().as_str()))
+}
+
+fn is_name(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// `example.com`, `docs.python.org/3/`: a host name without a scheme.
+fn is_web_name(lower: &str) -> bool {
+    let host = lower.split('/').next().unwrap_or(lower);
+    host.rsplit_once('.')
+        .is_some_and(|(_, ending)| WEB_ENDINGS.contains(&ending))
+}
+
+fn kind_of_parameter(name: &str, schema: &Value) -> Values {
+    let format = schema
+        .get("format")
+        .or_else(|| schema.pointer("/items/format"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match format {
+        "uri" | "url" | "iri" | "uri-reference" => return Values::URL,
+        "email" | "idn-email" => return Values::EMAIL,
+        "time" => return Values::TIME,
+        _ => {}
+    }
+    let words = split_identifier(name).to_lowercase();
+    let words: Vec<&str> = words.split_whitespace().collect();
+    let has = |wanted: &[&str]| words.iter().any(|w| wanted.contains(w));
+    if has(&[
+        "url", "urls", "uri", "uris", "link", "links", "href", "website",
+    ]) {
+        Values::URL
+    } else if has(&["timezone", "tz", "zone"]) {
+        Values::TIME_ZONE
+    } else if has(&["email", "emails", "recipient", "recipients"]) {
+        Values::EMAIL
+    } else if has(&["revision", "commit", "sha", "hash", "rev"]) {
+        Values::REVISION
+    } else if has(&["repo", "repository"]) {
+        // A repository's location, not the file the request names.
+        Values::NONE
+    } else if has(&[
+        "path",
+        "paths",
+        "file",
+        "files",
+        "filename",
+        "filenames",
+        "filepath",
+        "dir",
+        "directory",
+        "folder",
+        "source",
+        "destination",
+    ]) {
+        Values::PATH
+    } else if words == ["time"] {
+        Values::TIME
+    } else {
+        Values::NONE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn reads_the_kinds_a_request_carries() {
+        let cases = [
+            (
+                "open this website and summarize it: https://www.python.org",
+                Values::URL,
+            ),
+            ("read docs.python.org/3/library for me", Values::URL),
+            ("what does example.com say", Values::URL),
+            ("dump config.yaml for me", Values::PATH),
+            ("view the source of utils/helpers.js", Values::PATH),
+            ("what's sitting in /tmp right now", Values::PATH),
+            ("make a fresh file called .gitignore", Values::PATH),
+            (
+                "move 16:45 from Asia/Kolkata to America/New_York",
+                Values::TIME.with(Values::TIME_ZONE),
+            ),
+            ("what time is it in UTC?", Values::TIME_ZONE),
+            ("what did the commit abc123 change", Values::REVISION),
+            ("mail bob@example.com the report", Values::EMAIL),
+        ];
+        for (request, kinds) in cases {
+            assert_eq!(Values::of_request(request), kinds, "{request}");
+        }
+    }
+
+    #[test]
+    fn words_branches_and_numbers_are_no_values() {
+        for request in [
+            "move me over to the feature/login branch",
+            "e.g. list the files, and/or the folders",
+            "click the element with the selector .login-btn",
+            "run the JavaScript code 'document.title' in the console",
+            "bump the version to 1.2.3",
+            "add a decade of coffee facts",
+            "what is 12:5 in ratio terms",
+        ] {
+            assert_eq!(Values::of_request(request), Values::NONE, "{request}");
+        }
+    }
+
+    #[test]
+    fn reads_the_kinds_a_tool_takes_from_its_parameters() {
+        let properties = |value: Value| value.as_object().cloned().unwrap();
+        let fetch = properties(json!({"url": {"type": "string"}, "max_length": {}}));
+        assert_eq!(Values::of_parameters(Some(&fetch)), Values::URL);
+        let link = properties(json!({"target": {"type": "string", "format": "uri"}}));
+        assert_eq!(Values::of_parameters(Some(&link)), Values::URL);
+        let git = properties(json!({"repo_path": {}, "files": {"type": "array"}}));
+        assert_eq!(Values::of_parameters(Some(&git)), Values::PATH);
+        let show = properties(json!({"repo_path": {}, "revision": {}}));
+        assert_eq!(Values::of_parameters(Some(&show)), Values::REVISION);
+        let convert = properties(json!({
+            "source_timezone": {}, "time": {}, "target_timezone": {}
+        }));
+        assert_eq!(
+            Values::of_parameters(Some(&convert)),
+            Values::TIME_ZONE.with(Values::TIME)
+        );
+        let codegen = properties(json!({"options": {
+            "type": "object", "properties": {"outputPath": {}, "testNamePrefix": {}}
+        }}));
+        assert_eq!(Values::of_parameters(Some(&codegen)), Values::PATH);
+        let moved = properties(json!({"source": {}, "destination": {}}));
+        assert_eq!(Values::of_parameters(Some(&moved)), Values::PATH);
+        assert_eq!(Values::of_parameters(None), Values::NONE);
+        let sum = properties(json!({"a": {}, "b": {}}));
+        assert_eq!(Values::of_parameters(Some(&sum)), Values::NONE);
+    }
+}

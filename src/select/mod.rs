@@ -230,7 +230,7 @@ impl Tuning {
         verb_bonus: 0.1,
         verb_mismatch: 0.15,
         value_match: 2.0,
-        value_mismatch: 0.3,
+        value_mismatch: 0.0,
         mixed_examples_weight: 0.75,
         unasked_destructive: 0.5,
         builtin_meaning: 0.0,
@@ -456,8 +456,9 @@ pub struct Index {
     /// often a generic "Returns" or "Gets", only widens what a destructive
     /// tool's request may ask for).
     name_actions: Vec<Actions>,
-    /// Per mode without example phrasings: the kinds of value its
-    /// parameters take ([`Values::of_parameters`]); empty for the others.
+    /// Per mode: the kinds of value its parameters take
+    /// ([`Values::of_parameters`]). Built-in modes count too: a review
+    /// request naming `auth.py` stays with the mode that takes files.
     takes: Vec<Values>,
     /// Per mode: may it delete or overwrite ([`Manifest::destructive`])?
     destructive: Vec<bool>,
@@ -729,14 +730,7 @@ impl Index {
         let takes = catalog
             .modes()
             .iter()
-            .zip(&has_examples)
-            .map(|(m, &has)| {
-                if has {
-                    Values::NONE
-                } else {
-                    Values::of_parameters(m.manifest().properties())
-                }
-            })
+            .map(|m| Values::of_parameters(m.manifest().properties()))
             .collect();
         let changes_state = catalog
             .modes()
@@ -1146,8 +1140,9 @@ impl Index {
     /// How the request's action weighs on a mode's score: more for a tool
     /// that does what the request asks, less for one that does something
     /// else, and much less for a destructive tool the request does not ask
-    /// for. Modes with example phrasings are left as they are: their
-    /// examples already say how they are asked for.
+    /// for; more for a mode that takes a value the request carries. Modes
+    /// with example phrasings keep their score otherwise: their examples
+    /// already say how they are asked for.
     /// Returns a factor and an addend (before the evidence strength).
     fn action_effect(&self, query: &Query, mode: usize) -> (f32, f32) {
         if self.ranker != Ranker::Full {
@@ -1167,7 +1162,7 @@ impl Index {
                 factor -= self.tuning.verb_mismatch;
             }
         }
-        if !query.values.is_empty() && !self.has_examples.get(mode).copied().unwrap_or(true) {
+        if !query.values.is_empty() {
             let takes = self.takes.get(mode).copied().unwrap_or_default();
             let shared = query.values.shared(takes).min(2) as f32;
             if shared > 0.0 {
@@ -1544,22 +1539,23 @@ mod tests {
     #[test]
     fn a_tool_that_takes_the_value_the_request_carries_ranks_first() {
         use serde_json::json;
-        // Same words, so only the parameters tell them apart; each order
+        // Same words and names that say nothing, so only the parameters
+        // tell them apart; each order
         // of the catalog, so the tie-break by position cannot pass the test.
         let tools = [
-            ("note", json!({"name": {"type": "string"}})),
-            ("page", json!({"url": {"type": "string"}})),
-            ("file", json!({"path": {"type": "string"}})),
-            ("clock", json!({"timezone": {"type": "string"}})),
+            ("reader_a", json!({"name": {"type": "string"}})),
+            ("reader_b", json!({"url": {"type": "string"}})),
+            ("reader_c", json!({"path": {"type": "string"}})),
+            ("reader_d", json!({"timezone": {"type": "string"}})),
         ];
         let mut reversed = tools.clone();
         reversed.reverse();
         for catalog in [tools_taking(tools), tools_taking(reversed)] {
             let index = Index::build(&catalog);
             for (request, wanted) in [
-                ("read it for me: https://example.org/guide", "page"),
-                ("read it for me: notes/today.md", "file"),
-                ("read it for me for Europe/Paris", "clock"),
+                ("read it for me: https://example.org/guide", "reader_b"),
+                ("read it for me: notes/today.md", "reader_c"),
+                ("read it for me for Europe/Paris", "reader_d"),
             ] {
                 assert_eq!(top(&catalog, &index, request), wanted, "{request}");
             }

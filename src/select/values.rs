@@ -253,12 +253,13 @@ fn kind_of_parameter(name: &str, schema: &Value) -> Values {
     let words: Vec<&str> = words.split_whitespace().collect();
     let has = |wanted: &[&str]| words.iter().any(|w| wanted.contains(w));
     if has(&[
-        "url", "urls", "uri", "uris", "link", "links", "href", "website",
+        "url", "urls", "uri", "uris", "link", "links", "href", "website", "host", "hostname",
+        "domain", "endpoint",
     ]) {
         Values::URL
     } else if has(&["timezone", "tz", "zone"]) {
         Values::TIME_ZONE
-    } else if has(&["email", "emails", "recipient", "recipients"]) {
+    } else if has(&["email", "emails", "recipient", "recipients", "receiver"]) {
         Values::EMAIL
     } else if has(&["revision", "commit", "sha", "hash", "rev"]) {
         Values::REVISION
@@ -280,7 +281,8 @@ fn kind_of_parameter(name: &str, schema: &Value) -> Values {
         "destination",
     ]) {
         Values::PATH
-    } else if words == ["time"] {
+    } else if has(&["time"]) {
+        // `time`, `start_time`, `show_time`: a clock time.
         Values::TIME
     } else {
         Values::NONE
@@ -356,6 +358,10 @@ mod tests {
             "type": "object", "properties": {"outputPath": {}, "testNamePrefix": {}}
         }}));
         assert_eq!(Values::of_parameters(Some(&codegen)), Values::PATH);
+        let alarm = properties(json!({"alarm_time": {}, "label": {}}));
+        assert_eq!(Values::of_parameters(Some(&alarm)), Values::TIME);
+        let database = properties(json!({"host": {}, "port": {}}));
+        assert_eq!(Values::of_parameters(Some(&database)), Values::URL);
         let moved = properties(json!({"source": {}, "destination": {}}));
         assert_eq!(Values::of_parameters(Some(&moved)), Values::PATH);
         assert_eq!(Values::of_parameters(None), Values::NONE);

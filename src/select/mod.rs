@@ -149,8 +149,18 @@ pub struct Tuning {
     /// (a URL, a path, a time zone ...: [`values::Values`]), ...
     pub value_match: f32,
     /// ... and by `1 - value_mismatch` when the request carries values and
-    /// the tool takes none of their kinds.
+    /// the tool takes none of their kinds. Off: on the real-server tune
+    /// half it changed nothing with the model, and on BFCL's live catalog,
+    /// whose parameters are often generic (`query`, `params`), it cost
+    /// top-1.
     pub value_mismatch: f32,
+    /// [`Tuning::value_match`] for a mode with example phrasings (zenmode's
+    /// own): a review request naming `auth.py` stays with the mode that
+    /// takes files, but the examples already carry most of the evidence.
+    /// 0.5: the built-in dev set beside the live catalog kept 0.943 top-1
+    /// (0.937 at 0, under its floor of 0.94), and the real-server tune half
+    /// lost less on the table path than at 1 or 2 (docs/selection.md).
+    pub value_match_examples: f32,
     /// A destructive tool's score is multiplied by this when the request
     /// does not ask for what it does ([`Actions::licenses`]); whatever its
     /// score, it never ranks above every harmless candidate then.
@@ -231,6 +241,7 @@ impl Tuning {
         verb_mismatch: 0.15,
         value_match: 2.0,
         value_mismatch: 0.0,
+        value_match_examples: 0.5,
         mixed_examples_weight: 0.75,
         unasked_destructive: 0.5,
         builtin_meaning: 0.0,
@@ -267,6 +278,7 @@ impl Tuning {
                 "verb_mismatch" => &mut tuning.verb_mismatch,
                 "value_match" => &mut tuning.value_match,
                 "value_mismatch" => &mut tuning.value_mismatch,
+                "value_match_examples" => &mut tuning.value_match_examples,
                 "unasked_destructive" => &mut tuning.unasked_destructive,
                 "mixed_examples_weight" => &mut tuning.mixed_examples_weight,
                 "builtin_meaning" => &mut tuning.builtin_meaning,
@@ -1165,8 +1177,13 @@ impl Index {
         if !query.values.is_empty() {
             let takes = self.takes.get(mode).copied().unwrap_or_default();
             let shared = query.values.shared(takes).min(2) as f32;
+            let weight = if self.has_examples.get(mode).copied().unwrap_or(false) {
+                self.tuning.value_match_examples
+            } else {
+                self.tuning.value_match
+            };
             if shared > 0.0 {
-                factor += self.tuning.value_match * shared;
+                factor += weight * shared;
             } else {
                 factor -= self.tuning.value_mismatch;
             }

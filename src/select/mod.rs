@@ -1557,8 +1557,8 @@ mod tests {
     fn a_tool_that_takes_the_value_the_request_carries_ranks_first() {
         use serde_json::json;
         // Same words and names that say nothing, so only the parameters
-        // tell them apart; each order
-        // of the catalog, so the tie-break by position cannot pass the test.
+        // tell them apart; both orders of the catalog, so the tie-break by
+        // position cannot pass the test.
         let tools = [
             ("reader_a", json!({"name": {"type": "string"}})),
             ("reader_b", json!({"url": {"type": "string"}})),

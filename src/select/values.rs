@@ -44,7 +44,7 @@ impl Values {
         (self.0 & other.0).count_ones()
     }
 
-    fn with(self, other: Values) -> Values {
+    pub const fn union(self, other: Values) -> Values {
         Values(self.0 | other.0)
     }
 
@@ -60,7 +60,7 @@ impl Values {
             })
             .filter(|token| !token.is_empty())
             .fold(Values::NONE, |kinds, token| {
-                kinds.with(kind_of_token(token))
+                kinds.union(kind_of_token(token))
             })
     }
 
@@ -80,10 +80,10 @@ impl Values {
                     .and_then(Value::as_object)
                     .map_or(Values::NONE, |inner| {
                         inner.iter().fold(Values::NONE, |kinds, (name, schema)| {
-                            kinds.with(kind_of_parameter(name, schema))
+                            kinds.union(kind_of_parameter(name, schema))
                         })
                     });
-                kinds.with(kind_of_parameter(name, schema)).with(nested)
+                kinds.union(kind_of_parameter(name, schema)).union(nested)
             })
     }
 }
@@ -119,15 +119,12 @@ fn kind_of_token(token: &str) -> Values {
     if is_commit_hash(token) {
         return Values::REVISION;
     }
-    if token.contains('/') && is_web_name(&lower) {
+    // `example.com`, `docs.python.org/3/`: a host without a scheme.
+    if is_web_name(&lower) && (token.contains('/') || is_path(token)) {
         return Values::URL;
     }
     if is_path(token) {
-        return if is_web_name(&lower) {
-            Values::URL
-        } else {
-            Values::PATH
-        };
+        return Values::PATH;
     }
     Values::NONE
 }
@@ -310,7 +307,7 @@ mod tests {
             ("make a fresh file called .gitignore", Values::PATH),
             (
                 "move 16:45 from Asia/Kolkata to America/New_York",
-                Values::TIME.with(Values::TIME_ZONE),
+                Values::TIME.union(Values::TIME_ZONE),
             ),
             ("what time is it in UTC?", Values::TIME_ZONE),
             ("what did the commit abc123 change", Values::REVISION),
@@ -352,7 +349,7 @@ mod tests {
         }));
         assert_eq!(
             Values::of_parameters(Some(&convert)),
-            Values::TIME_ZONE.with(Values::TIME)
+            Values::TIME_ZONE.union(Values::TIME)
         );
         let codegen = properties(json!({"options": {
             "type": "object", "properties": {"outputPath": {}, "testNamePrefix": {}}

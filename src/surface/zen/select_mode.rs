@@ -202,22 +202,16 @@ fn recommended(
     task: &str,
     top_k: usize,
 ) -> Outcome {
-    let mut reply = recommend(engine, snapshot, ranking, task, top_k);
+    let mut reply = recommend(snapshot, ranking, task, top_k);
     note_unavailable(engine, &mut reply);
     design_fields(&mut reply);
     Outcome::ok(reply)
 }
 
 /// `catalog` is the snapshot `ranking` was made on (its mode indices).
-fn recommend(
-    engine: &Engine,
-    catalog: &Snapshot,
-    ranking: &Ranking,
-    task: &str,
-    top_k: usize,
-) -> Value {
+fn recommend(catalog: &Snapshot, ranking: &Ranking, task: &str, top_k: usize) -> Value {
     let Some(best) = ranking.ranked.first() else {
-        return no_match(engine, task);
+        return no_match(catalog, task);
     };
     let named = named_by_first_word(catalog, task);
     let fallback = catalog
@@ -354,8 +348,7 @@ fn note_unavailable(engine: &Engine, reply: &mut Value) {
 }
 
 /// Nothing matched: recommend the general-purpose mode, flagged as a guess.
-fn no_match(engine: &Engine, task: &str) -> Value {
-    let catalog = engine.catalog();
+fn no_match(catalog: &crate::catalog::Catalog, task: &str) -> Value {
     let Some(fallback) = catalog
         .get(FALLBACK_MODE)
         .or_else(|| catalog.modes().first())

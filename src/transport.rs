@@ -16,7 +16,10 @@
 //! - JSON that is not a JSON-RPC message: `-32600` (or `-32602` when a known
 //!   request's params are malformed), echoing the `id` when one can be read;
 //! - a line over the limit (a trailing `\r` not counted): `-32600` naming
-//!   the limit.
+//!   the limit;
+//! - a request arriving while [`MAX_REQUESTS_IN_PROGRESS`] of the session's
+//!   are still being worked on: [`BUSY_CODE`], so a client that never
+//!   waits for replies cannot make the server queue work without bound.
 //!
 //! The session goes on after each of these. Rejections are logged at most
 //! ten a second (see [`RateLimit`]).
@@ -105,9 +108,8 @@ pub struct LineTransport<R, W> {
 /// A request between its arrival and its response.
 #[derive(Debug, Clone, Copy)]
 struct Flight {
-    /// Whether it is work in progress: a `subscriptions/listen` stream is
-    /// not (it stays open as long as the client likes), nor is a cancelled
-    /// request.
+    /// Whether it is work in progress: a ping is not, nor a
+    /// `subscriptions/listen` stream, nor a cancelled request.
     working: bool,
     /// When the client cancelled it. rmcp usually sends no response then,
     /// but one may still be on its way, so the id stays reserved for
@@ -121,6 +123,18 @@ impl Flight {
             .is_some_and(|at| now.duration_since(at) >= CANCEL_GRACE)
     }
 }
+
+/// Requests of one session worked on at once; one more is refused with
+/// [`BUSY_CODE`] (pings and `subscriptions/listen` streams not counted).
+/// Without it a client that writes faster than requests finish queues work
+/// without bound: the fuzz campaign's server, sending `zen_select_mode`
+/// calls faster than the model ranks them, grew by tens of MiB a minute.
+/// The HTTP front has its own limit (`--max-requests-in-flight`).
+pub const MAX_REQUESTS_IN_PROGRESS: usize = 256;
+
+/// The JSON-RPC error code of a request refused because the session has
+/// [`MAX_REQUESTS_IN_PROGRESS`] already (the implementation-defined range).
+pub const BUSY_CODE: i32 = -32000;
 
 /// How long the id of a cancelled request stays reserved.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
@@ -215,12 +229,27 @@ where
     fn admit(&self, message: &RxJsonRpcMessage<RoleServer>) -> bool {
         match message {
             JsonRpcMessage::Request(request) => {
+                // A ping is answered at once and a listen stream stays open
+                // as long as the client likes: neither is work in progress.
                 let working = !matches!(
                     request.request,
-                    ClientRequest::SubscriptionsListenRequest(_)
+                    ClientRequest::SubscriptionsListenRequest(_) | ClientRequest::PingRequest(_)
                 );
                 let now = Instant::now();
-                let admitted = match self.in_flight().entry(request.id.clone()) {
+                let mut in_flight = self.in_flight();
+                let busy = in_flight.values().filter(|flight| flight.working).count();
+                if working && busy >= MAX_REQUESTS_IN_PROGRESS {
+                    drop(in_flight);
+                    self.reply_error(
+                        id_value(&request.id),
+                        ErrorCode(BUSY_CODE),
+                        format!(
+                            "Server busy: {busy} requests of this session are still in progress; wait for their replies before sending more"
+                        ),
+                    );
+                    return false;
+                }
+                let admitted = match in_flight.entry(request.id.clone()) {
                     Entry::Vacant(slot) => {
                         slot.insert(Flight {
                             working,
@@ -237,6 +266,7 @@ where
                     }
                     Entry::Occupied(_) => false,
                 };
+                drop(in_flight);
                 if admitted {
                     return true;
                 }
@@ -556,6 +586,64 @@ mod tests {
             Some(JsonRpcMessage::Request(request)) => request.id,
             other => panic!("expected a request, got {other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_request_past_the_sessions_limit_is_refused_until_one_is_answered() {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (read, write) = tokio::io::split(server);
+        let mut transport = LineTransport::new(read, write, 4096);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut replies = BufReader::new(client_read).lines();
+        let list =
+            |id: usize| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/list\"}}\n");
+
+        let mut lines = String::new();
+        for id in 0..=MAX_REQUESTS_IN_PROGRESS {
+            lines.push_str(&list(id));
+        }
+        // A ping past the limit still goes through.
+        lines.push_str(&ping(100_000));
+        client_write.write_all(lines.as_bytes()).await.unwrap();
+        for id in 0..MAX_REQUESTS_IN_PROGRESS {
+            assert_eq!(
+                request_id(transport.receive().await),
+                NumberOrString::Number(id as i64)
+            );
+        }
+        assert_eq!(
+            request_id(transport.receive().await),
+            NumberOrString::Number(100_000)
+        );
+        let refusal: Value =
+            serde_json::from_str(&replies.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(refusal["id"], MAX_REQUESTS_IN_PROGRESS);
+        assert_eq!(refusal["error"]["code"], BUSY_CODE);
+        assert!(
+            refusal["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("in progress"),
+            "{refusal}"
+        );
+
+        // One answered frees a place.
+        transport
+            .send(JsonRpcMessage::response(
+                ServerResult::empty(()),
+                NumberOrString::Number(0),
+            ))
+            .await
+            .unwrap();
+        let _answer = replies.next_line().await.unwrap().unwrap();
+        client_write
+            .write_all(list(MAX_REQUESTS_IN_PROGRESS + 1).as_bytes())
+            .await
+            .unwrap();
+        assert_eq!(
+            request_id(transport.receive().await),
+            NumberOrString::Number(MAX_REQUESTS_IN_PROGRESS as i64 + 1)
+        );
     }
 
     #[tokio::test]

@@ -312,14 +312,21 @@ impl Engine {
     /// does the call build a snapshot for itself, which it never installs:
     /// a snapshot without its index, once installed, would make the next
     /// select build the index on a worker thread and stall every session.
+    ///
+    /// A server that answered a moment ago is not starting any more, yet
+    /// its modes may not be in the installed snapshot yet (the follower is
+    /// still building it): that call waits for the snapshot too, or it
+    /// would be told the mode does not exist.
     pub async fn await_mode(&self, name: &str) -> Arc<Snapshot> {
         let current = self.catalog();
-        if current.get(name).is_some()
-            || !self.services.gateway.wait_for_mode(name, START_WAIT).await
-        {
+        if current.get(name).is_some() {
+            return current;
+        }
+        self.services.gateway.wait_for_mode(name, START_WAIT).await;
+        let (version, modes) = self.services.gateway.modes();
+        if !modes.iter().any(|mode| mode.name() == name) {
             return self.catalog();
         }
-        let (version, modes) = self.services.gateway.modes();
         let deadline = std::time::Instant::now() + SWAP_WAIT;
         loop {
             let now = self.catalog();

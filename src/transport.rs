@@ -581,6 +581,21 @@ mod tests {
         format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n")
     }
 
+    /// Sends the server's (empty) response to request `id`.
+    async fn answer<R, W>(transport: &mut LineTransport<R, W>, id: i64)
+    where
+        R: AsyncRead + Unpin + Send,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        transport
+            .send(JsonRpcMessage::response(
+                ServerResult::empty(()),
+                NumberOrString::Number(id),
+            ))
+            .await
+            .unwrap();
+    }
+
     fn request_id(message: Option<RxJsonRpcMessage<RoleServer>>) -> RequestId {
         match message {
             Some(JsonRpcMessage::Request(request)) => request.id,
@@ -628,13 +643,7 @@ mod tests {
         );
 
         // One answered frees a place.
-        transport
-            .send(JsonRpcMessage::response(
-                ServerResult::empty(()),
-                NumberOrString::Number(0),
-            ))
-            .await
-            .unwrap();
+        answer(&mut transport, 0).await;
         let _answer = replies.next_line().await.unwrap().unwrap();
         client_write
             .write_all(list(MAX_REQUESTS_IN_PROGRESS + 1).as_bytes())
@@ -673,13 +682,7 @@ mod tests {
         assert_eq!(refusal["error"]["code"], ErrorCode::INVALID_REQUEST.0);
 
         // Answered, id 1 may be used again.
-        transport
-            .send(JsonRpcMessage::response(
-                ServerResult::empty(()),
-                NumberOrString::Number(1),
-            ))
-            .await
-            .unwrap();
+        answer(&mut transport, 1).await;
         client_write.write_all(ping(1).as_bytes()).await.unwrap();
         assert_eq!(
             request_id(transport.receive().await),

@@ -540,16 +540,14 @@ impl Gateway {
     }
 
     /// When the server `mode` would belong to is still starting, waits
-    /// (for at most `wait`) until it has answered or failed. Returns
-    /// whether it waited.
-    pub async fn wait_for_mode(&self, mode: &str, wait: Duration) -> bool {
+    /// (for at most `wait`) until it has answered or failed.
+    pub async fn wait_for_mode(&self, mode: &str, wait: Duration) {
         if !self.starting_for_mode(mode) {
-            return false;
+            return;
         }
         let mut changes = self.version.subscribe();
         let answered = changes.wait_for(|_| !self.starting_for_mode(mode));
         let _ = tokio::time::timeout(wait, answered).await;
-        true
     }
 
     /// Why the mode `name` is held back, if it is a quarantined upstream tool.

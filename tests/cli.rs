@@ -187,6 +187,63 @@ fn tokens_count_stdin_counts_real_tokens() {
     assert!((4..=8).contains(&o200k), "{counts}");
 }
 
+/// `--count-lines` counts each line's text as `--count-stdin` counts the
+/// same text alone, answers a line before the next arrives, and stops
+/// with a clear error at a line that is not a JSON string.
+#[cfg(feature = "tokens")]
+#[test]
+fn tokens_count_lines_counts_each_text_alone() {
+    use std::io::{BufRead, BufReader, Write};
+    let texts = [
+        "hello world, hello tokens",
+        "{\"tools\": [\"a\", \"b\"]}\nsecond line",
+    ];
+    let alone: Vec<Value> = texts
+        .iter()
+        .map(|text| {
+            let mut child = zenmode(&["tokens", "--count-stdin"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+            stdout_json(&child.wait_with_output().unwrap())
+        })
+        .collect();
+    let mut child = zenmode(&["tokens", "--count-lines"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    for (text, expected) in texts.iter().zip(&alone) {
+        writeln!(stdin, "{}", serde_json::to_string(text).unwrap()).unwrap();
+        stdin.flush().unwrap();
+        // Read before writing the next line: each answer comes at once.
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let counted: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(&counted, expected, "{text}");
+    }
+    writeln!(stdin, "not json").unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("line 3 of standard input is not a JSON string"),
+        "{stderr}"
+    );
+}
+
 /// A reader that stops early (`| head`) ends a one-shot command quietly:
 /// no panic message, no error, whatever the command was printing.
 #[cfg(unix)]

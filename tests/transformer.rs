@@ -60,7 +60,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// The Rust forward pass (`src/select/bert.rs`, half-float weights) and
+/// The Rust forward pass (`crates/bert`, half-float weights) and
 /// the Rust tokenizer give the vectors that
 /// the reference implementation (scripts/embedding/minilm.py) gives.
 #[test]

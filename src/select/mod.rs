@@ -38,8 +38,6 @@
 
 pub mod action;
 pub mod analyze;
-#[cfg(feature = "transformer")]
-mod bert;
 pub mod bm25;
 pub mod embedding;
 pub mod examples;

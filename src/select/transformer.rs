@@ -1,5 +1,5 @@
 //! The meaning signal from the full all-MiniLM-L6-v2 model, run in Rust
-//! (`bert.rs`) instead of looked up in the distilled table: closer to what
+//! (the `zenmode-bert` crate, `crates/bert`) instead of looked up in the distilled table: closer to what
 //! the model means, at a cost of milliseconds per text instead of
 //! microseconds.
 //! Built with the `transformer` feature and switched on with
@@ -25,15 +25,17 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-use super::bert::{Bert, Config};
 use super::wordpiece::WordPiece;
+use zenmode_bert::{Bert, Config};
 
 /// A cache file larger than this (about 43,000 texts) is left alone rather
 /// than read into memory.
 const MAX_CACHE_BYTES: u64 = 64 << 20;
 
 /// Which encoder computed the cached vectors (part of the cache file's
-/// name).
+/// name). It still names the file the encoder lived in before it became
+/// the `zenmode-bert` crate: the arithmetic did not change, so the vectors
+/// users have cached stay valid.
 const ENCODER: &str = "bert.rs, f32 panels";
 
 /// `[CLS]` and `[SEP]` in the model's vocabulary.

@@ -132,15 +132,39 @@ def last_tool_result(messages: list[dict[str, Any]]) -> Any:
     return None
 
 
+class TokenCounter:
+    """o200k counts from one `zenmode tokens --count-lines` process, which
+    loads its tokenizers once (a process per text spent a tenth of a
+    second on that alone, hundreds of times per benchmark)."""
+
+    _started: dict[str, "TokenCounter"] = {}
+
+    def __init__(self, zenmode: str) -> None:
+        self.process = subprocess.Popen([zenmode, "tokens", "--count-lines"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+
+    @classmethod
+    def of(cls, zenmode: str) -> "TokenCounter":
+        """The counter of this binary, started on first use."""
+        if zenmode not in cls._started:
+            cls._started[zenmode] = cls(zenmode)
+        return cls._started[zenmode]
+
+    def o200k(self, text: str) -> int:
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(json.dumps(text) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"`zenmode tokens --count-lines` ended (exit status {self.process.wait()})")
+        return json.loads(line)["o200k"]
+
+
 def o200k(zenmode: str, requests: list[dict[str, Any]]) -> int:
     """o200k tokens of what Claude Code sent: tools, system and messages, summed over requests."""
-    total = 0
-    for request in requests:
-        sent = json.dumps({key: request.get(key) for key in ("tools", "system", "messages")})
-        counted = subprocess.run([zenmode, "tokens", "--count-stdin"], input=sent, capture_output=True,
-                                 text=True, timeout=60, check=True)
-        total += json.loads(counted.stdout)["o200k"]
-    return total
+    counter = TokenCounter.of(zenmode)
+    return sum(counter.o200k(json.dumps({key: request.get(key) for key in ("tools", "system", "messages")}))
+               for request in requests)
 
 
 def tool_names(request: dict[str, Any]) -> list[str]:

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from claude_session import FakeModel, Step, last_tool_result
+from claude_session import FakeModel, Step, TokenCounter, last_tool_result
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -161,9 +161,7 @@ def count_tokens(value: Any) -> int:
     flow always counts the same."""
     text = UUID.sub("00000000-0000-4000-8000-000000000000", json.dumps(value))
     text = UPTIME.sub(r"\1 0", text)
-    done = subprocess.run([ZENMODE_BIN, "tokens", "--count-stdin"], input=text, capture_output=True,
-                          text=True, timeout=60, check=True)
-    return json.loads(done.stdout)["o200k"]
+    return TokenCounter.of(ZENMODE_BIN).o200k(text)
 
 
 def claude_runs() -> dict[tuple[str, str], tuple[int, int, bool]]:

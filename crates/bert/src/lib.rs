@@ -1,5 +1,12 @@
-//! The BERT encoder behind `--embedding-model`, written out for one short
-//! sequence at a time.
+//! The BERT encoder behind zenmode's `--embedding-model`, written out for
+//! one short sequence at a time.
+//!
+//! A crate of its own so that every build profile can compile it at full
+//! optimization while zenmode itself compiles faster (Cargo.toml's
+//! `[profile.*.package.zenmode-bert]`): this is the one hot loop, and the
+//! CI profile's opt-level 1 with overflow checks ran it at half speed. It
+//! knows nothing of zenmode; zenmode's `select::transformer` tokenizes,
+//! caches and calls [`Bert::mean_output`].
 //!
 //! Select encodes one request per call, a dozen to a few dozen tokens, and
 //! the budget over a large catalog is 5 ms. candle's general BERT
@@ -15,7 +22,8 @@
 //!
 //! The arithmetic is the model's, in f32 (no quantization): only the order
 //! of additions differs, so the vectors agree with the reference
-//! implementation's to a cosine above 0.9999 (`tests/transformer.rs`).
+//! implementation's to a cosine above 0.9999 (zenmode's
+//! `tests/transformer.rs`).
 
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;

@@ -5,9 +5,10 @@
 //! baseline) on every foreign set.
 //!
 //! Needs the weights: `ZEN_EMBEDDING_MODEL=DIR`, filled by
-//! `scripts/embedding/fetch_model.sh DIR`. Run in release (`cargo test
-//! --release --features transformer --test transformer`): a debug build
-//! of the model takes seconds per text. `.ci/run` does both.
+//! `scripts/embedding/fetch_model.sh DIR` (`.ci/run` fetches them and runs
+//! this file in its `ci` profile). By hand: `ZEN_EMBEDDING_MODEL=DIR cargo
+//! test --profile ci --test transformer`. The encoder (`crates/bert`) is
+//! compiled optimized in every profile, debug included.
 #![cfg(feature = "transformer")]
 
 mod common;
@@ -22,9 +23,9 @@ use zenmode::{
 };
 
 /// Whether the weights are here. The plain `cargo test` builds this file
-/// too (the model is a default feature) but has no weights, and a debug
-/// build would take seconds per text: it skips unless `ZEN_REQUIRE_MODEL`
-/// is set, which `.ci/run`'s model step sets with the weights.
+/// too (the model is a default feature) but is given no weights: it skips
+/// unless `ZEN_REQUIRE_MODEL` is set, which `.ci/run`'s model step sets
+/// with the weights.
 fn have_model() -> bool {
     let given = std::env::var_os("ZEN_EMBEDDING_MODEL").is_some_and(|v| v != "none");
     if !given && std::env::var_os("ZEN_REQUIRE_MODEL").is_none() {

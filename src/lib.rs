@@ -36,6 +36,10 @@
 //!    servers behind the gateway, and undoing both), `tokens` (token metrics; the default `tokens`
 //!    feature), [`eval`], [`docs`] and [`check`].
 //!
+//! Below them all, outside this crate: `zenmode-bert` (`crates/bert`), the
+//! embedding model's encoder that `select` runs with the default
+//! `transformer` feature; it imports nothing of zenmode.
+//!
 //! See ARCHITECTURE.md for the invariants.
 
 pub mod catalog;

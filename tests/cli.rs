@@ -164,9 +164,9 @@ fn step_numbers_beyond_any_real_task_are_refused() {
     }
 }
 
+/// What `zenmode tokens --count-stdin` prints for `text`.
 #[cfg(feature = "tokens")]
-#[test]
-fn tokens_count_stdin_counts_real_tokens() {
+fn count_stdin(text: &str) -> Value {
     use std::io::Write;
     let mut child = zenmode(&["tokens", "--count-stdin"])
         .stdin(Stdio::piped())
@@ -177,11 +177,17 @@ fn tokens_count_stdin_counts_real_tokens() {
         .stdin
         .take()
         .unwrap()
-        .write_all("hello world, hello tokens".as_bytes())
+        .write_all(text.as_bytes())
         .unwrap();
     let output = child.wait_with_output().unwrap();
-    assert!(output.status.success());
-    let counts = stdout_json(&output);
+    assert!(output.status.success(), "{output:?}");
+    stdout_json(&output)
+}
+
+#[cfg(feature = "tokens")]
+#[test]
+fn tokens_count_stdin_counts_real_tokens() {
+    let counts = count_stdin("hello world, hello tokens");
     assert_eq!(counts["bytes"], 25);
     let o200k = counts["o200k"].as_u64().unwrap();
     assert!((4..=8).contains(&o200k), "{counts}");
@@ -198,23 +204,7 @@ fn tokens_count_lines_counts_each_text_alone() {
         "hello world, hello tokens",
         "{\"tools\": [\"a\", \"b\"]}\nsecond line",
     ];
-    let alone: Vec<Value> = texts
-        .iter()
-        .map(|text| {
-            let mut child = zenmode(&["tokens", "--count-stdin"])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap();
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(text.as_bytes())
-                .unwrap();
-            stdout_json(&child.wait_with_output().unwrap())
-        })
-        .collect();
+    let alone: Vec<Value> = texts.iter().map(|text| count_stdin(text)).collect();
     let mut child = zenmode(&["tokens", "--count-lines"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

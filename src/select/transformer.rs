@@ -1,7 +1,7 @@
 //! The meaning signal from the full all-MiniLM-L6-v2 model, run in Rust
-//! (the `zenmode-bert` crate, `crates/bert`) instead of looked up in the distilled table: closer to what
-//! the model means, at a cost of milliseconds per text instead of
-//! microseconds.
+//! (the `zenmode-bert` crate, `crates/bert`) instead of looked up in the
+//! distilled table: closer to what the model means, at a cost of
+//! milliseconds per text instead of microseconds.
 //! Built with the `transformer` feature and switched on with
 //! `--embedding-model DIR` (or `ZEN_EMBEDDING_MODEL`), a directory holding
 //! the model's `config.json` and `model.safetensors`

@@ -26,11 +26,11 @@
 //!   [`RSS_CEILING_MIB`].
 //!
 //! Size: `ZEN_FUZZ_INPUTS` (default [`DEFAULT_INPUTS`]; `.ci/run` runs
-//! 1,000,000 in release, the last 200,000 with the model), seed `ZEN_FUZZ_SEED`. The server runs without
-//! the full model unless `ZEN_EMBEDDING_MODEL` names one (a model found
-//! in the home by chance made the figures depend on the machine). Run it
-//! with
-//! `cargo test --release --test fuzz -- --nocapture` to see the figures.
+//! 1,000,000 in its optimized `ci` build, the last 200,000 with the
+//! model), seed `ZEN_FUZZ_SEED`. The server runs without the full model
+//! unless `ZEN_EMBEDDING_MODEL` names one (a model found in the home by
+//! chance made the figures depend on the machine). Run it with `cargo test
+//! --profile ci --test fuzz -- --nocapture` to see the figures.
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -360,9 +360,9 @@ pub async fn serve_tcp_with(
             let (reader, writer) = stream.into_split();
             let transport = LineTransport::new(reader, writer, max_message_bytes)
                 .with_idle_timeout(Some(limits.idle_timeout))
-                .with_owed_notices(session.owed_notices());
+                .with_owed_notices(session.owed_notices())
+                .holding_until_close(slot);
             run_session(session, transport, token).await;
-            drop(slot);
             tracing::debug!(%peer, "connection closed");
         });
     }

@@ -85,6 +85,10 @@ impl OwedNotices {
 }
 
 pub struct LineTransport<R, W> {
+    /// Held for the session's life and let go before the peer can see the
+    /// connection close (first field, so it is dropped first too): a
+    /// listener's connection slot, freed before the peer can reconnect.
+    held_until_close: Option<Box<dyn Send + Sync>>,
     reader: R,
     buffer: BytesMut,
     codec: LinesCodec,
@@ -153,6 +157,7 @@ where
 {
     pub fn new(reader: R, writer: W, max_message_bytes: usize) -> Self {
         LineTransport {
+            held_until_close: None,
             reader,
             buffer: BytesMut::with_capacity(8 * 1024),
             // One more byte than the limit, for a `\r` before the `\n`;
@@ -209,6 +214,14 @@ where
     /// `timeout` while no request is in progress.
     pub fn with_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.idle_timeout = timeout;
+        self
+    }
+
+    /// Keeps `guard` until the session closes, letting it go before the
+    /// write side shuts down: a client that sees the connection end and
+    /// reconnects at once finds the listener's slot free again.
+    pub fn holding_until_close(mut self, guard: impl Send + Sync + 'static) -> Self {
+        self.held_until_close = Some(Box::new(guard));
         self
     }
 
@@ -562,6 +575,7 @@ where
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.finish_replies().await;
+        self.held_until_close = None;
         // A peer that reads nothing must not hold the session open.
         let shutdown = async { self.writer.lock().await.shutdown().await };
         tokio::time::timeout(CLOSE_WAIT, shutdown)
@@ -687,6 +701,47 @@ mod tests {
         assert_eq!(
             request_id(transport.receive().await),
             NumberOrString::Number(1)
+        );
+    }
+
+    /// Sets its flag when dropped.
+    struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+    impl Drop for DropFlag {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn what_is_held_until_close_is_let_go_before_the_peer_sees_the_end() {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(server);
+        let let_go = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut transport =
+            LineTransport::new(read, write, 4096).holding_until_close(DropFlag(let_go.clone()));
+        let (client_read, _client_write) = tokio::io::split(client);
+        let peer = tokio::spawn({
+            let let_go = let_go.clone();
+            async move {
+                let mut rest = Vec::new();
+                BufReader::new(client_read)
+                    .read_to_end(&mut rest)
+                    .await
+                    .unwrap();
+                // The end of the stream is visible: the guard must be gone by now.
+                let_go.load(std::sync::atomic::Ordering::SeqCst)
+            }
+        });
+        tokio::task::yield_now().await;
+        assert!(
+            !let_go.load(std::sync::atomic::Ordering::SeqCst),
+            "held while open"
+        );
+        transport.close().await.unwrap();
+        assert!(
+            peer.await.unwrap(),
+            "the peer saw the end before the guard was let go"
         );
     }
 }

@@ -27,7 +27,7 @@ use std::{
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use zenmode::{
-    catalog::{Catalog, upstream::upstream_mode},
+    catalog::{Catalog, gateway_modes::upstream_mode},
     select::Index,
 };
 

@@ -62,7 +62,7 @@ fn requests() -> Vec<String> {
         .collect();
     files.sort();
     for file in files {
-        for label in zenmode::eval::read_labels(&file).expect("labels parse") {
+        for label in zenmode::select::eval::read_labels(&file).expect("labels parse") {
             requests.push(label.query);
         }
     }

@@ -35,7 +35,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use zenmode::{
     catalog::{Catalog, CatalogSources},
     engine::Engine,
-    eval,
+    select::eval,
     select::{Index, Ranker},
     surface::zen::select_mode,
 };

@@ -18,7 +18,7 @@ use std::{
 use criterion::{Criterion, criterion_group, criterion_main};
 use zenmode::{
     catalog::Catalog,
-    describe,
+    catalog::describe,
     engine::Engine,
     server::ZenServer,
     surface::{self, StrategyKind, SurfaceOptions},

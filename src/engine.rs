@@ -22,11 +22,12 @@ use std::{
 use serde_json::{Value, json};
 
 use crate::{
+    call::CallContext,
+    catalog::describe,
     catalog::{Catalog, Mode, Origin},
-    describe,
     executor::{self, ExecContext, Executor},
     select::Index,
-    services::{CallContext, Services},
+    services::Services,
 };
 
 /// The answer to one call: a JSON body, flagged as an error or not.
@@ -460,7 +461,7 @@ impl Engine {
 pub use crate::catalog::named_destructive;
 
 /// Between a server's prefix and its tool's name in a mode name.
-const SERVER_SEPARATOR: &str = crate::catalog::upstream::SEPARATOR;
+const SERVER_SEPARATOR: &str = crate::catalog::gateway_modes::SEPARATOR;
 
 /// Whether another server's tool may delete or overwrite something: its
 /// `destructiveHint`, or a name that says so.

@@ -5,7 +5,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> std::process::ExitCode {
     // An upstream's guard (zenmode started again by its gateway) before
     // anything else: it parses no options and starts no runtime.
-    if let Some(code) = zenmode::services::gateway::supervisor::run_if_asked() {
+    if let Some(code) = zenmode::gateway::supervisor::run_if_asked() {
         return code;
     }
     zenmode::cli::main()

@@ -303,7 +303,7 @@ fn nested_ping(id: u64, depth: usize) -> String {
 
 #[test]
 fn nesting_past_the_limit_is_refused_as_too_deep_not_as_invalid_json() {
-    let limit = zenmode::transport::MAX_NESTING;
+    let limit = zenmode::server::transport::MAX_NESTING;
     let replies = replies_to(
         &["serve"],
         &[nested_ping(1, limit), nested_ping(2, limit + 1)],

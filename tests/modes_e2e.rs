@@ -645,7 +645,7 @@ fn every_mode_runs_its_example() {
     let catalog = zenmode::catalog::Catalog::builtin().unwrap();
     assert_eq!(catalog.len(), 18);
     for mode in catalog.modes() {
-        let mut request = zenmode::describe::example_request(mode.manifest());
+        let mut request = zenmode::catalog::describe::example_request(mode.manifest());
         // Examples name files of an imaginary project; use ours.
         for key in ["relevant_files", "absolute_file_paths", "files_checked"] {
             if request.get(key).is_some() {

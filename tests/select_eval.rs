@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use zenmode::{
     catalog::{Catalog, CatalogSources},
-    eval::{self, Label, Report},
+    select::eval::{self, Label, Report},
     select::{Index, Ranker},
 };
 

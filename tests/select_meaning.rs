@@ -17,7 +17,7 @@ mod common;
 use common::sets::{catalog, labels, root};
 use zenmode::{
     catalog::{Catalog, CatalogSources, Manifest, Mode, Origin},
-    eval::{self, Label, Report, Scores},
+    select::eval::{self, Label, Report, Scores},
     select::{Index, Ranker},
 };
 

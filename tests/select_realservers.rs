@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 use zenmode::{
     catalog::{Catalog, CatalogSources},
-    eval::{self, Label},
+    select::eval::{self, Label},
 };
 
 fn set_dir() -> PathBuf {

@@ -18,7 +18,7 @@ use std::{path::PathBuf, process::Command, sync::Once};
 use common::sets::{catalog, labels, root};
 use zenmode::{
     catalog::Catalog,
-    eval::{self, Label, Report},
+    select::eval::{self, Label, Report},
     select::{Index, Ranker, Tuning, embedding::Encoder},
 };
 

@@ -1,7 +1,7 @@
 //! The on-disk shape of a mode manifest (`modes/<name>.json`) and its checks.
 //!
 //! Parsing only checks what can be checked without compiling the schema, so
-//! start-up stays cheap; `zenmode modes check` goes further (see `crate::check`).
+//! start-up stays cheap; `zenmode modes check` goes further (see `crate::cli::modes::check`).
 
 use std::sync::LazyLock;
 

@@ -12,10 +12,11 @@
 //! cached in the mode (see [`Mode::validator`]), so start-up compiles nothing.
 
 mod category;
+pub mod describe;
 mod foreign;
+pub mod gateway_modes;
 mod manifest;
 mod shared;
-pub mod upstream;
 
 use std::{
     collections::HashMap,

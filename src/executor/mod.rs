@@ -15,10 +15,10 @@ mod challenge;
 mod chat;
 mod clink;
 mod consensus;
+mod forward;
 mod listmodels;
 mod planner;
 pub mod support;
-mod upstream;
 mod version;
 pub mod workflow;
 
@@ -29,8 +29,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::{
+    call::CallContext,
     catalog::{Catalog, Manifest, Mode},
-    services::{CallContext, Services},
+    services::Services,
 };
 
 /// Runs validated requests for one mode.
@@ -177,8 +178,8 @@ pub static REGISTRY: &[Registration] = &[
         request: |_| vec![planner::REQUEST],
     },
     Registration {
-        key: crate::catalog::upstream::EXECUTOR_KEY,
-        construct: |mode| Ok(Arc::new(upstream::UpstreamCall::for_mode(mode)?)),
+        key: crate::catalog::gateway_modes::EXECUTOR_KEY,
+        construct: |mode| Ok(Arc::new(forward::UpstreamCall::for_mode(mode)?)),
         request: |_| Vec::new(),
     },
     Registration {

@@ -100,7 +100,9 @@ impl Secret {
     pub(crate) fn new(value: String) -> Self {
         // Log lines are cleaned of it too, whoever writes them.
         if value.chars().count() >= MIN_REDACTED_KEY_CHARS {
-            crate::redact::register(&crate::redact::Redactor::new(vec![value.clone()]));
+            crate::platform::redact::register(&crate::platform::redact::Redactor::new(vec![
+                value.clone(),
+            ]));
         }
         Secret(value)
     }
@@ -118,7 +120,7 @@ impl Secret {
         if key.chars().count() < MIN_REDACTED_KEY_CHARS || !text.contains(key) {
             return text.to_owned();
         }
-        crate::redact::replace_whole_tokens(text, key)
+        crate::platform::redact::replace_whole_tokens(text, key)
     }
 }
 

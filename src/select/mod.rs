@@ -40,6 +40,7 @@ pub mod action;
 pub mod analyze;
 pub mod bm25;
 pub mod embedding;
+pub mod eval;
 pub mod examples;
 mod nofit;
 pub mod phrasing;
@@ -1281,7 +1282,7 @@ fn identifiers(catalog: &Catalog) -> HashMap<String, Vec<usize>> {
         let manifest = mode.manifest();
         let own = manifest
             .name
-            .split_once(crate::catalog::upstream::SEPARATOR)
+            .split_once(crate::catalog::gateway_modes::SEPARATOR)
             .map(|(_, tool)| tool);
         let names = std::iter::once(manifest.name.as_str())
             .chain(manifest.upstream_tool.as_deref())

@@ -1,6 +1,6 @@
 //! A session's client, as the gateway asks it: the upstreams' elicitation,
 //! sampling and roots requests go to the peer of the session whose call is
-//! in progress (see `services::gateway::flowback`).
+//! in progress (see `gateway::flowback`).
 
 // Sampling and roots are deprecated for 2026-07-28, not for the sessions
 // opened with `initialize` that this serves.
@@ -20,7 +20,7 @@ use rmcp::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::services::gateway::flowback::{Ask, ClientRequests};
+use crate::call::{Ask, ClientRequests};
 
 /// One session's peer. `session` is stable for the session (the address of
 /// its state), so calls of one session are told apart from another's.

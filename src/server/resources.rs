@@ -1,6 +1,6 @@
 //! The MCP side of the upstreams' resources, prompts and completion: the
 //! handler methods of [`ZenServer`] delegate here, and the gateway
-//! (`services::gateway::resources`) does the routing.
+//! (`gateway::resources`) does the routing.
 //!
 //! Each session keeps the resources it subscribed to and, once it has
 //! initialized or subscribed, one task that passes the upstreams'
@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::ZenServer;
-use crate::services::gateway::{
+use crate::gateway::{
     Gateway, GatewayError,
     resources::{Route, UpstreamEvent},
 };

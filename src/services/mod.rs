@@ -6,17 +6,9 @@
 //! from flags and environment and handed down.
 
 pub mod clink;
-pub mod gateway;
 mod process;
 
-use std::{
-    path::PathBuf,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
-
-use async_trait::async_trait;
-use tokio_util::sync::CancellationToken;
+use std::{path::PathBuf, sync::Arc};
 
 pub use clink::ClinkConfig;
 pub use process::{Presentation, ProcessInfo};
@@ -24,11 +16,9 @@ pub use process::{Presentation, ProcessInfo};
 use crate::{
     conversation::{ConversationStore, InMemoryStore, MemoryConfig},
     files::{FileAccess, FileError, parse_root_list},
-    providers::{ModelRequest, ModelResponse, Provider, ProviderError, Providers},
+    gateway,
+    providers::Providers,
 };
-
-/// How often a call waiting on a model reports progress.
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// Process-wide services, built once at start-up from flags and environment.
 pub struct Services {
@@ -83,113 +73,4 @@ impl Services {
 
 fn working_dir() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir())
-}
-
-/// Receives progress while a call waits on something slow (a model, a CLI).
-#[async_trait]
-pub trait ProgressSink: Send + Sync {
-    async fn report(&self, progress: f64, message: String);
-
-    /// Progress as another server sent it (the gateway passes it on as is).
-    async fn report_detail(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        let _ = total;
-        self.report(progress, message.unwrap_or_default()).await;
-    }
-}
-
-/// Per-call context: the client's cancellation and, when it asked for
-/// progress (sent a progress token), where to report it.
-#[derive(Clone, Default)]
-pub struct CallContext {
-    pub cancel: CancellationToken,
-    pub progress: Option<Arc<dyn ProgressSink>>,
-    /// What ran, noted by the engine for the server's activity log line.
-    pub activity: ActivityNote,
-    /// The session's client, which answers what an upstream asks during
-    /// the call (elicitation, sampling, roots); `None` outside a session.
-    pub client: Option<Arc<dyn gateway::flowback::ClientRequests>>,
-    /// The client speaks 2026-07-28: an upstream's input-required result
-    /// goes to it as such (older clients are asked through `client`).
-    pub takes_input_required: bool,
-    /// A 2026-07-28 client's retry of an input-required call.
-    pub resume: Option<Resume>,
-}
-
-/// What a client's retry brings: its answers and the state it echoes.
-#[derive(Clone, Default)]
-pub struct Resume {
-    pub input_responses: Option<rmcp::model::InputResponses>,
-    pub request_state: Option<String>,
-}
-
-/// The mode a call ran and its upstream server, if any: the engine notes
-/// it, the server reads it back to log the call.
-#[derive(Clone, Default)]
-pub struct ActivityNote(Arc<Mutex<Option<RanMode>>>);
-
-/// A mode's name and its upstream server, if it has one.
-type RanMode = (String, Option<String>);
-
-impl ActivityNote {
-    pub fn note(&self, mode: &str, server: Option<&str>) {
-        if let Ok(mut slot) = self.0.lock() {
-            *slot = Some((mode.to_owned(), server.map(str::to_owned)));
-        }
-    }
-
-    /// The mode and server noted, if the call reached a mode at all.
-    pub fn noted(&self) -> Option<RanMode> {
-        self.0.lock().ok().and_then(|slot| slot.clone())
-    }
-}
-
-impl CallContext {
-    /// Runs `work`, reporting `message` every `every` while it runs, and
-    /// stopping early (with `None`) if the call is cancelled.
-    pub async fn run_with_progress<F, T>(
-        &self,
-        message: &str,
-        every: Duration,
-        work: F,
-    ) -> Option<T>
-    where
-        F: Future<Output = T>,
-    {
-        let mut ticks = tokio::time::interval(every);
-        ticks.tick().await; // the first tick is immediate
-        let mut elapsed = 0u64;
-        self.report(0.0, format!("{message}…")).await;
-        tokio::pin!(work);
-        loop {
-            tokio::select! {
-                output = &mut work => return Some(output),
-                _ = self.cancel.cancelled() => return None,
-                _ = ticks.tick() => {
-                    elapsed += every.as_secs().max(1);
-                    self.report(elapsed as f64, format!("{message} ({elapsed}s)")).await;
-                }
-            }
-        }
-    }
-
-    /// Asks a model, reporting progress while waiting; `None` when the
-    /// client cancelled (the HTTP request is dropped).
-    pub async fn ask_model(
-        &self,
-        provider: &dyn Provider,
-        request: &ModelRequest,
-    ) -> Option<Result<ModelResponse, ProviderError>> {
-        self.run_with_progress(
-            &format!("Waiting for {}", request.model),
-            PROGRESS_EVERY,
-            provider.generate(request, &self.cancel),
-        )
-        .await
-    }
-
-    pub async fn report(&self, progress: f64, message: String) {
-        if let Some(sink) = &self.progress {
-            sink.report(progress, message).await;
-        }
-    }
 }

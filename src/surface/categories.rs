@@ -18,9 +18,9 @@ use super::{
     parse_arguments, suggestions,
 };
 use crate::{
+    call::CallContext,
     catalog::Catalog,
     engine::{Engine, Outcome},
-    services::CallContext,
 };
 
 pub const LIST_CATEGORIES: &str = "list_tool_categories";

@@ -22,9 +22,9 @@ use super::{
     suggestions,
 };
 use crate::{
+    call::CallContext,
     catalog::{Catalog, Mode},
     engine::{Engine, Outcome},
-    services::CallContext,
 };
 
 pub const DISCOVER: &str = "discover";

@@ -21,8 +21,8 @@ use serde_json::{Map, Value, json};
 
 use super::parse_arguments;
 use crate::{
+    call::CallContext,
     engine::{Engine, Outcome},
-    services::CallContext,
 };
 
 pub const CALL: &str = "call";

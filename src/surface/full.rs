@@ -9,9 +9,9 @@ use serde_json::{Map, Value};
 
 use super::{SessionView, Strategy, UnknownTool, call_mode_by_name, mode_tool};
 use crate::{
+    call::CallContext,
     catalog::Catalog,
     engine::{Engine, Outcome},
-    services::CallContext,
 };
 
 const INSTRUCTIONS: &str =

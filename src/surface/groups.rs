@@ -26,9 +26,9 @@ use super::{
     SessionView, Strategy, UnknownTool, call_mode_by_name, mode_tool, parse_arguments, suggestions,
 };
 use crate::{
+    call::CallContext,
     catalog::Catalog,
     engine::{Engine, Outcome},
-    services::CallContext,
 };
 
 pub const ACTIVATE_PREFIX: &str = "activate_";

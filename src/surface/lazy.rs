@@ -17,9 +17,9 @@ use super::{
     suggestions,
 };
 use crate::{
+    call::CallContext,
     catalog::Catalog,
     engine::{Engine, Outcome},
-    services::CallContext,
 };
 
 pub const MANAGE_TOOLS: &str = "manage_tools";

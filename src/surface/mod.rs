@@ -42,9 +42,10 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use crate::{
+    call::CallContext,
     catalog::{Catalog, Mode},
     engine::{Engine, Outcome},
-    services::{CallContext, Presentation},
+    services::Presentation,
 };
 
 /// A tool name the strategy does not list or answer.

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use zenmode::{
     catalog::{Catalog, CatalogSources},
-    eval::{self, Label},
+    select::eval::{self, Label},
 };
 
 pub fn root() -> &'static Path {

@@ -65,7 +65,7 @@ const BATCH: u64 = 100;
 /// test depend on the machine's load.
 const PING_DEADLINE: Duration = Duration::from_secs(5);
 /// How long the harness pauses for each request the server refused as busy
-/// ([`zenmode::transport::BUSY_CODE`]) since the last batch, and the
+/// ([`zenmode::server::transport::BUSY_CODE`]) since the last batch, and the
 /// longest such pause.
 const BUSY_PAUSE: Duration = Duration::from_millis(5);
 const LONGEST_BUSY_PAUSE: Duration = Duration::from_millis(500);
@@ -243,7 +243,7 @@ fn busy_refusals(shared: &Shared) -> u64 {
     let tally = shared.tally.lock().unwrap();
     tally
         .error_codes
-        .get(&i64::from(zenmode::transport::BUSY_CODE))
+        .get(&i64::from(zenmode::server::transport::BUSY_CODE))
         .copied()
         .unwrap_or(0)
 }

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use super::{EXECUTE, parse_arguments, unknown_mode};
 use crate::{
+    call::CallContext,
     engine::{Engine, Outcome},
-    services::CallContext,
 };
 
 #[derive(Debug, Deserialize)]

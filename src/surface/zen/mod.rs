@@ -18,9 +18,9 @@ use serde_json::{Map, Value, json};
 
 use super::{SessionView, Strategy, UnknownTool, call_mode_by_name, meta_tools, mode_tool};
 use crate::{
+    call::CallContext,
     catalog::Catalog,
     engine::{Engine, Outcome, UnknownMode},
-    services::CallContext,
 };
 
 pub const SELECT_MODE: &str = "zen_select_mode";

@@ -121,7 +121,7 @@ const RESERVE: usize = 60;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{Manifest, Mode, upstream::upstream_mode};
+    use crate::catalog::{Manifest, Mode, gateway_modes::upstream_mode};
     use serde_json::json;
 
     #[test]

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::{EXECUTE, SELECT_MODE, parse_arguments, unknown_mode};
 use crate::{
     catalog::Mode,
-    describe::{self, FieldSet},
+    catalog::describe::{self, FieldSet},
     engine::{Engine, Outcome, Snapshot},
     select::Ranking,
 };

@@ -13,7 +13,7 @@
 //!
 //! Values in `env` and `headers`, and credentials inside `url`, are treated
 //! as secrets: hashed into the cache key but never printed (see
-//! [`crate::redact`] for exactly which values are hidden). They may be
+//! [`crate::platform::redact`] for exactly which values are hidden). They may be
 //! `${VAR}` placeholders, filled from zenmode's environment when the server
 //! starts ([`UpstreamConfig::expanded`]), so the file need not hold a secret.
 //!
@@ -31,10 +31,10 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 pub use super::reply_guard::DEFAULT_MAX_REPLY_BYTES;
-pub use crate::redact::Redactor;
+pub use crate::platform::redact::Redactor;
 use crate::{
-    catalog::upstream::{SEPARATOR, is_valid_tool_name},
-    redact::url_for_display,
+    catalog::gateway_modes::{SEPARATOR, is_valid_tool_name},
+    platform::redact::url_for_display,
 };
 
 /// How long a call may take when the entry gives no `timeout`.
@@ -276,7 +276,7 @@ impl UpstreamConfig {
         }
     }
 
-    /// Hides this entry's secrets in any text (see [`crate::redact`] for
+    /// Hides this entry's secrets in any text (see [`crate::platform::redact`] for
     /// which values count).
     pub fn redactor(&self) -> Redactor {
         let mut redactor = Redactor::default();
@@ -379,7 +379,7 @@ pub fn load_each(path: &Path) -> Result<UpstreamsFile, ConfigError> {
     let file = parse_each(&value).map_err(error)?;
     // From here on no log line, whoever writes it, shows these secrets.
     for server in &file.servers {
-        crate::redact::register(&server.redactor());
+        crate::platform::redact::register(&server.redactor());
     }
     Ok(file)
 }

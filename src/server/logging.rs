@@ -12,7 +12,7 @@
 //!   queue to drain, and never longer.
 //!
 //! Every line, whoever emits it (zenmode, rmcp, hyper), passes through
-//! [`crate::redact::for_log`] before it is queued, so a secret an upstream
+//! [`crate::platform::redact::for_log`] before it is queued, so a secret an upstream
 //! echoes into a library's error line never reaches stderr.
 //!
 //! [`RateLimit`] keeps one noisy call site (a client sending thousands of
@@ -39,7 +39,7 @@ pub const FLUSH_WAIT: Duration = Duration::from_millis(250);
 
 /// rmcp's transport worker is off: when a remote upstream fails it logs the
 /// failure as a Rust structure, and the gateway already reports it in words
-/// (see `services::gateway::http_errors`).
+/// (see `gateway::http_errors`).
 const DEFAULT_FILTER: &str = "zenmode=info,rmcp=warn,rmcp::transport::worker=off";
 
 enum Message {
@@ -87,9 +87,9 @@ impl Queue {
     }
 }
 
-/// `line` with [`crate::redact::for_log`] applied.
+/// `line` with [`crate::platform::redact::for_log`] applied.
 fn without_secrets(line: Vec<u8>) -> Vec<u8> {
-    match crate::redact::for_log(&String::from_utf8_lossy(&line)) {
+    match crate::platform::redact::for_log(&String::from_utf8_lossy(&line)) {
         Some(cleaned) => cleaned.into_bytes(),
         None => line,
     }
@@ -221,7 +221,7 @@ pub fn print(line: &str) {
 /// and counts the rest, for the next event let through to report.
 ///
 /// ```
-/// static REJECTED: zenmode::logging::RateLimit = zenmode::logging::RateLimit::new(10);
+/// static REJECTED: zenmode::server::logging::RateLimit = zenmode::server::logging::RateLimit::new(10);
 /// if let Some(suppressed) = REJECTED.allow() {
 ///     tracing::warn!(suppressed, "rejected a message");
 /// }

@@ -24,7 +24,7 @@ use rmcp::{
     },
 };
 
-use crate::logging::RateLimit;
+use crate::server::logging::RateLimit;
 
 /// How many ended sessions are remembered to tell their clients why.
 const REMEMBERED_EVICTIONS: usize = 1024;

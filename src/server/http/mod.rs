@@ -41,7 +41,7 @@ use tokio::{io::AsyncWriteExt, net::TcpListener, sync::Semaphore};
 use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
-use crate::{logging::RateLimit, server::ZenServer};
+use crate::{server::ZenServer, server::logging::RateLimit};
 
 /// The MCP endpoint's path.
 pub const MCP_PATH: &str = "/mcp";
@@ -240,7 +240,7 @@ pub async fn serve_http(
     // for its next request, so it bounds idling too.
     let header_timeout = options.header_timeout.min(options.idle_timeout);
     // Tests and scripts read this line to find an ephemeral port.
-    crate::logging::print(&format!("zenmode: listening on {address}"));
+    crate::server::logging::print(&format!("zenmode: listening on {address}"));
     tracing::info!(
         %address,
         path = MCP_PATH,

@@ -10,7 +10,7 @@
 //! else is refused at once with an error that says why: never a hang.
 //!
 //! The gateway knows nothing of the server layer: the session hands its
-//! [`ClientRequests`] down in the call's [`crate::services::CallContext`].
+//! [`ClientRequests`] down in the call's [`crate::call::CallContext`].
 
 // Sampling and roots are deprecated for 2026-07-28, not for the sessions
 // opened with `initialize` that this serves.
@@ -21,7 +21,6 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
-use async_trait::async_trait;
 use rmcp::{
     ErrorData,
     model::{
@@ -32,57 +31,13 @@ use rmcp::{
 use serde_json::json;
 
 use super::{Gateway, GatewayError};
-use crate::services::CallContext;
+use crate::call::{Ask, CallContext, ClientRequests};
 
 /// The sampling and roots types, named once here where their deprecation
 /// (for 2026-07-28 only) is allowed.
 pub type SamplingParams = CreateMessageRequestParams;
 pub type SamplingResult = CreateMessageResult;
 pub type RootsResult = ListRootsResult;
-
-/// What an upstream may ask of zenmode's client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ask {
-    Elicitation,
-    Sampling,
-    Roots,
-}
-
-impl Ask {
-    fn describe(self) -> &'static str {
-        match self {
-            Ask::Elicitation => "elicitation (asking the user)",
-            Ask::Sampling => "sampling (asking the client's model)",
-            Ask::Roots => "the client's roots",
-        }
-    }
-
-    fn capability(self) -> &'static str {
-        match self {
-            Ask::Elicitation => "elicitation",
-            Ask::Sampling => "sampling",
-            Ask::Roots => "roots",
-        }
-    }
-}
-
-/// zenmode's client, as one session sees it: what it declared and how to
-/// ask it. Implemented by the server layer over its peer.
-#[async_trait]
-pub trait ClientRequests: Send + Sync {
-    /// Identifies the session (two calls of one session give the same id).
-    fn session(&self) -> usize;
-    /// Whether the client declared the capability `ask` needs.
-    fn can(&self, ask: Ask) -> bool;
-    /// Whether the session has ended.
-    fn is_closed(&self) -> bool;
-    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorData>;
-    async fn create_message(
-        &self,
-        params: CreateMessageRequestParams,
-    ) -> Result<CreateMessageResult, ErrorData>;
-    async fn list_roots(&self) -> Result<ListRootsResult, ErrorData>;
-}
 
 /// What zenmode declares to every upstream: it can pass all three on.
 /// Upstreams are shared and often start before any client connects, so the
@@ -377,7 +332,7 @@ mod tests {
         ended: AtomicBool,
     }
 
-    #[async_trait]
+    #[async_trait::async_trait]
     impl ClientRequests for Fake {
         fn session(&self) -> usize {
             self.session

@@ -46,7 +46,7 @@ use tokio::{
 };
 use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 
-use crate::logging::RateLimit;
+use crate::server::logging::RateLimit;
 
 /// Default cap on one incoming message.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;

@@ -8,8 +8,8 @@
 use serde_json::{Map, Value};
 
 use crate::{
+    catalog::describe,
     catalog::{Catalog, Manifest},
-    describe,
     executor::{self, RequestShape},
 };
 

@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use crate::{
+    catalog::describe::{self, FieldSet},
     catalog::{Catalog, Manifest},
-    describe::{self, FieldSet},
     executor::{self, workflow::spec::WorkflowSpec},
 };
 

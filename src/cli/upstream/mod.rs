@@ -4,6 +4,9 @@
 //! load is never written; nor is a server that fails to start (unless
 //! `--keep`), nor one that runs zenmode itself. The file is private (0600).
 
+pub mod import;
+pub mod login;
+
 use std::{
     path::{Path, PathBuf},
     process::ExitCode,
@@ -14,8 +17,7 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use serde_json::{Map, Value, json};
 
-use crate::gateway_import;
-use crate::services::gateway::{
+use crate::gateway::{
     Pins, Verdict,
     config::{self, UpstreamConfig},
     live, state,
@@ -160,12 +162,12 @@ pub fn run(
     match command {
         UpstreamCommand::List { json } => list(&file, &dirs, json),
         UpstreamCommand::Login { name, no_browser } => {
-            crate::oauth_cli::login(&file, &name, no_browser)
+            crate::cli::upstream::login::login(&file, &name, no_browser)
         }
         UpstreamCommand::Probe {
             url,
             client_metadata_url,
-        } => crate::oauth_cli::probe(&url, client_metadata_url),
+        } => crate::cli::upstream::login::probe(&url, client_metadata_url),
         UpstreamCommand::Add {
             name,
             url,
@@ -288,14 +290,13 @@ pub fn run(
             let found = match source {
                 Some(source) => {
                     let document = read_document(&source)?;
-                    let servers =
-                        gateway_import::servers_in(&document, &cwd).with_context(|| {
-                            format!(
-                                "{}: has no \"mcpServers\" (or VS Code \"servers\") object",
-                                source.display()
-                            )
-                        })?;
-                    vec![gateway_import::Found {
+                    let servers = import::servers_in(&document, &cwd).with_context(|| {
+                        format!(
+                            "{}: has no \"mcpServers\" (or VS Code \"servers\") object",
+                            source.display()
+                        )
+                    })?;
+                    vec![import::Found {
                         label: "given file".into(),
                         path: source,
                         servers,
@@ -303,7 +304,7 @@ pub fn run(
                 }
                 None => {
                     let mut problems = Vec::new();
-                    let found = gateway_import::discover(&cwd, &mut problems);
+                    let found = import::discover(&cwd, &mut problems);
                     for problem in problems {
                         eprintln!("warning: skipping {problem}");
                     }
@@ -539,7 +540,7 @@ fn runs_zenmode(name: &str, entry: &Value) -> anyhow::Result<Option<String>> {
 /// replace an entry without `replace`; the first of two of a name.
 fn choose_imports(
     file: &Path,
-    found: Vec<gateway_import::Found>,
+    found: Vec<import::Found>,
     replace: bool,
 ) -> anyhow::Result<Map<String, Value>> {
     let existing = if file.exists() {
@@ -554,7 +555,7 @@ fn choose_imports(
     if found.is_empty() {
         println!("no client configuration with MCP servers found; looked at:");
         let cwd = std::env::current_dir().unwrap_or_default();
-        for (label, path) in gateway_import::usual_files(&cwd) {
+        for (label, path) in import::usual_files(&cwd) {
             println!("  {label}: {}", path.display());
         }
     }
@@ -925,7 +926,7 @@ async fn tools(
             let (read_only, destructive) = hints(tool);
             json!({
                 "tool": name,
-                "mode": crate::catalog::upstream::mode_name(&config.prefix, name),
+                "mode": crate::catalog::gateway_modes::mode_name(&config.prefix, name),
                 "standing": standing,
                 "read_only": read_only,
                 "destructive": destructive,
@@ -1202,7 +1203,7 @@ pub fn status(file: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         if let Some(note) = row["note"].as_str() {
             println!("      {note}");
         }
-        if row["state"] == crate::services::gateway::oauth::NEEDS_SIGN_IN {
+        if row["state"] == crate::gateway::oauth::NEEDS_SIGN_IN {
             println!(
                 "      sign in with `zenmode upstream login {}`",
                 text("server")

@@ -9,10 +9,6 @@
 //! changes, so nothing is ever sent on it). The upstreams' resources,
 //! prompts and completion are passed through by [`resources`].
 
-mod resources;
-
-mod client_peer;
-
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
@@ -29,11 +25,12 @@ use rmcp::{
     service::{NotificationContext, Peer, RequestContext},
 };
 
+use super::{client_peer, resources};
 use crate::{
+    call::{CallContext, ClientRequests, ProgressSink, Resume},
     engine::{Engine, Outcome},
-    services::{CallContext, ProgressSink, Resume, gateway::flowback::ClientRequests},
+    server::transport::OwedNotices,
     surface::{Session, SessionView, Strategy, initial_tools, tool_names},
-    transport::OwedNotices,
 };
 
 /// How long a client may keep a fixed `tools/list` (a day): the list only
@@ -68,7 +65,7 @@ const STANDARD_METHODS: &[&str] = &[
 /// One per process; cloned (cheaply) into every session.
 #[derive(Clone)]
 pub struct ZenServer {
-    engine: Arc<Engine>,
+    pub(super) engine: Arc<Engine>,
     strategy: Arc<dyn Strategy>,
     /// `tools/list` in rmcp's types, converted once from the strategy's JSON.
     /// (For strategies whose list never changes; the others convert per request.)
@@ -84,7 +81,7 @@ pub struct ZenServer {
     /// exactly as long as the session.
     client: Arc<OnceLock<Arc<dyn ClientRequests>>>,
     /// This session's upstream resource subscriptions.
-    resources: Arc<resources::SessionResources>,
+    pub(super) resources: Arc<resources::SessionResources>,
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -529,7 +526,7 @@ impl ServerHandler for ZenServer {
 
     /// Upstream resource notifications start flowing to this session, and
     /// a client offering roots lends them to the upstreams: they are told
-    /// to ask again (see `services::gateway::flowback`).
+    /// to ask again (see `gateway::flowback`).
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.resources.forward_to(context.peer.clone());
         let client = self

@@ -1,5 +1,11 @@
 //! The `zenmode` command line: argument parsing and one function per subcommand.
 
+pub mod modes;
+pub mod setup;
+#[cfg(feature = "tokens")]
+pub mod tokens;
+pub mod upstream;
+
 use std::{io::Write, net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
 
 use anyhow::{Context, bail};
@@ -7,24 +13,25 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 
 use crate::{
+    call::CallContext,
+    catalog::describe::{self, FieldSet},
     catalog::{Catalog, CatalogSources},
-    check,
+    cli::modes::check,
+    cli::modes::markdown,
     conversation::{MemoryConfig, StoreUrl, open_store},
-    describe::{self, FieldSet},
-    docs,
     engine::Engine,
-    executor, http, listener,
+    executor,
+    gateway::{Gateway, GatewayDirs},
     server::ZenServer,
-    services::{
-        CallContext, Services,
-        gateway::{Gateway, GatewayDirs},
-    },
-    shutdown,
+    server::http,
+    server::listener,
+    server::shutdown,
+    server::transport::DEFAULT_MAX_MESSAGE_BYTES,
+    services::Services,
     surface::{
         self, StrategyKind, SurfaceOptions, ToolLoading,
         zen::{self, select_mode},
     },
-    transport::DEFAULT_MAX_MESSAGE_BYTES,
 };
 
 #[derive(Debug, Parser)]
@@ -225,7 +232,7 @@ impl CatalogArgs {
     /// without the weights ranks with the table, noted at debug level.
     fn choose_model(&self) -> anyhow::Result<()> {
         use crate::select::embedding;
-        let cache = || crate::services::gateway::GatewayDirs::from_env().cache;
+        let cache = || crate::gateway::GatewayDirs::from_env().cache;
         match &self.embedding_model {
             Some(dir) if dir.as_os_str() == "none" => {
                 tracing::debug!("embedding model off (--embedding-model none)");
@@ -254,7 +261,7 @@ impl CatalogArgs {
     pub fn upstreams_file(&self) -> Option<PathBuf> {
         self.upstreams
             .clone()
-            .or_else(|| Some(crate::gateway_cli::default_upstreams_file()).filter(|p| p.exists()))
+            .or_else(|| Some(crate::cli::upstream::default_upstreams_file()).filter(|p| p.exists()))
     }
 
     /// The catalog with every upstream's modes, and the gateway that runs
@@ -373,7 +380,7 @@ pub enum Command {
     /// Manage the MCP servers zenmode fronts (the --upstreams file)
     Upstream {
         #[command(subcommand)]
-        command: crate::gateway_cli::UpstreamCommand,
+        command: crate::cli::upstream::UpstreamCommand,
         #[command(flatten)]
         upstreams: UpstreamsArg,
         #[command(flatten)]
@@ -382,7 +389,7 @@ pub enum Command {
     /// Connect a client (claude-code, claude-desktop, cursor, vscode) to zenmode; --move-servers puts its other servers behind zenmode, --undo restores its configuration
     Setup {
         #[command(flatten)]
-        args: crate::setup::SetupArgs,
+        args: crate::cli::setup::SetupArgs,
         #[command(flatten)]
         upstreams: UpstreamsArg,
         #[command(flatten)]
@@ -556,7 +563,9 @@ impl ServeArgs {
                 .filter(|token| !token.is_empty()),
         };
         if let Some(token) = &auth_token {
-            crate::redact::register(&crate::redact::Redactor::new(vec![token.clone()]));
+            crate::platform::redact::register(&crate::platform::redact::Redactor::new(vec![
+                token.clone(),
+            ]));
         }
         let allowed_hosts = if !self.allow_hosts.is_empty() {
             Some(self.allow_hosts.clone())
@@ -657,11 +666,11 @@ pub fn main() -> ExitCode {
     if !matches!(cli.command, Command::Serve(_)) {
         default_sigpipe();
     }
-    let _logging = crate::logging::init();
+    let _logging = crate::server::logging::init();
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
-            crate::logging::print(&format!("zenmode: {error:#}"));
+            crate::server::logging::print(&format!("zenmode: {error:#}"));
             ExitCode::from(2)
         }
     }
@@ -703,12 +712,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print_tokens(&before.catalog_flags(&catalog), json, source)
         }
         Command::Modes { command, catalog } => modes(&before.catalog_flags(&catalog), command),
-        Command::Status { json, upstreams } => {
-            crate::gateway_cli::status(before.catalog(None, Some(&upstreams), None).upstreams, json)
-        }
+        Command::Status { json, upstreams } => crate::cli::upstream::status(
+            before.catalog(None, Some(&upstreams), None).upstreams,
+            json,
+        ),
         Command::Doctor { upstreams, wait } => {
             let catalog = before.catalog(None, Some(&upstreams), Some(&wait));
-            crate::gateway_cli::doctor(catalog.upstreams, catalog.upstream_wait_secs)
+            crate::cli::upstream::doctor(catalog.upstreams, catalog.upstream_wait_secs)
         }
         Command::Upstream {
             command,
@@ -716,7 +726,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             wait,
         } => {
             let catalog = before.catalog(None, Some(&upstreams), Some(&wait));
-            crate::gateway_cli::run(catalog.upstreams, catalog.upstream_wait_secs, command)
+            crate::cli::upstream::run(catalog.upstreams, catalog.upstream_wait_secs, command)
         }
         Command::Setup {
             args,
@@ -725,7 +735,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let catalog = before.catalog(None, Some(&upstreams), Some(&wait));
             let wait = catalog.upstream_wait_secs;
-            crate::setup::run(
+            crate::cli::setup::run(
                 &args,
                 catalog.upstreams,
                 std::time::Duration::from_secs_f64(if wait.is_finite() {
@@ -802,7 +812,7 @@ enum TokensOf {
 
 #[cfg(feature = "tokens")]
 fn print_tokens(catalog: &CatalogArgs, json: bool, source: TokensOf) -> anyhow::Result<ExitCode> {
-    use crate::tokens;
+    use crate::cli::tokens;
     let tokenizers = tokens::Tokenizers::load()?;
     let counts = |text: &str| serde_json::json!({"o200k": tokenizers.o200k(text), "cl100k": tokenizers.cl100k(text), "bytes": text.len()});
     match source {
@@ -948,7 +958,7 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
     let watched = catalog
         .upstreams
         .clone()
-        .unwrap_or_else(crate::gateway_cli::default_upstreams_file);
+        .unwrap_or_else(crate::cli::upstream::default_upstreams_file);
     gateway.record_loads(&watched);
     let strategy = surface::build(strategy_kind, &engine, &args.surface_options())
         .map_err(anyhow::Error::msg)?;
@@ -1015,7 +1025,7 @@ fn serve(catalog: &CatalogArgs, access: &AccessArgs, args: ServeArgs) -> anyhow:
 fn terminal_hint() {
     use std::io::IsTerminal;
     if std::io::stdin().is_terminal() {
-        crate::logging::print(
+        crate::server::logging::print(
             "zenmode: waiting for an MCP client on stdin (Ctrl-C ends it). To try zenmode, run `zenmode select \"review my PR for security problems\"`; to connect a client, `zenmode setup claude-code` (or claude-desktop, cursor, vscode).",
         );
     }
@@ -1114,11 +1124,11 @@ fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<ExitCod
             Ok(ExitCode::SUCCESS)
         }
         ModesCommand::Table => {
-            print!("{}", docs::modes_table(&catalog));
+            print!("{}", markdown::modes_table(&catalog));
             Ok(ExitCode::SUCCESS)
         }
         ModesCommand::Docs => {
-            print!("{}", docs::modes_reference(&catalog));
+            print!("{}", markdown::modes_reference(&catalog));
             Ok(ExitCode::SUCCESS)
         }
         ModesCommand::Check => {
@@ -1164,7 +1174,7 @@ fn share_in_unit_range(text: &str) -> Result<f64, String> {
 fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let mut labels = Vec::new();
     for path in &args.labels {
-        let file = crate::eval::read_labels(path)?;
+        let file = crate::select::eval::read_labels(path)?;
         labels.push((path.display().to_string(), file));
     }
     let catalog = catalog.load()?;
@@ -1172,11 +1182,12 @@ fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> {
         bail!("no modes to rank: --no-builtin-modes needs --catalog FILE or --modes-dir DIR");
     }
     for (path, file) in &labels {
-        crate::eval::check_labels(file, &catalog, path).map_err(anyhow::Error::msg)?;
+        crate::select::eval::check_labels(file, &catalog, path).map_err(anyhow::Error::msg)?;
     }
-    let labels: Vec<crate::eval::Label> = labels.into_iter().flat_map(|(_, file)| file).collect();
+    let labels: Vec<crate::select::eval::Label> =
+        labels.into_iter().flat_map(|(_, file)| file).collect();
     let (catalog, labels) = match args.hold_out {
-        Some(share) => crate::eval::hold_out(&catalog, &labels, share),
+        Some(share) => crate::select::eval::hold_out(&catalog, &labels, share),
         None => (catalog, labels),
     };
     let report = if args.ranker == crate::select::Ranker::Full {
@@ -1196,7 +1207,7 @@ fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         };
-        crate::eval::evaluate_with(
+        crate::select::eval::evaluate_with(
             snapshot.index(),
             snapshot.catalog(),
             &labels,
@@ -1204,12 +1215,12 @@ fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> {
         )
     } else {
         let index = crate::select::Index::build_with(&catalog, args.ranker);
-        crate::eval::evaluate(&index, &catalog, &labels)
+        crate::select::eval::evaluate(&index, &catalog, &labels)
     };
     if args.json {
-        println!("{}", crate::eval::to_json(&report));
+        println!("{}", crate::select::eval::to_json(&report));
     } else {
-        print!("{}", crate::eval::to_table(&report, args.misses));
+        print!("{}", crate::select::eval::to_table(&report, args.misses));
     }
     let below_floor = args
         .min_top1

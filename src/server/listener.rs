@@ -20,7 +20,7 @@ use tokio::{
 };
 use tokio_util::sync::{CancellationToken, PollSender};
 
-use crate::{logging::RateLimit, server::ZenServer, transport::LineTransport};
+use crate::{server::ZenServer, server::logging::RateLimit, server::transport::LineTransport};
 
 /// Serves one session over any byte stream until the peer leaves or `shutdown` fires.
 pub async fn serve_session<R, W>(
@@ -329,7 +329,7 @@ pub async fn serve_tcp_with(
 ) -> io::Result<()> {
     let local = listener.local_addr()?;
     // Tests and scripts read this line to find an ephemeral port.
-    crate::logging::print(&format!("zenmode: listening on {local}"));
+    crate::server::logging::print(&format!("zenmode: listening on {local}"));
     tracing::info!(%local, ?limits, "serving MCP over TCP");
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     loop {

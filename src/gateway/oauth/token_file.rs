@@ -17,7 +17,7 @@ use std::{
 use rmcp::transport::auth::{AuthError, AuthorizationMetadata, CredentialStore, StoredCredentials};
 use serde::{Deserialize, Serialize};
 
-use crate::redact::{self, Redactor};
+use crate::platform::redact::{self, Redactor};
 
 /// What the file holds.
 #[derive(Clone, Default, Serialize, Deserialize)]

@@ -65,7 +65,7 @@ impl Backup {
     /// Copies both files (or notes that one is missing), replacing any
     /// earlier backup of this client.
     pub fn take(&self, client_file: &Path, gateway_file: &Path) -> anyhow::Result<()> {
-        crate::gateway_cli::create_private_dir(&self.dir)?;
+        crate::cli::upstream::create_private_dir(&self.dir)?;
         let client_mode = copy_if_present(client_file, &self.dir.join(CLIENT_COPY))?;
         let gateway_mode = copy_if_present(gateway_file, &self.dir.join(GATEWAY_COPY))?;
         self.write_record(&Record {
@@ -213,7 +213,7 @@ fn mode_of(_: &std::fs::Metadata) -> u32 {
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     use std::io::Write;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        crate::gateway_cli::create_private_dir(dir)?;
+        crate::cli::upstream::create_private_dir(dir)?;
     }
     let mut name = path.file_name().unwrap_or_default().to_owned();
     name.push(".zenmode-tmp");

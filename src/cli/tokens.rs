@@ -9,9 +9,9 @@ use serde_json::{Map, Value, json};
 use tiktoken_rs::CoreBPE;
 
 use crate::{
+    call::CallContext,
     catalog::Catalog,
     engine::Engine,
-    services::CallContext,
     surface::{
         self, Session, SessionView, Strategy, StrategyKind, SurfaceOptions, categories, discover,
         groups, lazy,

@@ -18,7 +18,7 @@ use rmcp::{
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::services::gateway::{
+use crate::gateway::{
     config::{self, OAuthSettings, Transport},
     oauth::{
         self,

@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 pub use client::ClientKind;
 
-use crate::services::gateway::{
+use crate::gateway::{
     config::{self, UpstreamConfig},
     store::GatewayDirs,
 };
@@ -67,7 +67,7 @@ pub fn run(
     client.check_installed(&file)?;
     let gateway_file = match &upstreams {
         Some(path) => absolute(path)?,
-        None => crate::gateway_cli::default_upstreams_file(),
+        None => crate::cli::upstream::default_upstreams_file(),
     };
     let program = std::env::current_exe()
         .and_then(std::fs::canonicalize)
@@ -88,7 +88,7 @@ pub fn run(
     let plan = if args.move_servers {
         plan_moves(
             &servers,
-            &crate::gateway_cli::gateway_servers(&gateway_file)?,
+            &crate::cli::upstream::gateway_servers(&gateway_file)?,
         )
     } else {
         Plan::default()
@@ -119,7 +119,7 @@ pub fn run(
     let changed = (|| -> anyhow::Result<Vec<String>> {
         let mut moved = plan.already.clone();
         if !plan.to_add.is_empty() {
-            let written = crate::gateway_cli::move_in(&gateway_file, plan.to_add.clone(), wait)?;
+            let written = crate::cli::upstream::move_in(&gateway_file, plan.to_add.clone(), wait)?;
             for name in plan.to_add.keys() {
                 if !written.contains(name) {
                     println!(

@@ -45,7 +45,7 @@ use super::{
     state::{StateFile, StderrLog},
     store::{self, GatewayDirs, Pins, Verdict},
 };
-use crate::services::{CallContext, ProgressSink};
+use crate::call::{CallContext, ProgressSink};
 
 /// Lines of an upstream's stderr kept for error messages.
 const STDERR_TAIL_LINES: usize = 12;
@@ -342,7 +342,7 @@ impl Upstream {
         let redactor = expanded
             .as_ref()
             .map_or_else(|_| config.redactor(), UpstreamConfig::redactor);
-        crate::redact::register(&redactor);
+        crate::platform::redact::register(&redactor);
         Upstream {
             launch: expanded
                 .map(|filled| filled.transport)

@@ -60,8 +60,8 @@ pub use store::{GatewayDirs, ListedTool, Pins, Verdict};
 use upstream::Upstream;
 
 use crate::{
-    catalog::{self, Mode, upstream::upstream_mode_from_text},
-    services::CallContext,
+    call::CallContext,
+    catalog::{self, Mode, gateway_modes::upstream_mode_from_text},
 };
 
 /// A failed upstream call; becomes an `isError` result naming the server.
@@ -519,7 +519,7 @@ impl Gateway {
 
     /// Why the server a mode name would belong to is unavailable, if it is.
     pub fn unavailable_for_mode(&self, mode: &str) -> Option<String> {
-        let (prefix, _) = mode.split_once(crate::catalog::upstream::SEPARATOR)?;
+        let (prefix, _) = mode.split_once(crate::catalog::gateway_modes::SEPARATOR)?;
         self.read()
             .unavailable
             .values()
@@ -530,7 +530,7 @@ impl Gateway {
     /// Whether the server a mode name would belong to is still waiting
     /// for its first answer.
     fn starting_for_mode(&self, mode: &str) -> bool {
-        let Some((prefix, _)) = mode.split_once(crate::catalog::upstream::SEPARATOR) else {
+        let Some((prefix, _)) = mode.split_once(crate::catalog::gateway_modes::SEPARATOR) else {
             return false;
         };
         self.read()
@@ -693,7 +693,7 @@ fn approve(
                     verdict.reason()
                 );
                 quarantined.insert(
-                    catalog::upstream::mode_name(&config.prefix, name),
+                    catalog::gateway_modes::mode_name(&config.prefix, name),
                     quarantine_message(&config.name, name, verdict.reason()),
                 );
                 server_report

@@ -32,7 +32,7 @@ use rmcp::{
 };
 
 use super::token_file::{TokenFile, token_fields};
-use crate::services::gateway::config::OAuthSettings;
+use crate::gateway::config::OAuthSettings;
 
 /// Sign-ins with a bigger scope for one request after `insufficient_scope`.
 pub const MAX_STEP_UPS: u32 = 2;

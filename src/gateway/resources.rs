@@ -669,7 +669,7 @@ impl Gateway {
         for (upstream, items) in self.list_all("prompts", "prompts/list", "prompts").await {
             for mut prompt in items {
                 if let Some(name) = prompt["name"].as_str() {
-                    prompt["name"] = Value::String(crate::catalog::upstream::mode_name(
+                    prompt["name"] = Value::String(crate::catalog::gateway_modes::mode_name(
                         &upstream.config.prefix,
                         name,
                     ));
@@ -691,7 +691,7 @@ impl Gateway {
             )
         };
         let (prefix, prompt) = name
-            .split_once(crate::catalog::upstream::SEPARATOR)
+            .split_once(crate::catalog::gateway_modes::SEPARATOR)
             .ok_or_else(unknown)?;
         let upstream = self
             .all_upstreams()

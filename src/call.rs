@@ -1,0 +1,183 @@
+//! What one call carries down through the layers: the client's
+//! cancellation, where to report progress, the note of what ran, and the
+//! session's client for what an upstream asks back.
+//!
+//! Both the gateway (which passes progress and flow-back requests on) and
+//! the services executors use need it, so it sits below both.
+
+// Sampling and roots are deprecated for 2026-07-28, not for the sessions
+// opened with `initialize` that flow-back serves.
+#![allow(deprecated)]
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use rmcp::{
+    ErrorData,
+    model::{
+        CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+        ListRootsResult,
+    },
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::providers::{ModelRequest, ModelResponse, Provider, ProviderError};
+
+/// How often a call waiting on a model reports progress.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// Receives progress while a call waits on something slow (a model, a CLI).
+#[async_trait]
+pub trait ProgressSink: Send + Sync {
+    async fn report(&self, progress: f64, message: String);
+
+    /// Progress as another server sent it (the gateway passes it on as is).
+    async fn report_detail(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let _ = total;
+        self.report(progress, message.unwrap_or_default()).await;
+    }
+}
+
+/// Per-call context: the client's cancellation and, when it asked for
+/// progress (sent a progress token), where to report it.
+#[derive(Clone, Default)]
+pub struct CallContext {
+    pub cancel: CancellationToken,
+    pub progress: Option<Arc<dyn ProgressSink>>,
+    /// What ran, noted by the engine for the server's activity log line.
+    pub activity: ActivityNote,
+    /// The session's client, which answers what an upstream asks during
+    /// the call (elicitation, sampling, roots); `None` outside a session.
+    pub client: Option<Arc<dyn ClientRequests>>,
+    /// The client speaks 2026-07-28: an upstream's input-required result
+    /// goes to it as such (older clients are asked through `client`).
+    pub takes_input_required: bool,
+    /// A 2026-07-28 client's retry of an input-required call.
+    pub resume: Option<Resume>,
+}
+
+/// What a client's retry brings: its answers and the state it echoes.
+#[derive(Clone, Default)]
+pub struct Resume {
+    pub input_responses: Option<rmcp::model::InputResponses>,
+    pub request_state: Option<String>,
+}
+
+/// The mode a call ran and its upstream server, if any: the engine notes
+/// it, the server reads it back to log the call.
+#[derive(Clone, Default)]
+pub struct ActivityNote(Arc<Mutex<Option<RanMode>>>);
+
+/// A mode's name and its upstream server, if it has one.
+type RanMode = (String, Option<String>);
+
+impl ActivityNote {
+    pub fn note(&self, mode: &str, server: Option<&str>) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some((mode.to_owned(), server.map(str::to_owned)));
+        }
+    }
+
+    /// The mode and server noted, if the call reached a mode at all.
+    pub fn noted(&self) -> Option<RanMode> {
+        self.0.lock().ok().and_then(|slot| slot.clone())
+    }
+}
+
+impl CallContext {
+    /// Runs `work`, reporting `message` every `every` while it runs, and
+    /// stopping early (with `None`) if the call is cancelled.
+    pub async fn run_with_progress<F, T>(
+        &self,
+        message: &str,
+        every: Duration,
+        work: F,
+    ) -> Option<T>
+    where
+        F: Future<Output = T>,
+    {
+        let mut ticks = tokio::time::interval(every);
+        ticks.tick().await; // the first tick is immediate
+        let mut elapsed = 0u64;
+        self.report(0.0, format!("{message}…")).await;
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                output = &mut work => return Some(output),
+                _ = self.cancel.cancelled() => return None,
+                _ = ticks.tick() => {
+                    elapsed += every.as_secs().max(1);
+                    self.report(elapsed as f64, format!("{message} ({elapsed}s)")).await;
+                }
+            }
+        }
+    }
+
+    /// Asks a model, reporting progress while waiting; `None` when the
+    /// client cancelled (the HTTP request is dropped).
+    pub async fn ask_model(
+        &self,
+        provider: &dyn Provider,
+        request: &ModelRequest,
+    ) -> Option<Result<ModelResponse, ProviderError>> {
+        self.run_with_progress(
+            &format!("Waiting for {}", request.model),
+            PROGRESS_EVERY,
+            provider.generate(request, &self.cancel),
+        )
+        .await
+    }
+
+    pub async fn report(&self, progress: f64, message: String) {
+        if let Some(sink) = &self.progress {
+            sink.report(progress, message).await;
+        }
+    }
+}
+
+/// What an upstream may ask of zenmode's client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ask {
+    Elicitation,
+    Sampling,
+    Roots,
+}
+
+impl Ask {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Ask::Elicitation => "elicitation (asking the user)",
+            Ask::Sampling => "sampling (asking the client's model)",
+            Ask::Roots => "the client's roots",
+        }
+    }
+
+    pub fn capability(self) -> &'static str {
+        match self {
+            Ask::Elicitation => "elicitation",
+            Ask::Sampling => "sampling",
+            Ask::Roots => "roots",
+        }
+    }
+}
+
+/// zenmode's client, as one session sees it: what it declared and how to
+/// ask it. Implemented by the server layer over its peer.
+#[async_trait]
+pub trait ClientRequests: Send + Sync {
+    /// Identifies the session (two calls of one session give the same id).
+    fn session(&self) -> usize;
+    /// Whether the client declared the capability `ask` needs.
+    fn can(&self, ask: Ask) -> bool;
+    /// Whether the session has ended.
+    fn is_closed(&self) -> bool;
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorData>;
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData>;
+    async fn list_roots(&self) -> Result<ListRootsResult, ErrorData>;
+}

@@ -1,0 +1,4 @@
+//! `zenmode modes ...`: the catalog's manifests checked and rendered.
+
+pub mod check;
+pub mod markdown;

@@ -1,0 +1,14 @@
+//! The server role: zenmode as an MCP server. The rmcp handler over a
+//! strategy, the transports that carry it (stdio and TCP lines, Streamable
+//! HTTP), where sessions come from, shutdown and the stderr log.
+
+mod client_peer;
+pub mod handler;
+pub mod http;
+pub mod listener;
+pub mod logging;
+mod resources;
+pub mod shutdown;
+pub mod transport;
+
+pub use handler::{ZenServer, to_call_result};

@@ -140,8 +140,10 @@ fn docs(root: &Path) -> Vec<PathBuf> {
         .iter()
         .map(|name| root.join(name))
         .collect();
-    let mut pages: Vec<PathBuf> = fs::read_dir(root.join("docs"))
-        .unwrap()
+    // The user docs and the decision records beside them.
+    let mut pages: Vec<PathBuf> = ["docs", "docs/decisions"]
+        .iter()
+        .flat_map(|dir| fs::read_dir(root.join(dir)).unwrap())
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.extension().and_then(|e| e.to_str()) == Some("md"))
         .collect();

@@ -2,7 +2,7 @@
 //!
 //! The floors sit a little under the measured figures so a regression fails
 //! the build while ordinary noise (one query more or less) does not. The
-//! targets and the measured figures live in docs/selection.md and the
+//! targets live in docs/selection.md, the measured figures in docs/benchmarks.md and the
 //! `select` bench; `zenmode eval` prints the full report.
 
 use std::collections::{HashMap, HashSet};

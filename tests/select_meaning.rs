@@ -10,7 +10,7 @@
 //! with one-line descriptions, queries written per tool, and requests that
 //! need no tool at all). The embedding baseline figures are those of the full
 //! all-MiniLM-L6-v2 model on the same sets (`scripts/embedding/baseline.py`);
-//! docs/selection.md has the tables.
+//! docs/benchmarks.md ("Tools without example phrasings") has the tables.
 
 mod common;
 
@@ -270,7 +270,7 @@ fn built_in_modes_beside_imported_tools_keep_to_their_own_requests() {
 
 /// MetaTool is where the static table falls furthest behind the full model
 /// (meaning alone 0.578 top-1 against the full model's 0.619; fused 0.597,
-/// see docs/selection.md). Floors sit a little under the measured figures
+/// see docs/benchmarks.md). Floors sit a little under the measured figures
 /// (dev half: top-1 0.597, MRR 0.680, 0.781 of the requests that need no
 /// tool flagged and 0.304 of the relevant ones; held-out: 0.588, 0.667,
 /// 0.822 and 0.309). Before the word-by-word match: 0.579, 0.668, 0.703

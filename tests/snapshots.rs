@@ -8,7 +8,7 @@ mod common;
 use common::Client;
 use serde_json::Value;
 #[cfg(feature = "tokens")]
-use zenmode::cli::tokens;
+use zenmode::cli::tokens::metrics as tokens;
 use zenmode::{
     catalog::Catalog,
     surface::{self, StrategyKind, SurfaceOptions},

@@ -1,5 +1,5 @@
 """Scores the full all-MiniLM-L6-v2 model as a tool ranker: the baseline
-zenmode's selection is compared with (docs/selection.md).
+zenmode's selection is compared with (docs/benchmarks.md, "Selection").
 
     python baseline.py CATALOG.json LABELS.jsonl [LABELS.jsonl ...]
     python baseline.py --builtin-modes modes CATALOG.json LABELS.jsonl ...

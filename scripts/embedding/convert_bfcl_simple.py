@@ -2,9 +2,10 @@
 simple_python functions pooled into one catalog, with its requests as
 relevant labels and BFCL's two irrelevance sets as no-fit labels.
 
-Nothing in zenmode was chosen on these files (issue 33 asks for the no-fit
-threshold to be judged on catalogs the calibration never saw), so they are
-written to a directory of your choice, not committed.
+Nothing in zenmode was chosen on these files (the no-fit threshold is to be
+judged on catalogs the calibration never saw: see
+docs/decisions/0004-no-fit-calibration.md), so they are written to a
+directory of your choice, not committed.
 
 Usage: python convert_bfcl_simple.py [--data DIR] OUT
 DIR is bfcl-eval's `data` directory (default: the installed package; install

@@ -2,7 +2,8 @@
 
     python distill.py [--dims 256] [--sif 3e-6] [--out PATH]
 
-Steps (docs/selection.md explains the choices and the figures):
+Steps (docs/decisions/0008-static-embedding-table.md explains the choices
+and the figures):
 1. Every WordPiece token alone ("[CLS] token [SEP]") goes through the model;
    its mean-pooled output is the token's vector.
 2. PCA keeps the first `--dims` components (after centering).

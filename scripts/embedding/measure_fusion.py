@@ -1,7 +1,8 @@
 """Side by side on every tracked set: zenmode with the table only, zenmode
 with the full model (`--embedding-model`), and all-MiniLM-L6-v2 alone
-(baseline.py), for the tune or the held-out half (docs/selection.md,
-"Routing over real servers with the model (issue 33, fusion)").
+(baseline.py), for the tune or the held-out half (docs/benchmarks.md,
+"Tools without example phrasings"; the choices they informed are in
+docs/decisions/).
 
     python3 scripts/embedding/measure_fusion.py --half tune [--model target/minilm] \
         [--zenmode target/release/zenmode] [--only real_on_all,mtb_on] [--no-baseline] [--json OUT]

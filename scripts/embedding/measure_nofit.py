@@ -1,4 +1,4 @@
-"""Measures the "no clear fit" flag per catalog (issue 33): the share of
+"""Measures the "no clear fit" flag per catalog: the share of
 off-topic requests flagged and the share of relevant requests flagged,
 with the embedding table and (with --model) the full model.
 

@@ -2,7 +2,7 @@
 real-server set (tests/data/foreign/realservers) and MCPToolBench++
 (tests/data/foreign/mcptoolbench, made by convert_mcptoolbench.py), with
 the built-in modes on and off, each half separately, and prints Markdown
-tables (docs/selection.md, "Routing over real servers").
+tables (docs/benchmarks.md, "Routing over real servers").
 
     python3 scripts/embedding/measure_routing.py --zenmode target/release/zenmode [--no-baseline] [--json OUT]
 

@@ -14,9 +14,24 @@
 //! Relative files (`.mcp.json`, `.cursor/`, `.vscode/`) are looked up in the
 //! current directory; `~` is `HOME`.
 
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::Duration,
+};
 
+use anyhow::Context;
 use serde_json::{Map, Value};
+
+use super::{
+    add::{Adding, add_entries},
+    file::{PICKUP_WAIT, read_document},
+};
+use crate::gateway::{
+    config::{self},
+    live,
+    store::GatewayDirs,
+};
 
 /// One client file that exists, and the servers in it.
 pub struct Found {
@@ -118,6 +133,140 @@ pub fn discover(cwd: &Path, problems: &mut Vec<String>) -> Vec<Found> {
         }
     }
     found
+}
+
+/// `upstream import`: the servers of a given file, or of every client's
+/// usual files (asking first, unless `--yes`).
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    file: &Path,
+    dirs: &GatewayDirs,
+    runtime: &tokio::runtime::Runtime,
+    wait: Duration,
+    source: Option<PathBuf>,
+    replace: bool,
+    no_fetch: bool,
+    keep: bool,
+    yes: bool,
+) -> anyhow::Result<ExitCode> {
+    let how = Adding {
+        replace,
+        fetch: !no_fetch,
+        keep,
+        wait,
+    };
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let found = match source {
+        Some(source) => {
+            let document = read_document(&source)?;
+            let servers = servers_in(&document, &cwd).with_context(|| {
+                format!(
+                    "{}: has no \"mcpServers\" (or VS Code \"servers\") object",
+                    source.display()
+                )
+            })?;
+            vec![Found {
+                label: "given file".into(),
+                path: source,
+                servers,
+            }]
+        }
+        None => {
+            let mut problems = Vec::new();
+            let found = discover(&cwd, &mut problems);
+            for problem in problems {
+                eprintln!("warning: skipping {problem}");
+            }
+            found
+        }
+    };
+    let discovered = !matches!(found.first(), Some(f) if f.label == "given file");
+    let entries = choose_imports(file, found, replace)?;
+    if entries.is_empty() {
+        println!("nothing to import");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if discovered && !yes && !confirmed(entries.len())? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let outcome = runtime.block_on(add_entries(file, dirs, entries, &how))?;
+    println!("{}", live::pickup_report(dirs, file, PICKUP_WAIT));
+    Ok(outcome)
+}
+
+/// Shows, source by source, what importing would do, and returns the
+/// entries to import: none that runs zenmode, does not load, or would
+/// replace an entry without `replace`; the first of two of a name.
+pub fn choose_imports(
+    file: &Path,
+    found: Vec<Found>,
+    replace: bool,
+) -> anyhow::Result<Map<String, Value>> {
+    let existing = if file.exists() {
+        read_document(file)?
+            .get("mcpServers")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    } else {
+        Map::new()
+    };
+    if found.is_empty() {
+        println!("no client configuration with MCP servers found; looked at:");
+        let cwd = std::env::current_dir().unwrap_or_default();
+        for (label, path) in usual_files(&cwd) {
+            println!("  {label}: {}", path.display());
+        }
+    }
+    let mut chosen = Map::new();
+    for source in found {
+        println!("{} ({}):", source.label, source.path.display());
+        for (name, entry) in source.servers {
+            let verdict = match config::parse_one(&name, &entry) {
+                Err(problem) => format!("skipped: {problem}"),
+                Ok(checked) => match config::runs_zenmode(&checked) {
+                    Some(why) => config::self_skip_message(&name, &why),
+                    None if chosen.get(&name) == Some(&entry) => "the same as above".into(),
+                    None if chosen.contains_key(&name) => {
+                        "skipped: an entry above has this name; import this file alone with --replace to take this one".into()
+                    }
+                    None if existing.get(&name) == Some(&entry) => "already in the upstreams file".into(),
+                    None if existing.contains_key(&name) && !replace => format!(
+                        "skipped: {} has a server of this name; --replace overwrites it",
+                        file.display()
+                    ),
+                    None => {
+                        let target = checked.describe();
+                        chosen.insert(name.clone(), entry);
+                        format!("to import: {target}")
+                    }
+                },
+            };
+            println!("  {name}: {verdict}");
+        }
+    }
+    Ok(chosen)
+}
+
+/// Asks on a terminal whether to import `count` servers; elsewhere says
+/// what to run and answers no (never waits on a stdin that is not a person).
+pub fn confirmed(count: usize) -> anyhow::Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        println!(
+            "nothing written; run `zenmode upstream import --yes` to import these {count} servers"
+        );
+        return Ok(false);
+    }
+    eprint!("import these {count} servers? [y/N] ");
+    std::io::stderr().flush().ok();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    let yes = matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+    if !yes {
+        println!("nothing written");
+    }
+    Ok(yes)
 }
 
 #[cfg(test)]

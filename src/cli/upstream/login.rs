@@ -28,7 +28,7 @@ use crate::gateway::{
 };
 
 /// How long `login` waits for the browser to come back.
-const LOGIN_WAIT: Duration = Duration::from_secs(300);
+pub const LOGIN_WAIT: Duration = Duration::from_secs(300);
 
 /// `zenmode upstream login NAME [--no-browser]`.
 pub fn login(file: &Path, name: &str, no_browser: bool) -> anyhow::Result<ExitCode> {
@@ -71,7 +71,7 @@ pub fn login(file: &Path, name: &str, no_browser: bool) -> anyhow::Result<ExitCo
     })
 }
 
-async fn browser_sign_in(
+pub async fn browser_sign_in(
     url: &str,
     settings: Option<&OAuthSettings>,
     tokens: &TokenFile,
@@ -114,13 +114,13 @@ async fn browser_sign_in(
 }
 
 /// A line on stderr; a closed stderr is no reason to stop signing in.
-fn note(text: &str) {
+pub fn note(text: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{text}");
 }
 
 /// Opens `url` in a browser when this machine has one; false when not.
-fn open_browser(url: &str) -> bool {
+pub fn open_browser(url: &str) -> bool {
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else if cfg!(windows) {
@@ -141,7 +141,7 @@ fn open_browser(url: &str) -> bool {
 }
 
 /// The value of `key` in `url`'s query.
-fn query_value(url: &str, key: &str) -> Option<String> {
+pub fn query_value(url: &str, key: &str) -> Option<String> {
     reqwest::Url::parse(url)
         .ok()?
         .query_pairs()
@@ -151,7 +151,7 @@ fn query_value(url: &str, key: &str) -> Option<String> {
 
 /// Answers requests on the loopback port until one is the callback with
 /// the expected `state`; returns its full URL. Others get an error page.
-async fn wait_for_callback(
+pub async fn wait_for_callback(
     listener: &tokio::net::TcpListener,
     state: &str,
     port: u16,
@@ -212,7 +212,7 @@ async fn wait_for_callback(
 
 /// zenmode as the client of one server in `probe`: it accepts an
 /// elicitation with the defaults of the requested fields.
-struct ProbeClient;
+pub struct ProbeClient;
 
 impl ClientHandler for ProbeClient {
     fn get_info(&self) -> ClientConfig {
@@ -249,7 +249,7 @@ impl ClientHandler for ProbeClient {
 
 /// Arguments for a tool from its input schema: a plain value of each
 /// required (or, when none is required, each) property's type.
-fn sample_arguments(schema: &Value) -> Map<String, Value> {
+pub fn sample_arguments(schema: &Value) -> Map<String, Value> {
     let properties = schema["properties"]
         .as_object()
         .cloned()
@@ -276,7 +276,7 @@ fn sample_arguments(schema: &Value) -> Map<String, Value> {
 
 /// What the conformance suite passes in `MCP_CONFORMANCE_CONTEXT`: a
 /// pre-registered client, or one for client credentials.
-fn settings_from_context(client_metadata_url: Option<String>) -> OAuthSettings {
+pub fn settings_from_context(client_metadata_url: Option<String>) -> OAuthSettings {
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
@@ -325,7 +325,7 @@ pub fn probe(url: &str, client_metadata_url: Option<String>) -> anyhow::Result<E
     }
 }
 
-fn tempfile_dir() -> anyhow::Result<std::path::PathBuf> {
+pub fn tempfile_dir() -> anyhow::Result<std::path::PathBuf> {
     let dir = std::env::temp_dir().join(format!(
         "zenmode-probe-{}-{}",
         std::process::id(),
@@ -336,9 +336,9 @@ fn tempfile_dir() -> anyhow::Result<std::path::PathBuf> {
 }
 
 /// How long `probe` waits for the standing stream before its first call.
-const STANDING_STREAM_WAIT: Duration = Duration::from_secs(5);
+pub const STANDING_STREAM_WAIT: Duration = Duration::from_secs(5);
 
-async fn probe_calls(url: &str, keeper: Arc<Keeper>) -> Result<(), String> {
+pub async fn probe_calls(url: &str, keeper: Arc<Keeper>) -> Result<(), String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let standing_stream = Arc::new(tokio::sync::Notify::new());
     let client = OAuthHttp::new(reqwest::Client::default(), keeper)

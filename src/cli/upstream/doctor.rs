@@ -1,0 +1,258 @@
+//! `zenmode doctor`: the upstreams file, each server started, file
+//! permissions and the clients' configurations checked; says what to fix.
+
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::Duration,
+};
+
+use anyhow::Context;
+use serde_json::Value;
+
+use super::file::{default_upstreams_file, fetch};
+use crate::gateway::{
+    Verdict,
+    config::{self},
+    store::{self, GatewayDirs},
+};
+
+/// The findings of `zenmode doctor`, printed one per line as they come.
+#[derive(Default)]
+pub struct Findings {
+    problems: usize,
+}
+
+impl Findings {
+    fn ok(&mut self, text: impl std::fmt::Display) {
+        println!("ok    {text}");
+    }
+
+    fn warn(&mut self, text: impl std::fmt::Display) {
+        println!("warn  {text}");
+    }
+
+    fn problem(&mut self, text: impl std::fmt::Display, fix: impl std::fmt::Display) {
+        self.problems += 1;
+        println!("FAIL  {text}; fix: {fix}");
+    }
+}
+
+/// `zenmode doctor`: checks the upstreams file, each server, the file's
+/// permissions and the client configurations that run zenmode; exits
+/// non-zero when something needs fixing.
+pub fn doctor(file: Option<PathBuf>, wait_secs: f64) -> anyhow::Result<ExitCode> {
+    let file = file.unwrap_or_else(default_upstreams_file);
+    let dirs = GatewayDirs::from_env();
+    let wait = Duration::from_secs_f64(if wait_secs.is_finite() {
+        wait_secs.clamp(0.1, 600.0)
+    } else {
+        20.0
+    });
+    let mut findings = Findings::default();
+    check_upstreams(&file, &dirs, wait, &mut findings)?;
+    check_clients(&mut findings);
+    if findings.problems == 0 {
+        println!("no problems found");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{} problem(s) found", findings.problems);
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+pub fn check_upstreams(
+    file: &Path,
+    dirs: &GatewayDirs,
+    wait: Duration,
+    findings: &mut Findings,
+) -> anyhow::Result<()> {
+    if !file.exists() {
+        findings.ok(format!(
+            "no upstreams file at {}: zenmode serves its own modes only",
+            file.display()
+        ));
+        return Ok(());
+    }
+    #[cfg(unix)]
+    if let Ok(metadata) = std::fs::metadata(file) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            findings.problem(
+                format!(
+                    "{} is readable by other users (mode {mode:04o}) and may hold tokens",
+                    file.display()
+                ),
+                format!("chmod 600 '{}'", file.display()),
+            );
+        } else {
+            findings.ok(format!("{} has mode {mode:04o}", file.display()));
+        }
+    }
+    let loaded = match config::load(file) {
+        Ok(loaded) => loaded,
+        Err(problem) => {
+            findings.problem(
+                format!("{} does not load: {problem}", file.display()),
+                "correct the file (it must be JSON with an \"mcpServers\" object)",
+            );
+            return Ok(());
+        }
+    };
+    findings.ok(format!(
+        "{} loads: {} server(s)",
+        file.display(),
+        loaded.servers.len()
+    ));
+    for warning in &loaded.warnings {
+        findings.warn(warning);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    for config in &loaded.servers {
+        let name = &config.name;
+        if !config.enabled {
+            findings.ok(format!("{name}: disabled, not checked"));
+            continue;
+        }
+        let started = std::time::Instant::now();
+        match runtime.block_on(fetch(config, dirs, wait)) {
+            Ok(tools) => {
+                findings.ok(format!(
+                    "{name}: started and listed {} tools in {:.1}s",
+                    tools.len(),
+                    started.elapsed().as_secs_f64()
+                ));
+                let pins = store::load_pins(dirs, name);
+                let held = tools
+                    .iter()
+                    .filter(|tool| {
+                        pins.as_ref()
+                            .is_some_and(|pins| pins.verdict(tool) != Verdict::Approved)
+                    })
+                    .count();
+                if held > 0 {
+                    findings.warn(format!(
+                        "{name}: {held} tool(s) quarantined; review with `zenmode upstream diff {name}`, then `zenmode upstream approve {name}`"
+                    ));
+                }
+            }
+            Err(problem) => findings.problem(
+                format!("{name}: {problem}"),
+                format!(
+                    "correct its entry ({}), or turn it off with `zenmode upstream disable {name}`",
+                    config.describe()
+                ),
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Client configuration files, relative to the home directory.
+pub const CLIENT_FILES: &[(&str, &str)] = &[
+    (
+        "Claude Desktop",
+        ".config/Claude/claude_desktop_config.json",
+    ),
+    (
+        "Claude Desktop",
+        "Library/Application Support/Claude/claude_desktop_config.json",
+    ),
+    ("Claude Code", ".claude.json"),
+    ("Claude Code", ".claude/settings.json"),
+    ("Cursor", ".cursor/mcp.json"),
+    ("VS Code", ".config/Code/User/mcp.json"),
+    ("VS Code", ".config/Code/User/settings.json"),
+    ("VS Code", "Library/Application Support/Code/User/mcp.json"),
+    ("Windsurf", ".codeium/windsurf/mcp_config.json"),
+];
+
+/// Each client configuration under HOME whose entries run zenmode: is the
+/// command there to run?
+pub fn check_clients(findings: &mut Findings) {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        findings.warn("HOME is not set: client configurations not checked");
+        return;
+    };
+    let mut found = 0;
+    for (client, relative) in CLIENT_FILES {
+        let path = home.join(relative);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let document: Value = match serde_json::from_str(&text) {
+            Ok(document) => document,
+            Err(error) => {
+                findings.problem(
+                    format!("{client}: {} is not valid JSON ({error})", path.display()),
+                    "correct the file; the client cannot read it either",
+                );
+                continue;
+            }
+        };
+        let mut entries = Vec::new();
+        zenmode_entries(&document, &mut entries);
+        for (name, command) in entries {
+            found += 1;
+            if command_exists(&command) {
+                findings.ok(format!(
+                    "{client}: {} runs zenmode as {name:?} ({command})",
+                    path.display()
+                ));
+            } else {
+                findings.problem(
+                    format!(
+                        "{client}: {} runs zenmode as {name:?} with {command:?}, which is not found",
+                        path.display()
+                    ),
+                    "give the full path of the zenmode binary as its command",
+                );
+            }
+        }
+    }
+    if found == 0 {
+        findings.warn(
+            "no client configuration under your home runs zenmode (see README: Connect a client)",
+        );
+    }
+}
+
+/// `(name, command)` of every server entry in `value` (at any depth, under
+/// `mcpServers` or VS Code's `servers`) whose command or arguments name zenmode.
+pub fn zenmode_entries(value: &Value, out: &mut Vec<(String, String)>) {
+    let Value::Object(map) = value else {
+        return;
+    };
+    for (key, child) in map {
+        if (key == "mcpServers" || key == "servers")
+            && let Value::Object(servers) = child
+        {
+            for (name, entry) in servers {
+                let command = entry
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let args = entry.get("args").map(Value::to_string).unwrap_or_default();
+                if command.contains("zenmode") || args.contains("zenmode") {
+                    out.push((name.clone(), command.to_owned()));
+                }
+            }
+        } else {
+            zenmode_entries(child, out);
+        }
+    }
+}
+
+/// Whether `command` names a file, or a program on PATH.
+pub fn command_exists(command: &str) -> bool {
+    let path = Path::new(command);
+    if path.components().count() > 1 {
+        return path.is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(command).is_file()))
+}

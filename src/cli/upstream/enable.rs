@@ -1,0 +1,33 @@
+//! `zenmode upstream enable` and `disable`.
+
+use std::{path::Path, process::ExitCode};
+
+use anyhow::bail;
+use serde_json::{Value, json};
+
+use super::file::{PICKUP_WAIT, read_document, servers_mut, write_document};
+use crate::gateway::{live, store::GatewayDirs};
+
+/// `upstream enable|disable NAME`: the entry's `enabled` changes, nothing else.
+pub fn set_enabled(
+    file: &Path,
+    dirs: &GatewayDirs,
+    name: &str,
+    enabled: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut document = read_document(file)?;
+    let servers = servers_mut(&mut document, file)?;
+    let Some(Value::Object(entry)) = servers.get_mut(name) else {
+        bail!("{}: no server named {name:?}", file.display());
+    };
+    entry.shift_remove("disabled");
+    entry.insert("enabled".into(), json!(enabled));
+    write_document(file, &document)?;
+    println!(
+        "{} {name:?} in {}",
+        if enabled { "enabled" } else { "disabled" },
+        file.display(),
+    );
+    println!("{}", live::pickup_report(dirs, file, PICKUP_WAIT));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,149 @@
+//! The upstreams file as the `upstream` subcommands read and write it:
+//! where it is by default, loading it, choosing servers, writing it back
+//! only when it loads, and starting a server to read its tools.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use anyhow::{Context, bail};
+use serde_json::{Map, Value, json};
+
+use crate::gateway::{
+    config::{self, UpstreamConfig},
+    store::GatewayDirs,
+    upstream::Upstream,
+};
+
+/// How long `add` and `remove` wait for running servers to reload the file
+/// (they check it once a second).
+pub const PICKUP_WAIT: Duration = Duration::from_secs(4);
+
+/// Where `upstream add` writes when no `--upstreams` is given:
+/// `ZEN_CONFIG_DIR`, else the platform's config directory, `zenmode/upstreams.json`.
+pub fn default_upstreams_file() -> PathBuf {
+    std::env::var_os("ZEN_CONFIG_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| dirs::config_dir().map(|dir| dir.join("zenmode")))
+        .unwrap_or_else(|| PathBuf::from(".zenmode"))
+        .join("upstreams.json")
+}
+
+/// The servers in the upstreams `file` (none when it does not exist yet).
+pub fn gateway_servers(file: &Path) -> anyhow::Result<Map<String, Value>> {
+    if !file.exists() {
+        return Ok(Map::new());
+    }
+    let mut document = read_document(file)?;
+    Ok(servers_mut(&mut document, file)?.clone())
+}
+
+pub fn read_document(file: &Path) -> anyhow::Result<Value> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))
+}
+
+pub fn servers_mut<'a>(
+    document: &'a mut Value,
+    file: &Path,
+) -> anyhow::Result<&'a mut Map<String, Value>> {
+    let Value::Object(root) = document else {
+        bail!("{} is not a JSON object", file.display());
+    };
+    root.entry("mcpServers")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .with_context(|| format!("{}: \"mcpServers\" is not an object", file.display()))
+}
+
+/// A directory (and its parents) only its owner can read: the gateway file
+/// and the setup backups can hold servers' secrets.
+pub fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))
+}
+
+/// Writes the file only if it loads, so a bad edit never breaks start-up.
+/// It can hold secrets: the file is 0600 (also when it was not) in a
+/// directory created 0700.
+pub fn write_document(file: &Path, document: &Value) -> anyhow::Result<()> {
+    let checked = config::parse(document)
+        .map_err(|problem| anyhow::anyhow!("{}: {problem}", file.display()))?;
+    for warning in checked.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir)?;
+    }
+    let temporary = file.with_extension("json.tmp");
+    write_private(
+        &temporary,
+        (serde_json::to_string_pretty(document)? + "\n").as_bytes(),
+    )
+    .with_context(|| format!("cannot write {}", temporary.display()))?;
+    std::fs::rename(&temporary, file).with_context(|| format!("cannot write {}", file.display()))
+}
+
+/// Writes `bytes` to a file only its owner can read.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut out = options.open(path)?;
+    // A file left from before keeps its mode on open: set it.
+    #[cfg(unix)]
+    out.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    out.write_all(bytes)?;
+    out.sync_all()
+}
+
+/// The configured servers, or the one named (an error names the known ones).
+pub fn chosen(file: &Path, name: Option<&str>) -> anyhow::Result<Vec<UpstreamConfig>> {
+    let servers = config::load(file)?.servers;
+    let Some(name) = name else {
+        return Ok(servers);
+    };
+    let known: Vec<String> = servers.iter().map(|c| c.name.clone()).collect();
+    let found: Vec<UpstreamConfig> = servers.into_iter().filter(|c| c.name == name).collect();
+    if found.is_empty() {
+        bail!(
+            "{}: no server named {name:?} (configured: {})",
+            file.display(),
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        );
+    }
+    Ok(found)
+}
+
+/// Starts a server, reads its tools (the cache is updated) and stops it.
+pub async fn fetch(
+    config: &UpstreamConfig,
+    dirs: &GatewayDirs,
+    wait: Duration,
+) -> Result<Vec<Value>, String> {
+    let upstream = Upstream::new(config.clone(), dirs.clone(), None);
+    let tools = match tokio::time::timeout(wait, upstream.tools()).await {
+        Ok(Ok(tools)) => Ok(tools),
+        Ok(Err(error)) => Err(error.message),
+        Err(_) => Err(format!(
+            "did not list its tools within {}s",
+            wait.as_secs_f64()
+        )),
+    };
+    upstream.stop().await;
+    tools
+}

@@ -1,0 +1,202 @@
+//! `zenmode status`: what each upstream is doing, as the serving
+//! processes recorded it, without starting anything.
+
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+use serde_json::{Value, json};
+
+use super::file::default_upstreams_file;
+use crate::gateway::{
+    Verdict,
+    config::{self, UpstreamConfig},
+    state,
+    store::{self, GatewayDirs},
+};
+
+/// Whether the process `pid` still runs.
+pub fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        let found = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        found
+            && !std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+                status
+                    .lines()
+                    .any(|l| l.starts_with("State:") && l.contains('Z'))
+            })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
+/// One server as `zenmode status` shows it.
+pub fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
+    let cached = store::load_catalog(dirs, config);
+    let pins = store::load_pins(dirs, &config.name);
+    let quarantined: Vec<&str> = match (&cached, &pins) {
+        (Some(tools), Some(pins)) => tools
+            .iter()
+            .filter(|tool| config.allows(store::tool_name(tool).unwrap_or_default()))
+            .filter(|tool| pins.verdict(tool) != Verdict::Approved)
+            .filter_map(store::tool_name)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let recorded = state::load(dirs, &config.name);
+    let mut note = None;
+    let state_name = match &recorded {
+        _ if !config.enabled => "disabled".to_owned(),
+        None => "never started".to_owned(),
+        Some(recorded)
+            if matches!(recorded.state.as_str(), "running" | "starting")
+                && !process_alive(recorded.zenmode_pid) =>
+        {
+            note = Some(format!(
+                "the zenmode process {} that ran it has ended",
+                recorded.zenmode_pid
+            ));
+            "stopped".to_owned()
+        }
+        Some(recorded) => recorded.state.clone(),
+    };
+    let running = state_name == "running";
+    json!({
+        "server": config.name,
+        "enabled": config.enabled,
+        "state": state_name,
+        "note": note,
+        "target": config.describe(),
+        "tools": recorded.as_ref().and_then(|r| r.tools).or(cached.as_ref().map(Vec::len)),
+        "quarantined": quarantined,
+        "pid": recorded.as_ref().filter(|_| running).and_then(|r| r.pid),
+        "zenmode_pid": recorded.as_ref().map(|r| r.zenmode_pid),
+        "last_error": recorded.as_ref().and_then(|r| r.last_error.clone()),
+        "stderr_tail": recorded.as_ref().map(|r| r.stderr_tail.clone()).unwrap_or_default(),
+        "last_call": recorded.as_ref().and_then(|r| r.last_call.clone()),
+        "updated_ms": recorded.as_ref().map(|r| r.updated_ms),
+    })
+}
+
+/// How long ago `at_ms` was, in words.
+pub fn ago(at_ms: u64) -> String {
+    let secs = state::now_ms().saturating_sub(at_ms) / 1000;
+    match secs {
+        0..60 => format!("{secs}s ago"),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86400),
+    }
+}
+
+/// What `list` and `status` print when there is no upstreams file yet.
+pub fn no_upstreams_file(file: &Path, json: bool) -> ExitCode {
+    if json {
+        println!(
+            "{}",
+            json!({"file": file.display().to_string(), "servers": []})
+        );
+    } else {
+        println!(
+            "no upstreams file at {} (add a server with `zenmode upstream add NAME -- CMD ARGS...`)",
+            file.display()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// `zenmode status`: every configured server as the serving zenmode
+/// processes last recorded it.
+pub fn status(file: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
+    let file = file.unwrap_or_else(default_upstreams_file);
+    let dirs = GatewayDirs::from_env();
+    if !file.exists() {
+        return Ok(no_upstreams_file(&file, json));
+    }
+    // Entry by entry, as a serving zenmode reads it: a bad entry is shown
+    // beside the others, not a reason to show nothing.
+    let parsed = config::load_each(&file)?;
+    let mut rows: Vec<Value> = parsed
+        .servers
+        .iter()
+        .map(|c| server_status(c, &dirs))
+        .collect();
+    rows.extend(
+        parsed
+            .bad
+            .iter()
+            .map(|(name, problem)| json!({"server": name, "state": "bad entry", "note": problem})),
+    );
+    if json {
+        println!(
+            "{}",
+            json!({"file": file.display().to_string(), "servers": rows})
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{}", file.display());
+    for row in &rows {
+        let text = |key: &str| row[key].as_str().unwrap_or_default().to_owned();
+        let mut line = format!("  {:<16} {:<14}", text("server"), text("state"));
+        if let Some(tools) = row["tools"].as_u64() {
+            line.push_str(&format!(" {tools} tools"));
+        }
+        if let Some(pid) = row["pid"].as_u64() {
+            line.push_str(&format!(", pid {pid}"));
+        }
+        if let Some(call) = row["last_call"].as_object() {
+            line.push_str(&format!(
+                ", last call {} {} ({})",
+                call["tool"].as_str().unwrap_or_default(),
+                ago(call["at_ms"].as_u64().unwrap_or_default()),
+                call["outcome"].as_str().unwrap_or_default()
+            ));
+        }
+        println!("{line}");
+        if let Some(note) = row["note"].as_str() {
+            println!("      {note}");
+        }
+        if row["state"] == crate::gateway::oauth::NEEDS_SIGN_IN {
+            println!(
+                "      sign in with `zenmode upstream login {}`",
+                text("server")
+            );
+        }
+        if row["state"] == "failed"
+            && let Some(error) = row["last_error"].as_str()
+        {
+            println!("      last error: {error}");
+            for tail in row["stderr_tail"].as_array().into_iter().flatten() {
+                println!("      | {}", tail.as_str().unwrap_or_default());
+            }
+            println!(
+                "      (more with `zenmode upstream logs {}`)",
+                text("server")
+            );
+        }
+        let held: Vec<&str> = row["quarantined"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !held.is_empty() {
+            println!(
+                "      quarantined: {} (review with `zenmode upstream diff {}`)",
+                held.join(", "),
+                text("server")
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

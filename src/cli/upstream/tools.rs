@@ -1,0 +1,75 @@
+//! `zenmode upstream tools`: one server's tools, as it lists them now.
+
+use std::{process::ExitCode, time::Duration};
+
+use serde_json::{Value, json};
+
+use super::{list::first_line, review::current_tools};
+use crate::gateway::{
+    Verdict,
+    config::UpstreamConfig,
+    store::{self, GatewayDirs},
+};
+
+/// Whether a tool says it only reads, or may destroy something.
+pub fn hints(tool: &Value) -> (bool, bool) {
+    let hint = |key: &str| tool.pointer(&format!("/annotations/{key}")) == Some(&Value::Bool(true));
+    let named = crate::engine::named_destructive(store::tool_name(tool).unwrap_or_default());
+    (hint("readOnlyHint"), hint("destructiveHint") || named)
+}
+
+/// `upstream tools NAME`.
+pub async fn tools(
+    config: &UpstreamConfig,
+    dirs: &GatewayDirs,
+    wait: Duration,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let tools = current_tools(config, dirs, wait).await?;
+    let pins = store::load_pins(dirs, &config.name);
+    let rows: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            let name = store::tool_name(tool).unwrap_or_default();
+            let standing = if !config.allows(name) {
+                "filtered out".to_owned()
+            } else {
+                match pins.as_ref().map(|pins| pins.verdict(tool)) {
+                    None => "not approved yet".to_owned(),
+                    Some(Verdict::Approved) => "approved".to_owned(),
+                    Some(verdict) => format!("quarantined ({})", verdict.reason()),
+                }
+            };
+            let (read_only, destructive) = hints(tool);
+            json!({
+                "tool": name,
+                "mode": crate::catalog::gateway_modes::mode_name(&config.prefix, name),
+                "standing": standing,
+                "read_only": read_only,
+                "destructive": destructive,
+                "summary": first_line(
+                    tool.get("description").and_then(Value::as_str).unwrap_or_default(),
+                ),
+            })
+        })
+        .collect();
+    if json {
+        println!("{}", json!({"server": config.name, "tools": rows}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for row in &rows {
+        let hint = match (row["read_only"] == true, row["destructive"] == true) {
+            (_, true) => "destructive",
+            (true, false) => "read-only",
+            _ => "-",
+        };
+        println!(
+            "{:<28} {:<12} {:<11} {}",
+            row["tool"].as_str().unwrap_or_default(),
+            row["standing"].as_str().unwrap_or_default(),
+            hint,
+            row["summary"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

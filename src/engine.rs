@@ -460,30 +460,12 @@ impl Engine {
 /// The rule lives with the manifest (the ranking uses it too).
 pub use crate::catalog::named_destructive;
 
-/// Between a server's prefix and its tool's name in a mode name.
-const SERVER_SEPARATOR: &str = crate::catalog::gateway_modes::SEPARATOR;
-
-/// Whether another server's tool may delete or overwrite something: its
-/// `destructiveHint`, or a name that says so.
-fn is_destructive(mode: &Mode) -> bool {
-    mode.manifest().destructive()
-}
-
-/// The names closest to `name`, leaving out other servers' destructive
-/// tools (a typo must not lead the model to delete something elsewhere).
+/// The closest names that are safe to suggest (the catalog's one rule).
 fn suggestions(catalog: &Catalog, name: &str) -> Vec<String> {
-    let wanted_server = name.split_once(SERVER_SEPARATOR).map(|(prefix, _)| prefix);
     catalog
-        .closest_names(name, MAX_SUGGESTIONS * 4)
+        .suggestions(name, MAX_SUGGESTIONS)
         .into_iter()
-        .filter_map(|candidate| catalog.get(candidate))
-        .filter(|mode| {
-            matches!(mode.origin, Origin::Builtin | Origin::ModesDir(_))
-                || mode.name().split_once(SERVER_SEPARATOR).map(|(p, _)| p) == wanted_server
-                || !is_destructive(mode)
-        })
-        .take(MAX_SUGGESTIONS)
-        .map(|mode| mode.name().to_owned())
+        .map(str::to_owned)
         .collect()
 }
 

@@ -384,6 +384,33 @@ impl Catalog {
         scored.sort();
         scored.into_iter().take(limit).map(|(_, n)| n).collect()
     }
+
+    /// The names closest to `wanted` that are safe to offer as "did you
+    /// mean": another server's destructive tool is never among them, so a
+    /// typo cannot lead the model to delete something on a server it did
+    /// not name. Built-in and `--modes-dir` modes, the named server's own
+    /// tools and tools that change nothing may be offered. Every strategy and
+    /// the engine answer an unknown name with this list.
+    pub fn suggestions(&self, wanted: &str, limit: usize) -> Vec<&str> {
+        let wanted_server = wanted
+            .split_once(gateway_modes::SEPARATOR)
+            .map(|(prefix, _)| prefix);
+        self.closest_names(wanted, limit.saturating_mul(4))
+            .into_iter()
+            .filter_map(|candidate| self.get(candidate))
+            .filter(|mode| {
+                matches!(mode.origin, Origin::Builtin | Origin::ModesDir(_))
+                    || mode
+                        .name()
+                        .split_once(gateway_modes::SEPARATOR)
+                        .map(|(prefix, _)| prefix)
+                        == wanted_server
+                    || !mode.manifest().destructive()
+            })
+            .take(limit)
+            .map(|mode| mode.name())
+            .collect()
+    }
 }
 
 fn load_modes_dir(dir: &Path) -> Result<Vec<Mode>, LoadError> {

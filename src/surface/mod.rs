@@ -540,10 +540,11 @@ pub fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-/// Names in `catalog` closest to `name`, for "did you mean" replies.
+/// Names in `catalog` closest to `name`, for "did you mean" replies: the
+/// catalog's rule, which leaves out other servers' destructive tools.
 pub fn suggestions(catalog: &Catalog, name: &str) -> Vec<String> {
     catalog
-        .closest_names(name, 3)
+        .suggestions(name, 3)
         .into_iter()
         .map(str::to_owned)
         .collect()

@@ -36,32 +36,32 @@
 //! it in a `OnceLock`). With the full model loaded, a server builds the
 //! model's part on a thread ([`Index::build_model_later`]).
 
-pub mod action;
-pub mod analyze;
-pub mod bm25;
-pub mod embedding;
 pub mod eval;
-pub mod examples;
 mod nofit;
-pub mod phrasing;
-pub mod synonyms;
+pub mod signals;
 pub mod text;
+
+pub use signals::embedding;
 #[cfg(feature = "transformer")]
-pub mod transformer;
-pub mod values;
-pub mod wordpiece;
+pub use signals::transformer;
 
 use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap as HashMap;
 
-use action::Actions;
-use analyze::{Analyzer, Options, Term, TermKind, Vocabulary, query_terms};
-use bm25::{Bm25F, Document, Field, FieldParams, FieldTable};
-use embedding::{EmbeddingIndex, QueryMeaning};
-use examples::ExampleIndex;
-use phrasing::{PhrasingCounts, PhrasingModel};
-use values::Values;
+use signals::{
+    action::{self, Actions},
+    bm25::{self, Bm25F, Document, Field, FieldParams, FieldTable},
+    embedding::{EmbeddingIndex, QueryMeaning},
+    examples::ExampleIndex,
+    phrasing::{PhrasingCounts, PhrasingModel},
+    token_table,
+    values::Values,
+};
+use text::{
+    analyze::{Analyzer, Options, Term, TermKind, Vocabulary, query_terms},
+    words,
+};
 
 use crate::catalog::{Catalog, Manifest};
 
@@ -145,7 +145,7 @@ pub struct Tuning {
     pub verb_mismatch: f32,
     /// For a tool without example phrasings: its score is multiplied by
     /// `1 + value_match` when it takes a kind of value the request carries
-    /// (a URL, a path, a time zone ...: [`values::Values`]), ...
+    /// (a URL, a path, a time zone ...: [`Values`]), ...
     pub value_match: f32,
     /// ... and by `1 - value_mismatch` when the request carries values and
     /// the tool takes none of their kinds. Off: on the real-server tune
@@ -553,7 +553,7 @@ impl Index {
                 catalog,
                 ranker,
                 tuning,
-                embedding::table().map(embedding::Encoder::Table),
+                token_table::table().map(embedding::Encoder::Table),
             );
             let slot = Arc::new(OnceLock::new());
             index.model = Some(Arc::clone(&slot));
@@ -1317,7 +1317,7 @@ pub fn model_texts(catalog: &Catalog) -> Vec<String> {
 /// `parameters`: then its parameter names as words, which say what the
 /// tool works on (a path, a repository, an entity).
 fn meaning_text(manifest: &Manifest, parameters: bool) -> String {
-    let name = text::split_identifier(&manifest.name);
+    let name = words::split_identifier(&manifest.name);
     let about = if manifest.description.is_empty() {
         &manifest.summary
     } else {
@@ -1330,7 +1330,7 @@ fn meaning_text(manifest: &Manifest, parameters: bool) -> String {
     {
         let names: Vec<String> = properties
             .keys()
-            .map(|p| text::split_identifier(p))
+            .map(|p| words::split_identifier(p))
             .collect();
         text.push_str(" (parameters: ");
         text.push_str(&names.join(", "));

@@ -14,7 +14,7 @@ use std::{path::Path, time::Instant};
 
 use zenmode::{
     catalog::{Catalog, CatalogSources},
-    select::{embedding, transformer::Transformer},
+    select::signals::{embedding, token_table, transformer::Transformer},
 };
 
 fn root() -> &'static Path {
@@ -78,7 +78,7 @@ fn main() {
         println!("no model installed and ZEN_EMBEDDING_MODEL not set: nothing to measure");
         return;
     };
-    let tokenizer = embedding::table().expect("the token table").tokenizer();
+    let tokenizer = token_table::table().expect("the token table").tokenizer();
     let opened = Instant::now();
     let model = Transformer::open(&dir, tokenizer).expect("the model opens");
     println!(

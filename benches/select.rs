@@ -154,7 +154,7 @@ fn bench_select(c: &mut Criterion) {
     // Once per process that ranks tools without examples: the vocabulary
     // map is built, the vectors stay in the binary's read-only pages.
     group.bench_function("parse_table", |b| {
-        b.iter(|| black_box(zenmode::select::embedding::parse_compiled()))
+        b.iter(|| black_box(zenmode::select::signals::token_table::parse_compiled()))
     });
 
     group.sample_size(20);

@@ -11,12 +11,12 @@
 //! catalog that happens to serve a few probes (it has a weather tool)
 //! barely moves that quantile.
 //!
-//! Kept apart from the ranking (`mod.rs`) so that the rule can change
+//! Kept apart from the scoring (`scoring.rs`) so that the rule can change
 //! without touching the fusion, and the fusion without touching the rule.
 //! docs/selection.md ("No clear fit, calibrated from the catalog itself")
 //! has what was measured, including the rules tried and not adopted.
 
-use super::Index;
+use super::index::Index;
 
 /// Requests from unrelated domains that calibrate the no-fit score.
 const NO_FIT_PROBES: &str = include_str!("../../data/selection/no_fit_probes.txt");
@@ -30,8 +30,10 @@ fn probes() -> impl Iterator<Item = &'static str> {
 }
 
 /// The no-fit candidate's score for `index`: the best score that
-/// [`super::Tuning::no_fit_quantile`] of the probes reach, times
-/// [`super::Tuning::no_fit_margin`]; `None` when there is no probe.
+/// [`Tuning::no_fit_quantile`](super::tuning::Tuning::no_fit_quantile) of
+/// the probes reach, times
+/// [`Tuning::no_fit_margin`](super::tuning::Tuning::no_fit_margin); `None`
+/// when there is no probe.
 pub(super) fn calibrated_score(index: &Index) -> Option<f32> {
     let mut best: Vec<f32> = probes()
         .map(|probe| {

@@ -20,7 +20,7 @@
 use rust_stemmers::{Algorithm, Stemmer};
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{synonyms, text};
+use super::{synonyms, words};
 
 /// Longest word the stemmer sees; longer tokens (hashes, base64) stay as they are.
 const MAX_STEMMED_CHARS: usize = 40;
@@ -128,7 +128,7 @@ impl Analyzer {
         for (concept, members) in synonyms::GROUPS {
             let concept_key = format!("~{concept}");
             for member in *members {
-                let stems: Vec<String> = text::words(member)
+                let stems: Vec<String> = words::words(member)
                     .iter()
                     .map(|w| self.stem_word(w))
                     .collect();
@@ -218,7 +218,7 @@ impl Analyzer {
         // The run's stems, back to back, and where each one ends.
         let mut stems = String::new();
         let mut ends: Vec<usize> = Vec::new();
-        for run in text::runs(text) {
+        for run in words::runs(text) {
             stems.clear();
             ends.clear();
             for word in &run {

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use super::text::split_identifier;
+use crate::select::text::words::split_identifier;
 
 /// A set of value kinds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! BERT's uncased WordPiece tokenizer, for the embedding signal.
 //!
-//! The static token table ([`super::embedding`]) was distilled from
+//! The static token table (`token_table.rs`) was distilled from
 //! all-MiniLM-L6-v2, so a text must be cut into exactly the pieces that
 //! model's tokenizer makes: clean and lower-case the text, strip accents,
 //! give every CJK character and every punctuation mark a token of its own,

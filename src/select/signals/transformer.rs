@@ -140,7 +140,7 @@ pub fn loaded() -> Option<&'static Transformer> {
         .get_or_init(|| {
             let pending = PENDING.get()?;
             let started = std::time::Instant::now();
-            let opened = super::embedding::table()
+            let opened = super::token_table::table()
                 .ok_or_else(|| "the compiled-in token table is damaged".to_owned())
                 .and_then(|table| {
                     open_cached(&pending.dir, pending.cache_dir.as_deref(), table.tokenizer())
@@ -318,7 +318,7 @@ impl Transformer {
         ids.truncate(MAX_TOKENS - 1);
         ids.push(SEP);
         let mut vector = self.model.mean_output(&ids)?;
-        super::embedding::normalize(&mut vector).then_some(vector)
+        super::token_table::normalize(&mut vector).then_some(vector)
     }
 }
 
@@ -372,7 +372,7 @@ mod tests {
     /// embeddings).
     #[test]
     fn configurations_that_do_not_fit_are_refused() {
-        let table = crate::select::embedding::table().unwrap();
+        let table = crate::select::signals::token_table::table().unwrap();
         let good = serde_json::json!({
             "vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6,
             "num_attention_heads": 12, "intermediate_size": 1536, "hidden_act": "gelu",

@@ -8,8 +8,8 @@
 //!
 //! Everything that depends only on the catalog (IDF and each posting's
 //! saturated frequency) is computed at build time; terms are ids of the
-//! index's shared [`super::analyze::Vocabulary`], so a query costs a
-//! multiply-add per posting.
+//! index's shared [`Vocabulary`](crate::select::text::analyze::Vocabulary),
+//! so a query costs a multiply-add per posting.
 
 /// Term-frequency saturation: how fast repeated occurrences stop adding.
 pub const K1: f32 = 1.2;

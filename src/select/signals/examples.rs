@@ -7,7 +7,7 @@
 //! example, plus a fraction of its second best, so a mode whose phrasings
 //! agree beats one lucky example elsewhere.
 
-use super::analyze::TermKind;
+use crate::select::text::analyze::TermKind;
 
 #[derive(Debug)]
 pub struct ExampleIndex {
@@ -157,7 +157,7 @@ impl ExampleIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select::analyze::{Analyzer, Options, Vocabulary, query_terms};
+    use crate::select::text::analyze::{Analyzer, Options, Vocabulary, query_terms};
 
     struct Fixture {
         analyzer: Analyzer,

@@ -2,7 +2,7 @@
 //!
 //! Every mode is a bag of terms from the way it is phrased: its example tasks
 //! (weight 1 each) and its name, title, summary and keywords (weighted more,
-//! see [`super::Tuning::intent_text_weight`], since each is written to say
+//! see `Tuning::intent_text_weight`, since each is written to say
 //! what the mode is for). The model scores a query by the probability that the mode's bag
 //! produced it (multinomial naive Bayes with additive smoothing) and returns
 //! the posterior over modes.
@@ -153,7 +153,7 @@ impl PhrasingModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select::analyze::{Analyzer, Options, Vocabulary, query_terms};
+    use crate::select::text::analyze::{Analyzer, Options, Vocabulary, query_terms};
 
     struct Fixture {
         analyzer: Analyzer,

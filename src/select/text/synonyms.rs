@@ -330,7 +330,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select::text;
+    use crate::select::text::words;
 
     #[test]
     fn every_member_is_one_run_of_one_or_two_words() {
@@ -339,7 +339,7 @@ mod tests {
         for (concept, members) in GROUPS {
             assert!(!members.is_empty(), "{concept} is empty");
             for member in *members {
-                let runs = text::runs(member);
+                let runs = words::runs(member);
                 let written = member.split(' ').count();
                 assert!(
                     (1..=2).contains(&written) && runs.len() == 1 && runs[0].len() == written,

@@ -1,0 +1,407 @@
+//! The [`Index`] type, and assembling it from a catalog.
+//!
+//! An index holds, for one catalog, everything a request is ranked against:
+//! the interned vocabulary and the analyzer, each signal's precomputed part
+//! (BM25 postings, example vectors, the phrasing model, the meaning
+//! vectors), and per mode what the action and value rules need (what it
+//! does, which values it takes, whether it is destructive or changes
+//! state, the identifiers that name it). Assembling it is one pass over the
+//! catalog; the public ways to build one (which encoder, the calibrated
+//! no-fit score, the model's index on a thread) are in `build.rs`, and
+//! scoring a request with it in `scoring.rs`.
+
+use std::sync::{Arc, OnceLock};
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::{
+    signals::{
+        action::Actions,
+        bm25::{self, Bm25F, Document, Field},
+        embedding::{self, EmbeddingIndex},
+        examples::ExampleIndex,
+        phrasing::{PhrasingCounts, PhrasingModel},
+        values::Values,
+    },
+    text::{
+        analyze::{Analyzer, Options, TermKind, Vocabulary},
+        words,
+    },
+    tuning::{PLAIN_FIELDS, Ranker, Tuning},
+};
+use crate::catalog::{Catalog, Manifest};
+
+/// Texts up to this long are analyzed once per index build, however often
+/// they occur.
+const MEMO_MAX_BYTES: usize = 64;
+
+/// The precomputed index over a catalog.
+#[derive(Debug)]
+pub struct Index {
+    pub(super) ranker: Ranker,
+    pub(super) tuning: Tuning,
+    pub(super) analyzer: Analyzer,
+    /// Every term of the catalog, interned; the parts below are keyed by id.
+    pub(super) vocabulary: Vocabulary,
+    pub(super) lexical: Bm25F,
+    pub(super) examples: Option<ExampleIndex>,
+    pub(super) phrasing: Option<PhrasingModel>,
+    pub(super) semantic: Option<EmbeddingIndex>,
+    /// Per mode: does it have example phrasings? The phrasing model only
+    /// counts for those (see [`Tuning::phrasing_weight`]).
+    pub(super) has_examples: Vec<bool>,
+    /// Per mode without example phrasings: what it does, from its name and
+    /// description ([`Actions::of_tool`]); empty for the others.
+    pub(super) actions: Vec<Actions>,
+    /// Per mode without example phrasings: the actions its name alone
+    /// names (what the ranking favours; the description's first word,
+    /// often a generic "Returns" or "Gets", only widens what a destructive
+    /// tool's request may ask for).
+    pub(super) name_actions: Vec<Actions>,
+    /// Per mode: the kinds of value its parameters take
+    /// ([`Values::of_parameters`]). Built-in modes count too: a review
+    /// request naming `auth.py` stays with the mode that takes files.
+    pub(super) takes: Vec<Values>,
+    /// Per mode: may it delete or overwrite ([`Manifest::destructive`])?
+    pub(super) destructive: Vec<bool>,
+    /// Per mode: does it change state (a tool without example phrasings
+    /// whose name's main action creates, updates, writes, moves, sends,
+    /// commits ... or that is destructive)? A question is not offered one first.
+    pub(super) changes_state: Vec<bool>,
+    /// Names and aliases that look like identifiers (`git_status`,
+    /// `memory__create_entities`, `get-sum`), lower-cased, to the modes
+    /// they name: a request that writes one asks for that mode.
+    pub(super) identifiers: HashMap<String, Vec<usize>>,
+    /// Some modes have example phrasings and some do not
+    /// ([`Tuning::mixed_examples_weight`]).
+    pub(super) mixed: bool,
+    /// The score of the "no mode fits" candidate: [`Tuning::no_fit_score`],
+    /// or calibrated per catalog when the meaning signal runs.
+    pub(super) no_fit_score: f32,
+    pub(super) modes: usize,
+    /// With the full model loaded (fused ranker only): the same catalog
+    /// indexed with the model as the meaning signal, asked when this
+    /// index's own ranking is unsure ([`Tuning::ask_model_below`]). Empty
+    /// while [`Index::build_model_later`]'s thread is still encoding the
+    /// tools; the table answers alone until then.
+    pub(super) model: Option<Arc<OnceLock<Index>>>,
+}
+
+impl Index {
+    /// One index, with `encoder` (if any) as the meaning signal and the
+    /// no-fit score at [`Tuning::no_fit_score`] (`build.rs` calibrates it).
+    pub(super) fn assemble(
+        catalog: &Catalog,
+        ranker: Ranker,
+        tuning: Tuning,
+        encoder: Option<embedding::Encoder>,
+    ) -> Self {
+        let full = ranker != Ranker::Bm25;
+        // Modes with example phrasings are routed well without the meaning
+        // signal; the table is only parsed when some mode has none
+        // (imported tools). Such catalogs also drop lone numbers.
+        let has_examples: Vec<bool> = catalog
+            .modes()
+            .iter()
+            .map(|m| !m.manifest().examples.is_empty())
+            .collect();
+        let needs_meaning = has_examples.contains(&false);
+        let tuning = match encoder {
+            Some(encoder) if encoder.is_full_model() => ranker.tuning(
+                tuning
+                    .for_full_model()
+                    .overridden_by_env("ZEN_SELECT_MODEL_TUNING"),
+            ),
+            _ => ranker.tuning(tuning),
+        };
+        let analyzer = Analyzer::new(if full {
+            Options {
+                numbers_alone: tuning.analysis.numbers_alone && !needs_meaning,
+                ..tuning.analysis
+            }
+        } else {
+            Options::PLAIN
+        });
+        // About one distinct term per 8 bytes of text in real catalogs.
+        let text_bytes: usize = catalog
+            .modes()
+            .iter()
+            .map(|m| m.manifest().description.len() + m.manifest().summary.len())
+            .sum();
+        let mut vocabulary = Vocabulary::with_capacity(text_bytes / 8);
+        let mut cache = HashMap::default();
+        let mut memo: HashMap<&str, Vec<(u32, TermKind)>> = HashMap::default();
+        let mut scratch: Vec<(u32, TermKind)> = Vec::new();
+        let mut ids: Vec<u32> = Vec::new();
+        let mut documents = Vec::with_capacity(catalog.len());
+        let mut example_terms: Vec<(usize, Vec<(u32, TermKind)>)> = Vec::new();
+        let mut phrasing = PhrasingCounts::new(catalog.len());
+        // Terms of the fields written to say what a mode is for, by id.
+        let mut intent_terms: Vec<bool> = Vec::new();
+        for (mode_index, mode) in catalog.modes().iter().enumerate() {
+            let manifest = mode.manifest();
+            let mut document = Document::default();
+            for (field, text) in field_texts(manifest) {
+                let field = if full { field } else { Field::Description };
+                scratch.clear();
+                // Short texts (parameter names, titles equal to names) repeat
+                // across a big catalog: analyze each once.
+                match memo.get(text) {
+                    Some(terms) => scratch.extend_from_slice(terms),
+                    None => {
+                        let compounds = field != Field::Description;
+                        analyzer.for_each_term(text, compounds, &mut cache, &mut |key, kind| {
+                            scratch.push((vocabulary.intern(key), kind));
+                        });
+                        if text.len() <= MEMO_MAX_BYTES {
+                            memo.insert(text, scratch.clone());
+                        }
+                    }
+                }
+                ids.clear();
+                ids.extend(scratch.iter().map(|&(id, _)| id));
+                if !matches!(field, Field::Description | Field::Parameters) {
+                    intent_terms.resize(vocabulary.len(), false);
+                    for &id in &ids {
+                        intent_terms[id as usize] = true;
+                    }
+                    phrasing.add(mode_index, &ids, tuning.intent_text_weight);
+                } else if field == Field::Description && tuning.description_phrasing_weight > 0.0 {
+                    phrasing.add(mode_index, &ids, tuning.description_phrasing_weight);
+                }
+                add_terms(document.field_mut(field), &scratch);
+            }
+            documents.push(document);
+            if full {
+                for example in &manifest.examples {
+                    let mut terms = Vec::new();
+                    // No glued compounds: across thousands of phrasings they
+                    // are mostly non-words and cost half the build.
+                    analyzer.for_each_term(example, false, &mut cache, &mut |key, kind| {
+                        terms.push((vocabulary.intern(key), kind));
+                    });
+                    ids.clear();
+                    ids.extend(terms.iter().map(|&(id, _)| id));
+                    phrasing.add(mode_index, &ids, 1.0);
+                    example_terms.push((mode_index, terms));
+                }
+            }
+        }
+        let terms = vocabulary.len();
+        let lexical = Bm25F::build(
+            &documents,
+            if full { &tuning.fields } else { &PLAIN_FIELDS },
+            terms,
+        );
+        let examples = (!example_terms.is_empty()).then(|| {
+            let is_intent = |id: u32| intent_terms.get(id as usize).copied().unwrap_or(false);
+            ExampleIndex::build(&example_terms, terms, &is_intent, tuning.topic_weight)
+        });
+        let phrasing =
+            full.then(|| PhrasingModel::build(phrasing, terms, tuning.phrasing_smoothing));
+        let semantic = encoder.map(|encoder| {
+            let parameters = encoder.is_full_model() && tuning.meaning_parameters;
+            let texts: Vec<String> = catalog
+                .modes()
+                .iter()
+                .map(|m| meaning_text(m.manifest(), parameters))
+                .collect();
+            EmbeddingIndex::build(encoder, texts.iter().map(String::as_str))
+        });
+        let actions = catalog
+            .modes()
+            .iter()
+            .zip(&has_examples)
+            .map(|(m, &has)| {
+                let manifest = m.manifest();
+                if has {
+                    Actions::NONE
+                } else {
+                    Actions::of_tool(
+                        manifest.upstream_tool.as_deref().unwrap_or(&manifest.name),
+                        &manifest.description,
+                    )
+                }
+            })
+            .collect();
+        let destructive = catalog
+            .modes()
+            .iter()
+            .map(|m| m.manifest().destructive())
+            .collect();
+        let name_actions: Vec<Actions> = catalog
+            .modes()
+            .iter()
+            .zip(&has_examples)
+            .map(|(m, &has)| {
+                let manifest = m.manifest();
+                if has {
+                    Actions::NONE
+                } else {
+                    Actions::of_tool(
+                        manifest.upstream_tool.as_deref().unwrap_or(&manifest.name),
+                        "",
+                    )
+                }
+            })
+            .collect();
+        let takes = catalog
+            .modes()
+            .iter()
+            .map(|m| Values::of_parameters(m.manifest().properties()))
+            .collect();
+        let changes_state = catalog
+            .modes()
+            .iter()
+            .zip(&destructive)
+            .zip(&has_examples)
+            .map(|((m, &destructive), &has)| {
+                let manifest = m.manifest();
+                let name = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
+                !has && (destructive
+                    || Actions::main_of_tool(name, &manifest.description)
+                        .intersects(Actions::CHANGING))
+            })
+            .collect();
+        Index {
+            changes_state,
+            ranker,
+            tuning,
+            analyzer,
+            vocabulary,
+            lexical,
+            examples,
+            phrasing,
+            semantic,
+            actions,
+            name_actions,
+            takes,
+            destructive,
+            identifiers: identifiers(catalog),
+            mixed: has_examples.contains(&true) && has_examples.contains(&false),
+            has_examples,
+            no_fit_score: tuning.no_fit_score,
+            modes: catalog.len(),
+            model: None,
+        }
+    }
+
+    pub fn ranker(&self) -> Ranker {
+        self.ranker
+    }
+
+    /// Whether this index ranks by meaning too (some mode has no example
+    /// phrasings, so the static embedding table was loaded).
+    pub fn uses_meaning(&self) -> bool {
+        self.semantic.is_some()
+    }
+
+    /// The score below which the "no mode fits" candidate wins.
+    pub fn no_fit_score(&self) -> f32 {
+        self.no_fit_score
+    }
+}
+
+/// Names and aliases of a catalog that look like identifiers (with `_`,
+/// `-` or a camelCase hump: a plain word such as `debug` or `fetch` is
+/// ranked like any other word), lower-cased, and for a server's tool its
+/// name without the server's prefix too.
+fn identifiers(catalog: &Catalog) -> HashMap<String, Vec<usize>> {
+    let looks_like_identifier = |name: &str| {
+        name.contains(['_', '-'])
+            || name
+                .chars()
+                .zip(name.chars().skip(1))
+                .any(|(a, b)| a.is_lowercase() && b.is_uppercase())
+    };
+    let mut map: HashMap<String, Vec<usize>> = HashMap::default();
+    for (mode_index, mode) in catalog.modes().iter().enumerate() {
+        let manifest = mode.manifest();
+        let own = manifest
+            .name
+            .split_once(crate::catalog::gateway_modes::SEPARATOR)
+            .map(|(_, tool)| tool);
+        let names = std::iter::once(manifest.name.as_str())
+            .chain(manifest.upstream_tool.as_deref())
+            .chain(own)
+            .chain(manifest.aliases.iter().map(String::as_str));
+        for name in names {
+            if looks_like_identifier(name) {
+                let entry = map.entry(name.to_lowercase()).or_default();
+                if !entry.contains(&mode_index) {
+                    entry.push(mode_index);
+                }
+            }
+        }
+    }
+    map
+}
+
+/// The texts the full model embeds for `catalog`'s modes, as an index
+/// built with the default tuning embeds them (`benches/model.rs` measures
+/// the model on them).
+pub fn model_texts(catalog: &Catalog) -> Vec<String> {
+    catalog
+        .modes()
+        .iter()
+        .map(|m| meaning_text(m.manifest(), Tuning::DEFAULT.meaning_parameters))
+        .collect()
+}
+
+/// What the meaning signal embeds for a mode: its name as words, then what
+/// it does (the shape the distillation corpus used).
+///
+/// `parameters`: then its parameter names as words, which say what the
+/// tool works on (a path, a repository, an entity).
+fn meaning_text(manifest: &Manifest, parameters: bool) -> String {
+    let name = words::split_identifier(&manifest.name);
+    let about = if manifest.description.is_empty() {
+        &manifest.summary
+    } else {
+        &manifest.description
+    };
+    let mut text = format!("{name}: {about}");
+    if let Some(properties) = manifest
+        .properties()
+        .filter(|p| parameters && !p.is_empty())
+    {
+        let names: Vec<String> = properties
+            .keys()
+            .map(|p| words::split_identifier(p))
+            .collect();
+        text.push_str(" (parameters: ");
+        text.push_str(&names.join(", "));
+        text.push(')');
+    }
+    text
+}
+
+/// The text of each field of a manifest.
+fn field_texts(manifest: &Manifest) -> Vec<(Field, &str)> {
+    let mut texts = vec![
+        (Field::Name, manifest.name.as_str()),
+        (Field::Title, manifest.title.as_str()),
+        (Field::Summary, manifest.summary.as_str()),
+        (Field::Description, manifest.description.as_str()),
+    ];
+    texts.extend(
+        manifest
+            .keywords
+            .iter()
+            .map(|k| (Field::Keywords, k.as_str())),
+    );
+    if let Some(properties) = manifest.properties() {
+        texts.extend(properties.keys().map(|p| (Field::Parameters, p.as_str())));
+    }
+    texts
+}
+
+/// Adds terms to a field; only words count toward its length.
+fn add_terms(field: &mut bm25::FieldTerms, terms: &[(u32, TermKind)]) {
+    for &(id, kind) in terms {
+        field.occurrences.push(id);
+        if kind == TermKind::Word {
+            field.length += 1.0;
+        }
+    }
+}

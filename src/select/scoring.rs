@@ -1,0 +1,338 @@
+//! Scoring a request against every mode of an index.
+//!
+//! A request becomes a [`Query`]: its analyzed terms and their ids, its
+//! meaning vector, the actions it asks for, the values it carries and the
+//! modes it names. Each mode then gets its four signals ([`Signals`]:
+//! lexical, examples, phrasing, meaning), their weighted sum scaled by how
+//! much evidence the query holds, and the weight of the request's action
+//! and values ([`Index::action_effect`]). The safety rules' test of a mode
+//! ([`Index::held`]) is here too, since the action weights use it. What the
+//! scores become (an ordered ranking with confidences) is `ranking.rs`'s
+//! business; the no-fit calibration (`nofit.rs`) scores its probes here.
+
+use super::{
+    index::Index,
+    signals::{
+        action::{self, Actions},
+        embedding::{EmbeddingIndex, QueryMeaning},
+        values::Values,
+    },
+    text::analyze::{Term, query_terms},
+    tuning::Ranker,
+};
+
+/// A mode's four signals before weighting, each about 0..1.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Signals {
+    pub lexical: f32,
+    pub examples: f32,
+    pub phrasing: f32,
+    /// Meaning: cosine of the static embeddings, rescaled by
+    /// [`Tuning::semantic_floor`](super::tuning::Tuning::semantic_floor); 0
+    /// when the signal does not run.
+    pub semantic: f32,
+}
+
+/// A query's distinct weighted terms and, in the same order, their ids in
+/// the index's vocabulary (`None` for words the catalog never uses).
+pub(super) struct Query {
+    pub(super) terms: Vec<(Term, f32)>,
+    pub(super) ids: Vec<(Option<u32>, f32)>,
+    /// The query's meaning vector (and, with the table, its token rows),
+    /// when the index has one.
+    pub(super) meaning: Option<QueryMeaning>,
+    /// The request's first action word's classes ([`Actions::of_request_main`]).
+    pub(super) main_action: Actions,
+    /// What the request asks to do ([`Actions::of_request`]).
+    pub(super) actions: Actions,
+    /// Modes the request names, in catalog order.
+    pub(super) named: Vec<usize>,
+    /// The request asks to be told something ([`action::is_question`]).
+    pub(super) question: bool,
+    /// The kinds of value the request carries ([`Values::of_request`]).
+    pub(super) values: Values,
+}
+
+impl Index {
+    /// Each mode's signals before weighting. For evaluations and debugging.
+    pub fn signals(&self, query: &str) -> Vec<Signals> {
+        self.signals_of(&self.query(query)).0
+    }
+
+    pub(super) fn query(&self, text: &str) -> Query {
+        self.query_of(text, false)
+    }
+
+    /// `probe`: a calibration text (its meaning vector is worth keeping).
+    pub(super) fn query_of(&self, text: &str, probe: bool) -> Query {
+        let terms = query_terms(self.analyzer.analyze(text));
+        let ids = terms
+            .iter()
+            .map(|(term, weight)| (self.vocabulary.get(&term.key), *weight))
+            .collect();
+        let meaning = self
+            .semantic
+            .as_ref()
+            .and_then(|semantic| semantic.embed_query(text, probe));
+        Query {
+            terms,
+            ids,
+            meaning,
+            actions: Actions::of_request(text),
+            main_action: Actions::of_request_main(text).0,
+            question: action::is_question(text),
+            values: Values::of_request(text),
+            named: self.named_in(text),
+        }
+    }
+
+    /// The signals and the query's evidence: the summed weighted IDF of its
+    /// terms that occur in the catalog (the lexical score's ceiling), plus
+    /// the weight of terms only the examples know.
+    fn signals_of(&self, query: &Query) -> (Vec<Signals>, f32) {
+        let mut lexical = vec![0.0f32; self.modes];
+        let mut ceiling = 0.0f32;
+        // Terms only the examples know add half a unit each: they are
+        // evidence too, but have no IDF on the lexical scale, and words that
+        // only example phrasings use are mostly generic ("better", "now").
+        let mut example_only = 0.0f32;
+        for &(id, weight) in &query.ids {
+            let Some(id) = id else { continue };
+            let most = self.lexical.accumulate(id, weight, &mut lexical);
+            ceiling += most;
+            if most == 0.0 && self.examples.as_ref().is_some_and(|e| e.knows(id)) {
+                example_only += 0.5 * weight;
+            }
+        }
+        if ceiling > 0.0 {
+            for score in &mut lexical {
+                *score /= ceiling;
+            }
+        }
+        let examples = match &self.examples {
+            Some(examples) => {
+                examples.scores(&query.ids, self.modes, self.tuning.second_best_share)
+            }
+            None => vec![0.0; self.modes],
+        };
+        let phrasing = match &self.phrasing {
+            Some(model) => {
+                let mut posterior = model.posterior(&query.ids, self.tuning.phrasing_temperature);
+                // Alone (`--ranker phrasing`) it still scores every mode.
+                let alone = self.ranker == Ranker::Phrasing;
+                for (p, &has) in posterior.iter_mut().zip(&self.has_examples) {
+                    if !has && !alone {
+                        *p = 0.0;
+                    }
+                }
+                posterior
+            }
+            None => vec![0.0; self.modes],
+        };
+        let semantic = match (&self.semantic, &query.meaning) {
+            (Some(index), Some(meaning)) => {
+                let floor = self.tuning.semantic_floor;
+                // Only for modes without example phrasings (alone, `--ranker
+                // embed`, it scores every mode). Modes with examples already
+                // have two signals of how they are asked for; a third let
+                // them outscore imported tools on requests that were not
+                // theirs (built-in modes beside the live catalog: top-1 on
+                // its dev half 0.558 with it, 0.646 without).
+                //
+                // With the full model, `Tuning::builtin_meaning` gives them
+                // the model's cosine too, so that built-ins and tools are
+                // ranked by the same signal.
+                let alone = self.ranker == Ranker::Embed;
+                let builtin = self.tuning.builtin_meaning;
+                let shared = builtin > 0.0 && index.is_full_model();
+                let mut cosines: Vec<f32> = index
+                    .similarities(&meaning.vector)
+                    .into_iter()
+                    .zip(&self.has_examples)
+                    .map(|(cos, &has)| {
+                        if has && !alone && !shared {
+                            f32::NAN
+                        } else {
+                            cos
+                        }
+                    })
+                    .collect();
+                self.add_soft_match(index, meaning, &mut cosines);
+                cosines
+                    .into_iter()
+                    .zip(&self.has_examples)
+                    .map(|(cos, &has)| {
+                        if cos.is_nan() {
+                            0.0
+                        } else {
+                            let scaled = ((cos - floor) / (1.0 - floor)).max(0.0);
+                            if has && !alone {
+                                builtin * scaled
+                            } else {
+                                scaled
+                            }
+                        }
+                    })
+                    .collect()
+            }
+            _ => vec![0.0; self.modes],
+        };
+        let signals = lexical
+            .into_iter()
+            .zip(examples)
+            .zip(phrasing)
+            .zip(semantic)
+            .map(|(((lexical, examples), phrasing), semantic)| Signals {
+                lexical,
+                examples,
+                phrasing,
+                semantic,
+            })
+            .collect();
+        (signals, ceiling + example_only)
+    }
+
+    /// Blends the word-by-word match into the cosines (NaN: a mode the
+    /// signal skips) of the best
+    /// [`Tuning::soft_match_candidates`](super::tuning::Tuning::soft_match_candidates)
+    /// modes.
+    fn add_soft_match(&self, index: &EmbeddingIndex, meaning: &QueryMeaning, cosines: &mut [f32]) {
+        let weight = self.tuning.soft_match_weight;
+        if weight <= 0.0 || self.tuning.soft_match_candidates == 0 {
+            return;
+        }
+        let mut order: Vec<usize> = (0..cosines.len())
+            .filter(|&m| !cosines[m].is_nan())
+            .collect();
+        let keep = self.tuning.soft_match_candidates.min(order.len());
+        if keep < order.len() {
+            order.select_nth_unstable_by(keep, |&a, &b| cosines[b].total_cmp(&cosines[a]));
+            order.truncate(keep);
+        }
+        let soft = index.soft_matches(meaning, &order);
+        for (mode, soft) in order.into_iter().zip(soft) {
+            cosines[mode] = (cosines[mode] + weight * soft) / (1.0 + weight);
+        }
+    }
+
+    /// Every mode's weighted score, in catalog order, before the request's
+    /// action counts and with the example signals at full weight (the
+    /// scale the no-fit score is calibrated on).
+    pub(super) fn scores(&self, query: &Query) -> Vec<f32> {
+        self.scores_with_actions(query).0
+    }
+
+    /// [`Index::scores`], and the scores that order the modes: with the
+    /// request's action counted ([`Index::action_effect`]) and, in a mixed
+    /// catalog, the example signals at
+    /// [`Tuning::mixed_examples_weight`](super::tuning::Tuning::mixed_examples_weight).
+    pub(super) fn scores_with_actions(&self, query: &Query) -> (Vec<f32>, Vec<f32>) {
+        let tuning = &self.tuning;
+        let (signals, evidence) = self.signals_of(query);
+        let strength = 1.0 - (-evidence / tuning.evidence_scale.max(f32::MIN_POSITIVE)).exp();
+        let examples_weight = if self.mixed {
+            tuning.mixed_examples_weight
+        } else {
+            1.0
+        };
+        signals
+            .into_iter()
+            .enumerate()
+            .map(|(mode, s)| {
+                let lexical = tuning.lexical_weight * s.lexical;
+                let examples =
+                    tuning.example_weight * s.examples + tuning.phrasing_weight * s.phrasing;
+                let semantic = tuning.semantic_weight * s.semantic;
+                let base = strength * (lexical + examples) + semantic;
+                let fair = strength * (lexical + examples_weight * examples) + semantic;
+                let (factor, bonus) = self.action_effect(query, mode);
+                (base, fair * factor + bonus * strength)
+            })
+            .unzip()
+    }
+
+    /// How the request's action weighs on a mode's score: more for a tool
+    /// that does what the request asks, less for one that does something
+    /// else, and much less for a destructive tool the request does not ask
+    /// for; more for a mode that takes a value the request carries. Modes
+    /// with example phrasings keep their score otherwise: their examples
+    /// already say how they are asked for.
+    /// Returns a factor and an addend (before the evidence strength).
+    fn action_effect(&self, query: &Query, mode: usize) -> (f32, f32) {
+        if self.ranker != Ranker::Full {
+            return (1.0, 0.0);
+        }
+        let tool = self.name_actions.get(mode).copied().unwrap_or_default();
+        let (mut factor, mut bonus) = (1.0, 0.0);
+        if !query.actions.is_empty() && !tool.is_empty() {
+            // The main action counts whole, the others half.
+            let main = query.main_action.shared(tool) as f32;
+            let rest = query.actions.without(query.main_action).shared(tool) as f32;
+            let shared = (main + 0.5 * rest).min(2.0);
+            if shared > 0.0 {
+                factor += self.tuning.verb_match * shared;
+                bonus += self.tuning.verb_bonus * shared;
+            } else {
+                factor -= self.tuning.verb_mismatch;
+            }
+        }
+        if !query.values.is_empty() {
+            let takes = self.takes.get(mode).copied().unwrap_or_default();
+            let shared = query.values.shared(takes).min(2) as f32;
+            let weight = if self.has_examples.get(mode).copied().unwrap_or(false) {
+                self.tuning.value_match_examples
+            } else {
+                self.tuning.value_match
+            };
+            if shared > 0.0 {
+                factor += weight * shared;
+            } else {
+                factor -= self.tuning.value_mismatch;
+            }
+        }
+        if self.unasked_destructive(query, mode) {
+            factor *= self.tuning.unasked_destructive;
+            bonus *= self.tuning.unasked_destructive;
+        }
+        (factor, bonus)
+    }
+
+    /// A mode the safety rules keep from being the first candidate: a
+    /// destructive one the request does not ask for, or, for a question, a
+    /// tool that changes state and that the request does not name (a
+    /// question asks to be told, not to have something done).
+    pub(super) fn held(&self, query: &Query, mode: usize) -> bool {
+        self.unasked_destructive(query, mode)
+            || (query.question
+                && self.changes_state.get(mode).copied().unwrap_or(false)
+                && !query.named.contains(&mode))
+    }
+
+    /// A destructive mode that the request neither names nor asks for.
+    fn unasked_destructive(&self, query: &Query, mode: usize) -> bool {
+        self.destructive.get(mode).copied().unwrap_or(false)
+            && !query.named.contains(&mode)
+            && !query
+                .actions
+                .licenses(self.actions.get(mode).copied().unwrap_or_default())
+    }
+
+    /// The modes whose name or alias the request writes as a word of its
+    /// own (`git_status`, `memory__create_entities`).
+    fn named_in(&self, text: &str) -> Vec<usize> {
+        if self.identifiers.is_empty() {
+            return Vec::new();
+        }
+        let mut named: Vec<usize> = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-' || c == '.'))
+            .map(|token| token.trim_matches(|c: char| c == '.' || c == '-'))
+            .filter(|token| !token.is_empty())
+            .filter_map(|token| self.identifiers.get(&token.to_lowercase()))
+            .flatten()
+            .copied()
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        named
+    }
+}

@@ -65,7 +65,7 @@ const STANDARD_METHODS: &[&str] = &[
 /// One per process; cloned (cheaply) into every session.
 #[derive(Clone)]
 pub struct ZenServer {
-    pub(super) engine: Arc<Engine>,
+    engine: Arc<Engine>,
     strategy: Arc<dyn Strategy>,
     /// `tools/list` in rmcp's types, converted once from the strategy's JSON.
     /// (For strategies whose list never changes; the others convert per request.)
@@ -81,7 +81,7 @@ pub struct ZenServer {
     /// exactly as long as the session.
     client: Arc<OnceLock<Arc<dyn ClientRequests>>>,
     /// This session's upstream resource subscriptions.
-    pub(super) resources: Arc<resources::SessionResources>,
+    resources: Arc<resources::SessionResources>,
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -441,7 +441,7 @@ impl ServerHandler for ZenServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        self.upstream_resources(request).await
+        self.resources.upstream_resources(request).await
     }
 
     async fn list_resource_templates(
@@ -449,7 +449,7 @@ impl ServerHandler for ZenServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
-        self.upstream_templates().await
+        self.resources.upstream_templates().await
     }
 
     async fn read_resource(
@@ -457,7 +457,7 @@ impl ServerHandler for ZenServer {
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        self.upstream_read(request).await
+        self.resources.upstream_read(request).await
     }
 
     async fn subscribe(
@@ -465,7 +465,9 @@ impl ServerHandler for ZenServer {
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.upstream_subscribe(request, context.peer).await
+        self.resources
+            .upstream_subscribe(request, context.peer)
+            .await
     }
 
     async fn unsubscribe(
@@ -473,7 +475,7 @@ impl ServerHandler for ZenServer {
         request: rmcp::model::UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.upstream_unsubscribe(request).await
+        self.resources.upstream_unsubscribe(request).await
     }
 
     async fn list_prompts(
@@ -481,7 +483,7 @@ impl ServerHandler for ZenServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
-        self.upstream_prompts().await
+        self.resources.upstream_prompts().await
     }
 
     async fn get_prompt(
@@ -489,7 +491,7 @@ impl ServerHandler for ZenServer {
         request: rmcp::model::GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
-        self.upstream_prompt(request).await
+        self.resources.upstream_prompt(request).await
     }
 
     async fn complete(
@@ -497,7 +499,7 @@ impl ServerHandler for ZenServer {
         request: rmcp::model::CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, ErrorData> {
-        self.upstream_complete(request).await
+        self.resources.upstream_complete(request).await
     }
 
     /// rmcp hands over anything it could not type, which includes standard

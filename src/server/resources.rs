@@ -1,5 +1,5 @@
 //! The MCP side of the upstreams' resources, prompts and completion: the
-//! handler methods of [`ZenServer`] delegate here, and the gateway
+//! handler methods of `ZenServer` delegate here, and the gateway
 //! (`gateway::resources`) does the routing.
 //!
 //! Each session keeps the resources it subscribed to and, once it has
@@ -26,7 +26,6 @@ use rmcp::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::ZenServer;
 use crate::gateway::{
     Gateway, GatewayError,
     resources::{Route, UpstreamEvent},
@@ -194,18 +193,16 @@ fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
     })
 }
 
-impl ZenServer {
-    fn gateway(&self) -> &Arc<Gateway> {
-        &self.engine.services().gateway
-    }
-
+/// What the server's handler methods for resources, prompts and
+/// completion delegate to: the gateway, for this session.
+impl SessionResources {
     pub(super) async fn upstream_resources(
         &self,
         request: Option<PaginatedRequestParams>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let cursor = request.and_then(|r| r.cursor);
         let page = self
-            .gateway()
+            .gateway
             .list_resources(cursor.as_deref())
             .await
             .map_err(to_error)?;
@@ -215,7 +212,7 @@ impl ZenServer {
     pub(super) async fn upstream_templates(
         &self,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        typed(self.gateway().list_resource_templates().await)
+        typed(self.gateway.list_resource_templates().await)
     }
 
     pub(super) async fn upstream_read(
@@ -223,7 +220,7 @@ impl ZenServer {
         request: ReadResourceRequestParams,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let result = self
-            .gateway()
+            .gateway
             .read_resource(&request.uri)
             .await
             .map_err(to_error)?;
@@ -231,20 +228,20 @@ impl ZenServer {
     }
 
     pub(super) async fn upstream_subscribe(
-        &self,
+        self: &Arc<Self>,
         request: SubscribeRequestParams,
         peer: Peer<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.resources.forward_to(peer);
-        if self.resources.subscribed().contains_key(&request.uri) {
+        self.forward_to(peer);
+        if self.subscribed().contains_key(&request.uri) {
             return Ok(());
         }
         let route = self
-            .gateway()
+            .gateway
             .subscribe_resource(&request.uri)
             .await
             .map_err(to_error)?;
-        self.resources.subscribed().insert(request.uri, route);
+        self.subscribed().insert(request.uri, route);
         Ok(())
     }
 
@@ -252,10 +249,10 @@ impl ZenServer {
         &self,
         request: UnsubscribeRequestParams,
     ) -> Result<(), ErrorData> {
-        let route = self.resources.subscribed().remove(&request.uri);
+        let route = self.subscribed().remove(&request.uri);
         match route {
             Some(route) => self
-                .gateway()
+                .gateway
                 .unsubscribe_resource(&route)
                 .await
                 .map_err(to_error),
@@ -264,7 +261,7 @@ impl ZenServer {
     }
 
     pub(super) async fn upstream_prompts(&self) -> Result<ListPromptsResult, ErrorData> {
-        typed(self.gateway().list_prompts().await)
+        typed(self.gateway.list_prompts().await)
     }
 
     pub(super) async fn upstream_prompt(
@@ -272,7 +269,7 @@ impl ZenServer {
         request: GetPromptRequestParams,
     ) -> Result<GetPromptResponse, ErrorData> {
         let result = self
-            .gateway()
+            .gateway
             .get_prompt(&request.name, request.arguments)
             .await
             .map_err(to_error)?;
@@ -285,13 +282,13 @@ impl ZenServer {
     ) -> Result<CompleteResult, ErrorData> {
         // Without upstreams nothing can own the reference: no suggestions,
         // as the server answered before it passed completion through.
-        if self.gateway().is_empty() {
+        if self.gateway.is_empty() {
             return Ok(CompleteResult::default());
         }
         let params = serde_json::to_value(&request).map_err(|e| {
             ErrorData::invalid_params(format!("completion request unreadable: {e}"), None)
         })?;
-        typed(self.gateway().complete(params).await.map_err(to_error)?)
+        typed(self.gateway.complete(params).await.map_err(to_error)?)
     }
 }
 

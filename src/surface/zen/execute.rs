@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{EXECUTE, parse_arguments, unknown_mode};
+use super::meta::{EXECUTE, parse_arguments, unknown_mode};
 use crate::{
     call::CallContext,
     engine::{Engine, Outcome},

@@ -8,33 +8,27 @@
 //! [`ZenTool`] is the single dispatch point of this strategy.
 
 pub mod execute;
+mod meta;
 pub mod mode_index;
 pub mod select_mode;
 
-use std::{borrow::Cow, sync::LazyLock};
+use std::borrow::Cow;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::{SessionView, Strategy, UnknownTool, call_mode_by_name, meta_tools, mode_tool};
+use super::{SessionView, Strategy, UnknownTool, call_mode_by_name, mode_tool};
 use crate::{
     call::CallContext,
     catalog::Catalog,
-    engine::{Engine, Outcome, UnknownMode},
+    engine::{Engine, Outcome},
 };
-
-pub const SELECT_MODE: &str = "zen_select_mode";
-pub const EXECUTE: &str = "zen_execute";
 
 /// Shown to clients that display server instructions.
 const INSTRUCTIONS: &str = "zenmode runs the zen modes (chat, thinkdeep, debug, codereview, precommit, secaudit, planner, consensus, testgen, refactor and more) behind two tools. \
 When you do not know which mode fits, or what fields it takes, call zen_select_mode with the task in plain words: it names the mode, its fields and a ready zen_execute call. \
 When you already know the mode and its fields (zen_execute's description lists the required fields of zenmode's own modes), call zen_execute directly with {mode, request}. \
 Multi-step modes answer with a continuation_id: pass it back on the next step to continue the same thread.";
-
-/// The two meta tools, defined as data beside this file.
-static META_TOOLS: LazyLock<Vec<Value>> =
-    LazyLock::new(|| meta_tools(include_str!("meta_tools.json")));
 
 pub struct Zen {
     tools: Vec<Value>,
@@ -176,40 +170,5 @@ impl Strategy for Zen {
     }
 }
 
-/// The reply for a mode name that cannot run: a quarantined upstream tool
-/// says so; an unknown name gets a few close names and the catalog's size,
-/// never the whole list (behind a thousand upstream tools that list alone
-/// would cost a model more than ten thousand tokens).
-pub fn unknown_mode(unknown: UnknownMode) -> Outcome {
-    let UnknownMode {
-        name,
-        closest,
-        mode_count,
-        quarantined,
-    } = unknown;
-    if let Some(message) = quarantined {
-        return Outcome::error(json!({
-            "error": "quarantined",
-            "message": message,
-            "mode": name,
-        }));
-    }
-    let hint = match closest.first() {
-        Some(best) => format!(" Did you mean {best:?}?"),
-        None => String::new(),
-    };
-    Outcome::error(json!({
-        "error": "unknown_mode",
-        "message": format!("There is no mode named {name:?} among the {mode_count} modes.{hint} Call {SELECT_MODE} with your task to find the right one."),
-        "closest": closest,
-        "mode_count": mode_count,
-    }))
-}
-
-/// Parses meta-tool arguments into `T`, or explains what was wrong.
-fn parse_arguments<T: serde::de::DeserializeOwned>(
-    tool: &str,
-    arguments: Map<String, Value>,
-) -> Result<T, Outcome> {
-    super::parse_arguments(&META_TOOLS, tool, arguments)
-}
+use meta::META_TOOLS;
+pub use meta::{EXECUTE, SELECT_MODE, unknown_mode};

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{EXECUTE, SELECT_MODE, parse_arguments, unknown_mode};
+use super::meta::{EXECUTE, SELECT_MODE, parse_arguments, unknown_mode};
 use crate::{
     catalog::Mode,
     catalog::describe::{self, FieldSet},

@@ -2,16 +2,18 @@
 //! become modes behind the same two tools.
 //!
 //! - [`config`]: the `mcpServers` file and zenmode's per-server options;
-//! - [`store`]: cached catalogs and the pins of approved tool definitions;
+//! - [`dirs`]: where the gateway's files live, and how they are written;
+//! - [`catalog_cache`]: each server's cached catalog;
+//! - [`pins`]: the pins of approved tool definitions;
 //! - [`upstream`]: one server's process (or HTTP session), started lazily;
 //! - [`flowback`]: what an upstream asks of the client (elicitation,
 //!   sampling, roots), passed to the session whose call it serves;
-//! - [`live`]: which version of the upstreams file each serving process loaded;
+//! - [`serving`]: which version of the upstreams file each serving process loaded;
 //! - [`http_errors`]: a remote server's failures explained, with what to do;
 //! - [`request_state`]: zenmode's signed `requestState` around an upstream's;
 //! - [`reply_guard`]: a stdio server's replies held to its size limit;
 //! - [`resources`]: every server's resources, prompts and completion;
-//! - [`state`]: each server's state file and stderr log, for `zenmode status`;
+//! - [`status_file`]: each server's state file and stderr log, for `zenmode status`;
 //! - [`supervisor`]: the guard process that takes a stdio server's whole
 //!   process group down with zenmode, even when zenmode is SIGKILLed.
 //!
@@ -29,19 +31,21 @@
 //! first use (its pins written).
 //!
 //! [`Gateway::reload`] applies a changed upstreams file to a running
-//! gateway; [`live`] records which version of the file each running
+//! gateway; [`serving`] records which version of the file each running
 //! process has loaded.
 
+pub mod catalog_cache;
 pub mod config;
+pub mod dirs;
 pub mod flowback;
 pub mod http_errors;
-pub mod live;
 pub mod oauth;
+pub mod pins;
 pub mod reply_guard;
 pub mod request_state;
 pub mod resources;
-pub mod state;
-pub mod store;
+pub mod serving;
+pub mod status_file;
 pub mod supervisor;
 pub mod upstream;
 
@@ -55,8 +59,10 @@ use std::{
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+pub use catalog_cache::ListedTool;
 pub use config::{ConfigError, UpstreamConfig, UpstreamsFile};
-pub use store::{GatewayDirs, ListedTool, Pins, Verdict};
+pub use dirs::GatewayDirs;
+pub use pins::{Pins, Verdict, quarantine_message};
 use upstream::Upstream;
 
 use crate::{
@@ -87,8 +93,8 @@ pub struct Gateway {
     state: RwLock<State>,
     /// Bumped on every change of modes or availability.
     version: watch::Sender<u64>,
-    /// The file last loaded, for the watch and the record in [`live`].
-    loaded: Mutex<Option<live::Stamp>>,
+    /// The file last loaded, for the watch and the record in [`serving`].
+    loaded: Mutex<Option<serving::Stamp>>,
     /// Whether loads are recorded for `upstream add|remove` (servers only).
     recording: std::sync::atomic::AtomicBool,
     /// Resource owners, subscriptions and upstream notifications.
@@ -133,14 +139,6 @@ struct Unavailable {
     line: String,
     /// Still waiting for the first answer (start-up may wait for these).
     starting: bool,
-}
-
-/// What a call to a quarantined tool answers: why, and how to review and
-/// approve it.
-pub fn quarantine_message(server: &str, tool: &str, reason: &str) -> String {
-    format!(
-        "tool {tool:?} of server {server:?} is quarantined ({reason}); nothing was sent. Review the change with `zenmode upstream diff {server} {tool}` and approve it with `zenmode upstream approve {server}`."
-    )
 }
 
 /// What [`approve`] makes of a server's tools.
@@ -218,11 +216,11 @@ impl Gateway {
     /// stopped; a changed one starts again on next use). Returns whether the
     /// file was read.
     pub fn reload(self: &Arc<Self>, file: &Path) -> bool {
-        let stamp = live::Stamp::of(file);
+        let stamp = serving::Stamp::of(file);
         if let Some(stamp) = &stamp
             && self.recording.load(std::sync::atomic::Ordering::SeqCst)
         {
-            live::record(&self.dirs, file, stamp);
+            serving::record(&self.dirs, file, stamp);
         }
         *self.loaded.lock().unwrap_or_else(|p| p.into_inner()) = stamp.clone();
         let parsed = match stamp.as_ref().map(|_| config::load_each(file)) {
@@ -308,7 +306,7 @@ impl Gateway {
                 if state.upstreams.contains_key(&config.name) {
                     continue;
                 }
-                let pins = store::load_pins(&self.dirs, &config.name);
+                let pins = pins::load_pins(&self.dirs, &config.name);
                 let upstream = Arc::new(
                     Upstream::new(config.clone(), self.dirs.clone(), pins.clone())
                         .recording_state()
@@ -317,7 +315,7 @@ impl Gateway {
                 state
                     .upstreams
                     .insert(config.name.clone(), upstream.clone());
-                match store::load_listed(&self.dirs, config) {
+                match catalog_cache::load_listed(&self.dirs, config) {
                     Some(cached) => {
                         let approved =
                             approve(&self.dirs, &upstream, pins, cached, CatalogSource::Cache);
@@ -358,14 +356,14 @@ impl Gateway {
     }
 
     /// From now on, notes each version of `file` this process loads (see
-    /// [`live`]), starting with the current one: a serving process does,
+    /// [`serving`]), starting with the current one: a serving process does,
     /// one-shot commands do not. [`Gateway::shutdown`] removes the note.
     pub fn record_loads(&self, file: &Path) {
         self.recording
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(stamp) = loaded.as_ref() {
-            live::record(&self.dirs, file, stamp);
+            serving::record(&self.dirs, file, stamp);
         }
     }
 
@@ -379,7 +377,7 @@ impl Gateway {
         {
             return;
         }
-        let now = live::Stamp::of(file);
+        let now = serving::Stamp::of(file);
         match (loaded.as_ref(), &now) {
             (None, None) => return,
             (Some(before), Some(now)) if before.same_file(now) => {
@@ -405,12 +403,12 @@ impl Gateway {
             }
             let problem = match outcome {
                 Ok(tools) => {
-                    let pins = store::load_pins(&self.dirs, upstream.name());
+                    let pins = pins::load_pins(&self.dirs, upstream.name());
                     let approved = approve(
                         &self.dirs,
                         &upstream,
                         pins,
-                        store::listed(&tools),
+                        catalog_cache::listed(&tools),
                         CatalogSource::Fetched,
                     );
                     tracing::info!(
@@ -599,7 +597,7 @@ impl Gateway {
         };
         let stops = upstreams.iter().map(|upstream| upstream.stop());
         futures_util::future::join_all(stops).await;
-        live::forget(&self.dirs);
+        serving::forget(&self.dirs);
     }
 
     /// What `version` may show: names, targets and whether each runs; no secrets.
@@ -646,7 +644,7 @@ fn approve(
         None => {
             let values: Vec<Value> = tools.iter().map(ListedTool::value).collect();
             let pins = Pins::of(&values);
-            if let Err(error) = store::save_pins(dirs, &config.name, &pins) {
+            if let Err(error) = pins::save_pins(dirs, &config.name, &pins) {
                 tracing::warn!(server = config.name, %error, "could not save approvals");
             }
             tracing::info!(

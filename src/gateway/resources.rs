@@ -34,7 +34,7 @@ use rmcp::model::{ClientRequest, PaginatedRequestParams, Request, RequestOptiona
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use super::{Gateway, GatewayError, config::UpstreamConfig, store, upstream::Upstream};
+use super::{Gateway, GatewayError, config::UpstreamConfig, dirs, upstream::Upstream};
 
 /// Listings followed per server, at most (a server that keeps answering
 /// with a next cursor does not hold a request forever).
@@ -126,15 +126,15 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn capabilities_path(dirs: &store::GatewayDirs, server: &str) -> std::path::PathBuf {
+fn capabilities_path(dirs: &dirs::GatewayDirs, server: &str) -> std::path::PathBuf {
     dirs.cache
         .join("upstreams")
-        .join(format!("{}.capabilities.json", store::file_stem(server)))
+        .join(format!("{}.capabilities.json", dirs::file_stem(server)))
 }
 
 /// Caches the capabilities a server declared, for this very entry.
 pub fn remember_capabilities(
-    dirs: &store::GatewayDirs,
+    dirs: &dirs::GatewayDirs,
     config: &UpstreamConfig,
     capabilities: &Value,
 ) {
@@ -145,15 +145,15 @@ pub fn remember_capabilities(
     }
     let written = path
         .parent()
-        .map_or(Ok(()), store::create_private_dir)
-        .and_then(|()| store::write_private(&path, record.to_string().as_bytes()));
+        .map_or(Ok(()), dirs::create_private_dir)
+        .and_then(|()| dirs::write_private(&path, record.to_string().as_bytes()));
     if let Err(error) = written {
         tracing::debug!(server = config.name, %error, "could not cache capabilities");
     }
 }
 
 /// The cached capabilities of `config`'s server, if saved for this entry.
-pub fn load_capabilities(dirs: &store::GatewayDirs, config: &UpstreamConfig) -> Option<Value> {
+pub fn load_capabilities(dirs: &dirs::GatewayDirs, config: &UpstreamConfig) -> Option<Value> {
     let text = std::fs::read_to_string(capabilities_path(dirs, &config.name)).ok()?;
     let record: Value = serde_json::from_str(&text).ok()?;
     (record["fingerprint"].as_str() == Some(config.fingerprint().as_str()))

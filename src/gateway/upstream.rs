@@ -10,7 +10,7 @@
 //! entry's secrets hidden, and (for a serving zenmode) to its own log file;
 //! the last lines are kept to explain a crash. A serving zenmode also
 //! records each transition and the last call in the server's state file
-//! ([`super::state`]).
+//! ([`super::status_file`]).
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -38,12 +38,13 @@ use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::{
-    GatewayError,
+    GatewayError, catalog_cache,
     config::{Redactor, Transport, UpstreamConfig},
+    dirs::GatewayDirs,
     flowback::{self, Callers, RootsResult, SamplingParams, SamplingResult},
+    pins::{self, Pins, Verdict},
     reply_guard, request_state,
-    state::{StateFile, StderrLog},
-    store::{self, GatewayDirs, Pins, Verdict},
+    status_file::{StateFile, StderrLog},
 };
 use crate::call::{CallContext, ProgressSink};
 
@@ -437,7 +438,7 @@ impl Upstream {
         self
     }
 
-    fn record(&self, change: impl FnOnce(&mut super::state::ServerState)) {
+    fn record(&self, change: impl FnOnce(&mut super::status_file::ServerState)) {
         if let Some(recorder) = &self.recorder {
             recorder.state.update(change);
         }
@@ -525,9 +526,9 @@ impl Upstream {
             Err(error) => error.kind,
         };
         self.record(|state| {
-            state.last_call = Some(super::state::LastCall {
+            state.last_call = Some(super::status_file::LastCall {
                 tool: tool.to_owned(),
-                at_ms: super::state::now_ms(),
+                at_ms: super::status_file::now_ms(),
                 duration_ms: started.elapsed().as_millis() as u64,
                 outcome: result.to_owned(),
             });
@@ -578,7 +579,7 @@ impl Upstream {
         }
         Err(self.error(
             "quarantined",
-            super::quarantine_message(self.name(), tool, verdict.reason()),
+            pins::quarantine_message(self.name(), tool, verdict.reason()),
         ))
     }
 
@@ -969,7 +970,7 @@ impl Upstream {
         super::resources::remember_capabilities(&self.dirs, &self.config, &capabilities);
         let live = tools
             .iter()
-            .filter_map(|tool| Some((store::tool_name(tool)?.to_owned(), tool.clone())))
+            .filter_map(|tool| Some((pins::tool_name(tool)?.to_owned(), tool.clone())))
             .collect();
         tracing::info!(
             server = self.name(),
@@ -992,9 +993,9 @@ impl Upstream {
     /// Keeps the cached catalog equal to what the server lists now, so the
     /// next process sees a changed server as changed.
     fn refresh_cache(&self, tools: &[Value]) {
-        let cached = store::load_catalog(&self.dirs, &self.config);
+        let cached = catalog_cache::load_catalog(&self.dirs, &self.config);
         if cached.as_deref() != Some(tools)
-            && let Err(error) = store::save_catalog(&self.dirs, &self.config, tools)
+            && let Err(error) = catalog_cache::save_catalog(&self.dirs, &self.config, tools)
         {
             tracing::warn!(server = self.name(), %error, "could not cache the upstream catalog");
         }

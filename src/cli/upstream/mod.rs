@@ -18,10 +18,10 @@ use clap::Subcommand;
 use serde_json::{Map, Value, json};
 
 use crate::gateway::{
-    Pins, Verdict,
+    Pins, Verdict, catalog_cache,
     config::{self, UpstreamConfig},
-    live, state,
-    store::{self, GatewayDirs},
+    dirs::GatewayDirs,
+    pins, serving, status_file,
     upstream::Upstream,
 };
 
@@ -192,7 +192,7 @@ pub fn run(
                 wait,
             };
             let outcome = runtime.block_on(add_entries(&file, &dirs, added, &how))?;
-            println!("{}", live::pickup_report(&dirs, &file, PICKUP_WAIT));
+            println!("{}", serving::pickup_report(&dirs, &file, PICKUP_WAIT));
             Ok(outcome)
         }
         UpstreamCommand::Remove { name } => {
@@ -202,10 +202,10 @@ pub fn run(
                 bail!("{}: no server named {name:?}", file.display());
             }
             write_document(&file, &document)?;
-            store::forget_catalog(&dirs, &name);
-            store::forget_pins(&dirs, &name);
+            catalog_cache::forget_catalog(&dirs, &name);
+            pins::forget_pins(&dirs, &name);
             println!("removed {name:?} from {}", file.display());
-            println!("{}", live::pickup_report(&dirs, &file, PICKUP_WAIT));
+            println!("{}", serving::pickup_report(&dirs, &file, PICKUP_WAIT));
             Ok(ExitCode::SUCCESS)
         }
         UpstreamCommand::Refresh { name } => {
@@ -214,7 +214,7 @@ pub fn run(
             for config in configs.iter().filter(|c| c.enabled) {
                 match runtime.block_on(fetch(config, &dirs, wait)) {
                     Ok(tools) => {
-                        let pins = store::load_pins(&dirs, &config.name).unwrap_or_default();
+                        let pins = pins::load_pins(&dirs, &config.name).unwrap_or_default();
                         let held = tools
                             .iter()
                             .filter(|tool| pins.verdict(tool) != Verdict::Approved)
@@ -261,11 +261,11 @@ pub fn run(
         }
         UpstreamCommand::Logs { name, lines } => {
             chosen(&file, Some(&name))?;
-            let shown = state::tail(&dirs, &name, lines);
+            let shown = status_file::tail(&dirs, &name, lines);
             if shown.is_empty() {
                 println!(
                     "no stderr logged for {name:?} yet: {} is written while a serving zenmode runs the server",
-                    state::log_path(&dirs, &name).display()
+                    status_file::log_path(&dirs, &name).display()
                 );
             }
             for line in shown {
@@ -321,7 +321,7 @@ pub fn run(
                 return Ok(ExitCode::SUCCESS);
             }
             let outcome = runtime.block_on(add_entries(&file, &dirs, entries, &how))?;
-            println!("{}", live::pickup_report(&dirs, &file, PICKUP_WAIT));
+            println!("{}", serving::pickup_report(&dirs, &file, PICKUP_WAIT));
             Ok(outcome)
         }
     }
@@ -701,12 +701,12 @@ async fn fetch(
 
 /// Pins `tools` as the approved definitions of `name`.
 fn save_approval(dirs: &GatewayDirs, name: &str, tools: &[Value]) -> anyhow::Result<()> {
-    let before = store::load_pins(dirs, name).unwrap_or_default();
+    let before = pins::load_pins(dirs, name).unwrap_or_default();
     let changed = tools
         .iter()
         .filter(|tool| before.verdict(tool) != Verdict::Approved)
         .count();
-    store::save_pins(dirs, name, &Pins::of(tools))
+    pins::save_pins(dirs, name, &Pins::of(tools))
         .with_context(|| format!("cannot save the approvals of {name:?}"))?;
     println!(
         "{name}: approved {} tools ({changed} new or changed since the last approval)",
@@ -728,7 +728,7 @@ async fn approve_reviewed(
     let tools = fetch(config, dirs, wait)
         .await
         .map_err(|problem| anyhow::anyhow!("{name}: {problem}"))?;
-    let review = match store::load_pins_with_definitions(dirs, name) {
+    let review = match pins::load_pins_with_definitions(dirs, name) {
         // Nothing approved before: there is nothing to compare with.
         None => String::new(),
         Some(pins) => review_text(name, &pins, &tools, None),
@@ -765,7 +765,7 @@ async fn current_tools(
     dirs: &GatewayDirs,
     wait: Duration,
 ) -> anyhow::Result<Vec<Value>> {
-    match store::load_catalog(dirs, config) {
+    match catalog_cache::load_catalog(dirs, config) {
         Some(tools) => Ok(tools),
         None => fetch(config, dirs, wait)
             .await
@@ -783,11 +783,11 @@ async fn diff(
     let name = &config.name;
     let tools = current_tools(config, dirs, wait).await?;
     if let Some(tool) = tool
-        && !tools.iter().any(|t| store::tool_name(t) == Some(tool))
+        && !tools.iter().any(|t| pins::tool_name(t) == Some(tool))
     {
         bail!("{name}: lists no tool named {tool:?}");
     }
-    let pins = store::load_pins_with_definitions(dirs, name).unwrap_or_default();
+    let pins = pins::load_pins_with_definitions(dirs, name).unwrap_or_default();
     let review = review_text(name, &pins, &tools, tool);
     if review.is_empty() {
         match tool {
@@ -804,7 +804,7 @@ async fn diff(
 fn review_text(server: &str, pins: &Pins, tools: &[Value], only: Option<&str>) -> String {
     let mut out = String::new();
     for tool in tools {
-        let Some(name) = store::tool_name(tool) else {
+        let Some(name) = pins::tool_name(tool) else {
             continue;
         };
         if only.is_some_and(|wanted| wanted != name) {
@@ -814,7 +814,7 @@ fn review_text(server: &str, pins: &Pins, tools: &[Value], only: Option<&str>) -
         if verdict == Verdict::Approved {
             continue;
         }
-        let current = pretty(&store::defining(tool));
+        let current = pretty(&pins::defining(tool));
         let approved = match pins.definitions.get(name) {
             Some(definition) => pretty(definition),
             None if verdict == Verdict::New => String::new(),
@@ -890,14 +890,14 @@ fn set_enabled(
         if enabled { "enabled" } else { "disabled" },
         file.display(),
     );
-    println!("{}", live::pickup_report(dirs, file, PICKUP_WAIT));
+    println!("{}", serving::pickup_report(dirs, file, PICKUP_WAIT));
     Ok(ExitCode::SUCCESS)
 }
 
 /// Whether a tool says it only reads, or may destroy something.
 fn hints(tool: &Value) -> (bool, bool) {
     let hint = |key: &str| tool.pointer(&format!("/annotations/{key}")) == Some(&Value::Bool(true));
-    let named = crate::engine::named_destructive(store::tool_name(tool).unwrap_or_default());
+    let named = crate::engine::named_destructive(pins::tool_name(tool).unwrap_or_default());
     (hint("readOnlyHint"), hint("destructiveHint") || named)
 }
 
@@ -909,11 +909,11 @@ async fn tools(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let tools = current_tools(config, dirs, wait).await?;
-    let pins = store::load_pins(dirs, &config.name);
+    let pins = pins::load_pins(dirs, &config.name);
     let rows: Vec<Value> = tools
         .iter()
         .map(|tool| {
-            let name = store::tool_name(tool).unwrap_or_default();
+            let name = pins::tool_name(tool).unwrap_or_default();
             let standing = if !config.allows(name) {
                 "filtered out".to_owned()
             } else {
@@ -964,13 +964,13 @@ fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitCode>
     let configs = config::load(file)?.servers;
     let mut rows = Vec::new();
     for config in &configs {
-        let cached = store::load_catalog(dirs, config);
-        let pins = store::load_pins_with_definitions(dirs, &config.name);
+        let cached = catalog_cache::load_catalog(dirs, config);
+        let pins = pins::load_pins_with_definitions(dirs, &config.name);
         let mut quarantined = Vec::new();
         let mut filtered = 0;
         if let (Some(tools), Some(pins)) = (&cached, &pins) {
             for tool in tools {
-                let name = store::tool_name(tool).unwrap_or_default();
+                let name = pins::tool_name(tool).unwrap_or_default();
                 if !config.allows(name) {
                     filtered += 1;
                     continue;
@@ -991,7 +991,7 @@ fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitCode>
             "enabled": config.enabled,
             "target": config.describe(),
             "cached_tools": cached.as_ref().map(Vec::len),
-            "cached_at": store::catalog_age(dirs, config),
+            "cached_at": catalog_cache::catalog_age(dirs, config),
             "approved": pins.is_some(),
             "filtered": filtered,
             "quarantined": quarantined,
@@ -1079,18 +1079,18 @@ fn process_alive(pid: u32) -> bool {
 
 /// One server as `zenmode status` shows it.
 fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
-    let cached = store::load_catalog(dirs, config);
-    let pins = store::load_pins(dirs, &config.name);
+    let cached = catalog_cache::load_catalog(dirs, config);
+    let pins = pins::load_pins(dirs, &config.name);
     let quarantined: Vec<&str> = match (&cached, &pins) {
         (Some(tools), Some(pins)) => tools
             .iter()
-            .filter(|tool| config.allows(store::tool_name(tool).unwrap_or_default()))
+            .filter(|tool| config.allows(pins::tool_name(tool).unwrap_or_default()))
             .filter(|tool| pins.verdict(tool) != Verdict::Approved)
-            .filter_map(store::tool_name)
+            .filter_map(pins::tool_name)
             .collect(),
         _ => Vec::new(),
     };
-    let recorded = state::load(dirs, &config.name);
+    let recorded = status_file::load(dirs, &config.name);
     let mut note = None;
     let state_name = match &recorded {
         _ if !config.enabled => "disabled".to_owned(),
@@ -1127,7 +1127,7 @@ fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
 
 /// How long ago `at_ms` was, in words.
 fn ago(at_ms: u64) -> String {
-    let secs = state::now_ms().saturating_sub(at_ms) / 1000;
+    let secs = status_file::now_ms().saturating_sub(at_ms) / 1000;
     match secs {
         0..60 => format!("{secs}s ago"),
         60..3600 => format!("{}m ago", secs / 60),
@@ -1347,7 +1347,7 @@ fn check_upstreams(
                     tools.len(),
                     started.elapsed().as_secs_f64()
                 ));
-                let pins = store::load_pins(dirs, name);
+                let pins = pins::load_pins(dirs, name);
                 let held = tools
                     .iter()
                     .filter(|tool| {

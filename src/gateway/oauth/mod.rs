@@ -46,7 +46,7 @@ pub fn tokens_dir() -> PathBuf {
 /// The token file of `server` (signed in to `url`).
 pub fn token_file(server: &str, url: &str) -> TokenFile {
     TokenFile::new(
-        tokens_dir().join(format!("{}.json", super::store::file_stem(server))),
+        tokens_dir().join(format!("{}.json", super::dirs::file_stem(server))),
         url,
     )
 }

@@ -14,7 +14,7 @@ use serde_json::{Value, value::RawValue};
 
 use super::{
     config::UpstreamConfig,
-    dirs::{GatewayDirs, write_atomically},
+    disk::{GatewayDirs, write_atomically},
     pins::{tool_hash, tool_name},
 };
 

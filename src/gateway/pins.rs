@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::{
     config::hex,
-    dirs::{GatewayDirs, write_atomically},
+    disk::{GatewayDirs, write_atomically},
 };
 
 /// Approved tool definitions of one server: tool name -> definition hash.

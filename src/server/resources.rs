@@ -27,10 +27,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::ZenServer;
-use crate::gateway::{
-    Gateway, GatewayError,
-    resources::{Route, UpstreamEvent},
-};
+use crate::gateway::{Gateway, GatewayError, events::UpstreamEvent, resource_hub::Route};
 
 /// One session's subscriptions and its notification task.
 pub struct SessionResources {

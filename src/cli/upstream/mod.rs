@@ -20,9 +20,9 @@ use serde_json::{Map, Value, json};
 use crate::gateway::{
     Pins, Verdict, catalog_cache,
     config::{self, UpstreamConfig},
-    dirs::GatewayDirs,
+    connection::Upstream,
+    disk::GatewayDirs,
     pins, serving, status_file,
-    upstream::Upstream,
 };
 
 #[derive(Debug, Subcommand)]

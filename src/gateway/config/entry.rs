@@ -2,7 +2,7 @@
 //! how zenmode reaches the server ([`Transport`]), zenmode's own options
 //! for it, whether its allow and deny lists let a tool through, and what a
 //! user may see of it (never a secret). Reading the file into entries is
-//! [`super::parse`]'s.
+//! `parse.rs`'s.
 
 use std::{collections::BTreeMap, fmt, path::PathBuf, time::Duration};
 

@@ -4,9 +4,8 @@
 //!
 //! Files are written to a temporary name and renamed, so a reader never sees
 //! half a file, and two processes writing at once leave one whole version.
-//! Kept apart from what is written ([`super::catalog_cache`],
-//! [`super::pins`], [`super::status_file`]) so that every writer of the
-//! gateway shares one set of rules.
+//! Kept apart from the files that use it (`catalog_cache.rs`, `pins.rs`,
+//! `status_file.rs`, the cached capabilities and the OAuth token files).
 
 use std::{
     io,

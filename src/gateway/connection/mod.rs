@@ -15,15 +15,15 @@
 //!
 //! The files, from the top down (each uses only files below it):
 //!
-//! - [`lifecycle`]: the first start, restarts after a growing backoff,
+//! - `lifecycle`: the first start, restarts after a growing backoff,
 //!   the idle stop and the last one;
-//! - [`start`]: spawning (or connecting), the handshake and the tool list;
-//! - [`calls`]: `tools/call` and the other forwarded requests;
-//! - [`errors`]: failures as the caller sees them;
-//! - [`stderr`]: the server's stderr, read, paced, logged and kept;
-//! - [`upstream`]: the [`Upstream`] itself, its state and what it holds;
-//! - [`running`]: a started server: its session and process group;
-//! - [`client`]: zenmode as the MCP client of the server.
+//! - `start`: spawning (or connecting), the handshake and the tool list;
+//! - `calls`: `tools/call` and the other forwarded requests;
+//! - `errors`: failures as the caller sees them;
+//! - `stderr`: the server's stderr, read, paced, logged and kept;
+//! - `upstream`: the [`Upstream`] itself, its state and what it holds;
+//! - `running`: a started server: its session and process group;
+//! - `client`: zenmode as the MCP client of the server.
 
 mod calls;
 mod client;

@@ -1,5 +1,5 @@
 //! What the model cannot reach, and why, in one short line
-//! ([`Unavailable`]): a server still starting or failed (told by the last
+//! (`Unavailable`): a server still starting or failed (told by the last
 //! line of its stderr when there is one), a bad entry, a broken upstreams
 //! file.
 

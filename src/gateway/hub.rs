@@ -5,9 +5,9 @@
 //! is started in the background to learn its tools, retried with a growing
 //! wait after a failure.
 //!
-//! The top of the gateway's files: the others know nothing of it, except
-//! the ones that add methods to it for a part of the protocol
-//! (`resources.rs`, `prompts.rs`).
+//! Near the top of the gateway's files: the files below know nothing of
+//! it; only the two that add methods to it for a part of the protocol
+//! (`resources.rs`, `prompts.rs`) sit above it.
 
 use std::{
     collections::BTreeMap,

@@ -3,28 +3,28 @@
 //!
 //! The files, from the top down (each uses only files below it):
 //!
+//! - [`prompts`], [`resources`]: every server's prompts, completion and
+//!   resources, offered as zenmode's own (methods of the [`Gateway`]);
 //! - [`hub`]: the [`Gateway`] itself: every configured server, its modes,
 //!   what is quarantined or unavailable; open, reload, calls, shutdown;
-//! - [`resources`], [`prompts`]: every server's resources, prompts and
-//!   completion, offered as zenmode's own (methods of the [`Gateway`]);
 //! - [`approval`]: a server's tools checked against the pins and made
 //!   modes, and the report of how it was opened;
 //! - [`connection`]: one server's process (or HTTP session), started on
 //!   first use, stopped when idle, restarted with backoff, calls bounded;
-//! - [`flowback`]: what an upstream asks of the client (elicitation,
-//!   sampling, roots), passed to the session whose call it serves;
+//! - [`catalog_cache`]: each server's cached catalog;
+//! - [`capabilities`]: what each server offers besides tools, cached;
+//! - [`oauth`]: sign-in to HTTP servers that ask for OAuth;
+//! - [`pins`]: the pins of approved tool definitions;
+//! - [`serving`]: which version of the upstreams file each serving process loaded;
+//! - [`status_file`]: each server's state file and stderr log, for `zenmode status`;
+//! - [`disk`]: where the gateway's files live, and how they are written;
+//! - [`config`]: the `mcpServers` file and zenmode's per-server options;
 //! - [`resource_hub`]: which server owns each resource, and the
 //!   subscriptions held;
-//! - [`capabilities`]: what each server offers besides tools, cached;
 //! - [`events`]: what an upstream tells its client that sessions care about;
+//! - [`flowback`]: what an upstream asks of the client (elicitation,
+//!   sampling, roots), passed to the session whose call it serves;
 //! - [`unavailable`]: what the model cannot reach, and why, in one line;
-//! - [`config`]: the `mcpServers` file and zenmode's per-server options;
-//! - [`catalog_cache`]: each server's cached catalog;
-//! - [`pins`]: the pins of approved tool definitions;
-//! - [`status_file`]: each server's state file and stderr log, for `zenmode status`;
-//! - [`serving`]: which version of the upstreams file each serving process loaded;
-//! - [`disk`]: where the gateway's files live, and how they are written;
-//! - [`oauth`]: sign-in to HTTP servers that ask for OAuth;
 //! - [`http_errors`]: a remote server's failures explained, with what to do;
 //! - [`request_state`]: zenmode's signed `requestState` around an upstream's;
 //! - [`reply_guard`]: a stdio server's replies held to its size limit;

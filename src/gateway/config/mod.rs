@@ -20,12 +20,14 @@
 //! An entry that would run zenmode itself ([`runs_zenmode`]) is skipped with
 //! a warning: a gateway fronting itself spawns itself without end.
 //!
-//! - `entry`: one checked server entry and what it says (transport,
-//!   options, allow and deny lists, what may be shown of it);
+//! The files, from the top down (each uses only files below it):
+//!
 //! - `parse`: reading and checking the file, entry by entry;
+//! - `runs_itself`: recognising an entry that would run zenmode itself;
 //! - `placeholders`: `${VAR}` filled from zenmode's environment;
 //! - `fingerprint`: the hash of an entry that keys its cached catalog;
-//! - `runs_itself`: recognising an entry that would run zenmode itself.
+//! - `entry`: one checked server entry and what it says (transport,
+//!   options, allow and deny lists, what may be shown of it).
 
 mod entry;
 mod fingerprint;

@@ -225,6 +225,7 @@ fn backoff(failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     #[test]
     fn backoff_retries_at_once_then_doubles_up_to_a_cap() {
         assert_eq!(backoff(1), Duration::ZERO);

@@ -229,6 +229,7 @@ fn log_stderr_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
     #[test]
     fn a_stderr_flood_is_paced_and_counted() {
         let mut pace = StderrPace::default();

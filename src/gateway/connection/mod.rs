@@ -13,12 +13,13 @@
 //! crash. A serving zenmode also records each transition and the last call
 //! in the server's state file ([`crate::gateway::status_file`]).
 //!
-//! The files, from the top down (each uses only files below it):
+//! The files, from the top down (each uses only files below it, and calls
+//! only methods defined below it):
 //!
+//! - `calls`: `tools/call` and the other forwarded requests;
 //! - `lifecycle`: the first start, restarts after a growing backoff,
 //!   the idle stop and the last one;
 //! - `start`: spawning (or connecting), the handshake and the tool list;
-//! - `calls`: `tools/call` and the other forwarded requests;
 //! - `errors`: failures as the caller sees them;
 //! - `stderr`: the server's stderr, read, paced, logged and kept;
 //! - `upstream`: the [`Upstream`] itself, its state and what it holds;

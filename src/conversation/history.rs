@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use super::{Thread, Turn};
+use super::thread::{Thread, Turn};
 use crate::files::estimate_tokens;
 
 /// History ready to put in front of a model.

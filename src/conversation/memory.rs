@@ -5,7 +5,12 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use super::{ConversationStore, MemoryConfig, MemoryError, Thread, Turn, normalize_id};
+use super::{
+    config::MemoryConfig,
+    error::MemoryError,
+    store::ConversationStore,
+    thread::{Thread, Turn, normalize_id},
+};
 
 /// Ids of expired or evicted threads remembered so a late caller hears
 /// "expired" rather than "unknown". Bounded (about 1 MiB at most) so

@@ -22,7 +22,11 @@ use redis::{
 };
 
 use super::{
-    ConversationStore, MemoryConfig, MemoryError, Thread, Turn, encode_turn, normalize_id,
+    config::MemoryConfig,
+    error::MemoryError,
+    store::ConversationStore,
+    store_url::StoreUrl,
+    thread::{Thread, Turn, encode_turn, normalize_id},
 };
 
 /// A day beyond the idle timeout, the marker still explains an old id.
@@ -127,7 +131,7 @@ impl RedisStore {
     /// with a clear error.
     pub async fn connect(url: &str, config: MemoryConfig) -> Result<Self, String> {
         let config = config.at_least_one();
-        let shown = super::StoreUrl::Redis(url.to_owned()).display();
+        let shown = StoreUrl::Redis(url.to_owned()).display();
         let client =
             Client::open(url).map_err(|error| format!("invalid Redis URL {shown}: {error}"))?;
         let manager_config = ConnectionManagerConfig::new()

@@ -1,9 +1,9 @@
-//! `--store URL` (env `ZEN_STORE`): which [`ConversationStore`] holds the
-//! threads.
+//! `--store URL` (env `ZEN_STORE`): which store holds the threads
+//! ([`StoreUrl`], parsed and shown with any password hidden), and where the
+//! embedded one lives by default. Opening the store it names is
+//! `open.rs`'s.
 
-use std::{path::PathBuf, sync::Arc};
-
-use super::{ConversationStore, EmbeddedStore, InMemoryStore, MemoryConfig, RedisStore};
+use std::path::PathBuf;
 
 /// A parsed store URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,20 +65,6 @@ pub fn default_embedded_path() -> PathBuf {
         })
         .unwrap_or_else(|| std::env::temp_dir().join("zenmode-state"))
         .join("threads.db")
-}
-
-/// Opens the store. The embedded one opens its file on first use (start-up
-/// stays fast); Redis is reached now, so a wrong address stops start-up
-/// with a clear error instead of failing every call later.
-pub async fn open_store(
-    url: &StoreUrl,
-    config: MemoryConfig,
-) -> Result<Arc<dyn ConversationStore>, String> {
-    Ok(match url {
-        StoreUrl::Memory => Arc::new(InMemoryStore::new(config)),
-        StoreUrl::Embedded(path) => Arc::new(EmbeddedStore::new(path.clone(), config)),
-        StoreUrl::Redis(address) => Arc::new(RedisStore::connect(address, config).await?),
-    })
 }
 
 /// `url` with any password replaced by `***`.

@@ -13,7 +13,7 @@ use std::{
     sync::{Mutex, PoisonError},
 };
 
-use super::{Turn, memory::turn_bytes};
+use super::{memory::turn_bytes, thread::Turn};
 
 /// Threads kept at most: well above the threads a busy server continues
 /// at once, so under load nearly every continuation is a hit.

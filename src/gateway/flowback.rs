@@ -30,8 +30,7 @@ use rmcp::{
 };
 use serde_json::json;
 
-use super::{Gateway, GatewayError};
-use crate::call::{Ask, CallContext, ClientRequests};
+use crate::call::{Ask, ClientRequests};
 
 /// The sampling and roots types, named once here where their deprecation
 /// (for 2026-07-28 only) is allowed.
@@ -226,7 +225,7 @@ fn refusal(server: &str, ask: Ask, why: &str) -> ErrorData {
 /// Open sessions whose client offers roots, for a `roots/list` that comes
 /// outside any call. Process-wide: sessions belong to the process, not to
 /// one gateway.
-static ROOT_SESSIONS: Mutex<Vec<Weak<dyn ClientRequests>>> = Mutex::new(Vec::new());
+pub(super) static ROOT_SESSIONS: Mutex<Vec<Weak<dyn ClientRequests>>> = Mutex::new(Vec::new());
 
 fn sessions_with_roots() -> Vec<Arc<dyn ClientRequests>> {
     let Ok(mut list) = ROOT_SESSIONS.lock() else {
@@ -234,53 +233,6 @@ fn sessions_with_roots() -> Vec<Arc<dyn ClientRequests>> {
     };
     list.retain(|weak| weak.upgrade().is_some_and(|client| !client.is_closed()));
     list.iter().filter_map(Weak::upgrade).collect()
-}
-
-impl Gateway {
-    /// A session opened whose client offers roots: its roots are what the
-    /// running upstreams see now, so they are told to ask again. The session
-    /// keeps `client` alive; the gateway only holds it weakly.
-    pub async fn client_connected(&self, client: &Arc<dyn ClientRequests>) {
-        if !client.can(Ask::Roots) {
-            return;
-        }
-        if let Ok(mut list) = ROOT_SESSIONS.lock() {
-            list.push(Arc::downgrade(client));
-        }
-        self.roots_changed().await;
-    }
-
-    /// Refuses a retry whose (intact) `requestState` names a server this
-    /// gateway does not have, before anything is sent.
-    pub(super) fn check_state_server(&self, call: &CallContext) -> Result<(), GatewayError> {
-        let Some(server) = call
-            .resume
-            .as_ref()
-            .and_then(|resume| resume.request_state.as_deref())
-            .and_then(super::request_state::server_of)
-        else {
-            return Ok(());
-        };
-        if self.read().upstreams.contains_key(&server) {
-            return Ok(());
-        }
-        Err(GatewayError {
-            kind: "invalid_request_state",
-            server: server.clone(),
-            message: format!(
-                "the requestState is refused: it belongs to server {server:?}, which this zenmode does not serve"
-            ),
-        })
-    }
-
-    /// Tells every running upstream that the client's roots changed, each
-    /// in its own task (one that is starting is told once it is up).
-    pub async fn roots_changed(&self) {
-        let upstreams: Vec<_> = self.read().upstreams.values().cloned().collect();
-        for upstream in upstreams {
-            tokio::spawn(async move { upstream.notify_roots_changed().await });
-        }
-    }
 }
 
 impl Callers {

@@ -1,19 +1,18 @@
-//! Resources, prompts and completion of every upstream, offered as if
-//! they were zenmode's own.
+//! Resources of every upstream, offered as if they were zenmode's own
+//! (prompts and completion are in `prompts.rs`).
 //!
 //! Only the tool list carries zenmode's token promise: clients do not put
 //! resources or prompts into the model's context, so these are listed in
 //! full (resources page by page).
 //!
-//! Names and URIs:
-//! - a prompt is named like a tool, `<prefix>__<prompt>`;
-//! - a resource (or template) keeps its upstream URI, so a client sees what
-//!   it would see connected directly. Which server owns a URI is learnt
-//!   from the listings: the first server, in name order, that lists it.
-//!   When a second server lists the same URI (or template), its copy is
-//!   listed as `zenmode://<server>/<its URI>`, and any URI of that form is
-//!   read from that server. A URI no listing named (one filled from a
-//!   template) goes to the server whose template matches it.
+//! A resource (or template) keeps its upstream URI, so a client sees what
+//! it would see connected directly. Which server owns a URI is learnt from
+//! the listings: the first server, in name order, that lists it. When a
+//! second server lists the same URI (or template), its copy is listed as
+//! `zenmode://<server>/<its URI>`, and any URI of that form is read from
+//! that server. A URI no listing named (one filled from a template) goes to
+//! the server whose template matches it. What is learnt is kept in the
+//! gateway's [`super::resource_hub::Hub`].
 //!
 //! `resources/list` is paginated with an opaque cursor naming the server
 //! and that server's own cursor, so the pages are the upstreams' pages one
@@ -21,144 +20,30 @@
 //! a read of its resources gets its start error.
 //!
 //! Upstreams are started lazily, as for tools. Their capabilities are
-//! cached beside their catalog, so `initialize` can advertise resources,
-//! prompts and completion without starting anyone.
+//! cached beside their catalog ([`super::capabilities`]), so `initialize`
+//! can advertise resources, prompts and completion without starting anyone.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex},
-};
+use std::{collections::BTreeMap, sync::Arc};
 
 use base64::Engine as _;
-use rmcp::model::{ClientRequest, PaginatedRequestParams, Request, RequestOptionalParam};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use super::{Gateway, GatewayError, config::UpstreamConfig, store, upstream::Upstream};
+use super::{
+    capabilities::{Offered, load_capabilities},
+    connection::Upstream,
+    error::GatewayError,
+    events::UpstreamEvent,
+    hub::Gateway,
+    resource_hub::{Route, lock},
+};
 
 /// Listings followed per server, at most (a server that keeps answering
 /// with a next cursor does not hold a request forever).
 const MAX_PAGES: usize = 100;
-/// Events kept for a session that is slow to take them.
-const EVENT_BACKLOG: usize = 256;
+
 /// The scheme of a URI addressed to one server explicitly.
 pub const SERVER_SCHEME: &str = "zenmode://";
-
-/// What an upstream told its client, for the sessions that care.
-#[derive(Debug, Clone, PartialEq)]
-pub enum UpstreamEvent {
-    ResourceUpdated {
-        server: String,
-        uri: String,
-    },
-    ResourcesChanged,
-    PromptsChanged,
-    /// A server started again (after a crash or an idle stop).
-    Restarted {
-        server: String,
-    },
-}
-
-pub type EventSender = broadcast::Sender<UpstreamEvent>;
-
-/// Which of resources, prompts and completion some upstream offers.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Offered {
-    pub resources: bool,
-    pub subscribe: bool,
-    pub resources_list_changed: bool,
-    pub prompts: bool,
-    pub prompts_list_changed: bool,
-    pub completions: bool,
-}
-
-impl Offered {
-    fn add(&mut self, capabilities: &Value) {
-        let flag = |section: &str, name: &str| capabilities[section][name].as_bool() == Some(true);
-        self.resources |= capabilities.get("resources").is_some();
-        self.subscribe |= flag("resources", "subscribe");
-        self.resources_list_changed |= flag("resources", "listChanged");
-        self.prompts |= capabilities.get("prompts").is_some();
-        self.prompts_list_changed |= flag("prompts", "listChanged");
-        self.completions |= capabilities.get("completions").is_some();
-    }
-}
-
-/// A resource's place: the server that owns it and the URI it knows.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Route {
-    pub server: String,
-    pub uri: String,
-}
-
-/// What the gateway has learnt about resources, shared by every session.
-pub struct Hub {
-    events: EventSender,
-    /// URI as listed to clients -> where it lives.
-    owners: Mutex<HashMap<String, Route>>,
-    /// Template as listed to clients -> where it lives.
-    templates: Mutex<BTreeMap<String, Route>>,
-    /// Upstream subscriptions and how many sessions hold each.
-    subscriptions: Mutex<HashMap<Route, usize>>,
-    /// Whether the task that renews subscriptions after a restart runs.
-    renewing: std::sync::atomic::AtomicBool,
-}
-
-impl Default for Hub {
-    fn default() -> Self {
-        Hub {
-            events: broadcast::channel(EVENT_BACKLOG).0,
-            owners: Mutex::default(),
-            templates: Mutex::default(),
-            subscriptions: Mutex::default(),
-            renewing: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-}
-
-impl Hub {
-    pub fn sender(&self) -> EventSender {
-        self.events.clone()
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn capabilities_path(dirs: &store::GatewayDirs, server: &str) -> std::path::PathBuf {
-    dirs.cache
-        .join("upstreams")
-        .join(format!("{}.capabilities.json", store::file_stem(server)))
-}
-
-/// Caches the capabilities a server declared, for this very entry.
-pub fn remember_capabilities(
-    dirs: &store::GatewayDirs,
-    config: &UpstreamConfig,
-    capabilities: &Value,
-) {
-    let path = capabilities_path(dirs, &config.name);
-    let record = json!({"fingerprint": config.fingerprint(), "capabilities": capabilities});
-    if load_capabilities(dirs, config).as_ref() == Some(capabilities) {
-        return;
-    }
-    let written = path
-        .parent()
-        .map_or(Ok(()), store::create_private_dir)
-        .and_then(|()| store::write_private(&path, record.to_string().as_bytes()));
-    if let Err(error) = written {
-        tracing::debug!(server = config.name, %error, "could not cache capabilities");
-    }
-}
-
-/// The cached capabilities of `config`'s server, if saved for this entry.
-pub fn load_capabilities(dirs: &store::GatewayDirs, config: &UpstreamConfig) -> Option<Value> {
-    let text = std::fs::read_to_string(capabilities_path(dirs, &config.name)).ok()?;
-    let record: Value = serde_json::from_str(&text).ok()?;
-    (record["fingerprint"].as_str() == Some(config.fingerprint().as_str()))
-        .then(|| record["capabilities"].clone())
-}
 
 /// The page position in `resources/list`: a server and its own cursor.
 #[derive(Debug, PartialEq)]
@@ -189,7 +74,7 @@ impl Cursor {
 }
 
 /// `zenmode://<server>/<uri>` split into its parts.
-fn explicit_route(uri: &str) -> Option<Route> {
+pub(super) fn explicit_route(uri: &str) -> Option<Route> {
     let rest = uri.strip_prefix(SERVER_SCHEME)?;
     let (server, uri) = rest.split_once('/')?;
     Some(Route {
@@ -226,36 +111,7 @@ fn template_matches(template: &str, uri: &str) -> bool {
     left.len() >= last.len() && left.ends_with(last)
 }
 
-/// The request for `method` in rmcp's type, read straight into its params
-/// type (rmcp's request enum is untagged: reading into it would try every
-/// method in turn).
-pub fn client_request(method: &str, params: Value) -> Result<ClientRequest, String> {
-    fn read<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, String> {
-        serde_json::from_value(params).map_err(|e| e.to_string())
-    }
-    fn listing<M: Default>(
-        params: Value,
-    ) -> Result<RequestOptionalParam<M, PaginatedRequestParams>, String> {
-        Ok(RequestOptionalParam {
-            method: M::default(),
-            params: Some(read(params)?),
-            extensions: Default::default(),
-        })
-    }
-    Ok(match method {
-        "resources/list" => ClientRequest::ListResourcesRequest(listing(params)?),
-        "resources/templates/list" => ClientRequest::ListResourceTemplatesRequest(listing(params)?),
-        "prompts/list" => ClientRequest::ListPromptsRequest(listing(params)?),
-        "resources/read" => ClientRequest::ReadResourceRequest(Request::new(read(params)?)),
-        "resources/subscribe" => ClientRequest::SubscribeRequest(Request::new(read(params)?)),
-        "resources/unsubscribe" => ClientRequest::UnsubscribeRequest(Request::new(read(params)?)),
-        "prompts/get" => ClientRequest::GetPromptRequest(Request::new(read(params)?)),
-        "completion/complete" => ClientRequest::CompleteRequest(Request::new(read(params)?)),
-        other => return Err(format!("{other} is not forwarded")),
-    })
-}
-
-fn invalid(kind: &'static str, message: String) -> GatewayError {
+pub(super) fn invalid(kind: &'static str, message: String) -> GatewayError {
     GatewayError {
         kind,
         server: String::new(),
@@ -284,7 +140,7 @@ impl Gateway {
         self.hub.events.subscribe()
     }
 
-    fn upstream(&self, server: &str) -> Result<Arc<Upstream>, GatewayError> {
+    pub(super) fn upstream(&self, server: &str) -> Result<Arc<Upstream>, GatewayError> {
         self.read().upstreams.get(server).cloned().ok_or_else(|| {
             invalid(
                 "unknown_upstream",
@@ -294,7 +150,7 @@ impl Gateway {
     }
 
     /// Upstreams in name order.
-    fn all_upstreams(&self) -> Vec<Arc<Upstream>> {
+    pub(super) fn all_upstreams(&self) -> Vec<Arc<Upstream>> {
         self.read().upstreams.values().cloned().collect()
     }
 
@@ -407,7 +263,7 @@ impl Gateway {
 
     /// Every page of `method` from every upstream offering `section`; the
     /// items of `key` of each, tagged with their server.
-    async fn list_all(
+    pub(super) async fn list_all(
         &self,
         section: &str,
         method: &str,
@@ -661,101 +517,6 @@ impl Gateway {
             .request(method, json!({"uri": route.uri}))
             .await
             .map(drop)
-    }
-
-    /// `prompts/list`: every server's prompts, named `<prefix>__<prompt>`.
-    pub async fn list_prompts(&self) -> Value {
-        let mut listed = Vec::new();
-        for (upstream, items) in self.list_all("prompts", "prompts/list", "prompts").await {
-            for mut prompt in items {
-                if let Some(name) = prompt["name"].as_str() {
-                    prompt["name"] = Value::String(crate::catalog::gateway_modes::mode_name(
-                        &upstream.config.prefix,
-                        name,
-                    ));
-                    listed.push(prompt);
-                }
-            }
-        }
-        json!({"prompts": listed})
-    }
-
-    /// The server a prefixed prompt name belongs to, and its own name there.
-    fn prompt_owner(&self, name: &str) -> Result<(Arc<Upstream>, String), GatewayError> {
-        let unknown = || {
-            invalid(
-                "unknown_prompt",
-                format!(
-                    "no prompt named {name:?}: prompts are named <server prefix>__<prompt>, as prompts/list shows"
-                ),
-            )
-        };
-        let (prefix, prompt) = name
-            .split_once(crate::catalog::gateway_modes::SEPARATOR)
-            .ok_or_else(unknown)?;
-        let upstream = self
-            .all_upstreams()
-            .into_iter()
-            .find(|u| u.config.prefix == prefix)
-            .ok_or_else(unknown)?;
-        Ok((upstream, prompt.to_owned()))
-    }
-
-    /// `prompts/get` of a prefixed prompt, from its server.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
-    ) -> Result<Value, GatewayError> {
-        let (upstream, prompt) = self.prompt_owner(name)?;
-        let mut params = json!({"name": prompt});
-        if let Some(arguments) = arguments {
-            params["arguments"] = Value::Object(arguments);
-        }
-        upstream.request("prompts/get", params).await
-    }
-
-    /// `completion/complete` for a prompt's or a resource template's
-    /// argument, asked of the server that owns the prompt or template.
-    pub async fn complete(&self, mut params: Value) -> Result<Value, GatewayError> {
-        let reference = &params["ref"];
-        let (upstream, reference) = match reference["type"].as_str() {
-            Some("ref/prompt") => {
-                let name = reference["name"].as_str().unwrap_or_default();
-                let (upstream, prompt) = self.prompt_owner(name)?;
-                let mut reference = reference.clone();
-                reference["name"] = Value::String(prompt);
-                (upstream, reference)
-            }
-            Some("ref/resource") => {
-                let uri = reference["uri"].as_str().unwrap_or_default().to_owned();
-                let route = match self.template_route(&uri) {
-                    Some(route) => route,
-                    None => {
-                        self.list_resource_templates().await;
-                        match self.template_route(&uri) {
-                            Some(route) => route,
-                            None => self.route_of(&uri).await?,
-                        }
-                    }
-                };
-                let mut reference = reference.clone();
-                reference["uri"] = Value::String(route.uri);
-                (self.upstream(&route.server)?, reference)
-            }
-            _ => {
-                return Err(invalid(
-                    "invalid_reference",
-                    "completion needs a ref of type ref/prompt or ref/resource".to_owned(),
-                ));
-            }
-        };
-        params["ref"] = reference;
-        upstream.request("completion/complete", params).await
-    }
-
-    fn template_route(&self, uri: &str) -> Option<Route> {
-        explicit_route(uri).or_else(|| lock(&self.hub.templates).get(uri).cloned())
     }
 }
 

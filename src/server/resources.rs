@@ -26,10 +26,7 @@ use rmcp::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::gateway::{
-    Gateway, GatewayError,
-    resources::{Route, UpstreamEvent},
-};
+use crate::gateway::{Gateway, GatewayError, events::UpstreamEvent, resource_hub::Route};
 
 /// One session's subscriptions and its notification task.
 pub struct SessionResources {

@@ -29,7 +29,7 @@ pub use client::ClientKind;
 
 use crate::gateway::{
     config::{self, UpstreamConfig},
-    store::GatewayDirs,
+    disk::GatewayDirs,
 };
 use backup::Backup;
 

@@ -12,8 +12,8 @@ use super::{
 };
 use crate::gateway::{
     config::{self},
-    live,
-    store::GatewayDirs,
+    disk::GatewayDirs,
+    serving,
 };
 
 /// `upstream add`: one server, started first unless `--no-fetch`.
@@ -46,7 +46,7 @@ pub fn run(
         wait,
     };
     let outcome = runtime.block_on(add_entries(file, dirs, added, &how))?;
-    println!("{}", live::pickup_report(dirs, file, PICKUP_WAIT));
+    println!("{}", serving::pickup_report(dirs, file, PICKUP_WAIT));
     Ok(outcome)
 }
 

@@ -14,7 +14,8 @@ use super::file::{default_upstreams_file, fetch};
 use crate::gateway::{
     Verdict,
     config::{self},
-    store::{self, GatewayDirs},
+    disk::GatewayDirs,
+    pins,
 };
 
 /// The findings of `zenmode doctor`, printed one per line as they come.
@@ -126,7 +127,7 @@ pub fn check_upstreams(
                     tools.len(),
                     started.elapsed().as_secs_f64()
                 ));
-                let pins = store::load_pins(dirs, name);
+                let pins = pins::load_pins(dirs, name);
                 let held = tools
                     .iter()
                     .filter(|tool| {

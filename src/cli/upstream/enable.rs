@@ -6,7 +6,7 @@ use anyhow::bail;
 use serde_json::{Value, json};
 
 use super::file::{PICKUP_WAIT, read_document, servers_mut, write_document};
-use crate::gateway::{live, store::GatewayDirs};
+use crate::gateway::{disk::GatewayDirs, serving};
 
 /// `upstream enable|disable NAME`: the entry's `enabled` changes, nothing else.
 pub fn set_enabled(
@@ -28,6 +28,6 @@ pub fn set_enabled(
         if enabled { "enabled" } else { "disabled" },
         file.display(),
     );
-    println!("{}", live::pickup_report(dirs, file, PICKUP_WAIT));
+    println!("{}", serving::pickup_report(dirs, file, PICKUP_WAIT));
     Ok(ExitCode::SUCCESS)
 }

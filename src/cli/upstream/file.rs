@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 
 use crate::gateway::{
     config::{self, UpstreamConfig},
-    store::GatewayDirs,
-    upstream::Upstream,
+    connection::Upstream,
+    disk::GatewayDirs,
 };
 
 /// How long `add` and `remove` wait for running servers to reload the file

@@ -29,8 +29,8 @@ use super::{
 };
 use crate::gateway::{
     config::{self},
-    live,
-    store::GatewayDirs,
+    disk::GatewayDirs,
+    serving,
 };
 
 /// One client file that exists, and the servers in it.
@@ -190,7 +190,7 @@ pub fn run(
         return Ok(ExitCode::SUCCESS);
     }
     let outcome = runtime.block_on(add_entries(file, dirs, entries, &how))?;
-    println!("{}", live::pickup_report(dirs, file, PICKUP_WAIT));
+    println!("{}", serving::pickup_report(dirs, file, PICKUP_WAIT));
     Ok(outcome)
 }
 

@@ -7,9 +7,10 @@ use serde_json::{Value, json};
 
 use super::status::no_upstreams_file;
 use crate::gateway::{
-    Verdict,
+    Verdict, catalog_cache,
     config::{self},
-    store::{self, GatewayDirs},
+    disk::GatewayDirs,
+    pins,
 };
 
 pub fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitCode> {
@@ -19,13 +20,13 @@ pub fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitC
     let configs = config::load(file)?.servers;
     let mut rows = Vec::new();
     for config in &configs {
-        let cached = store::load_catalog(dirs, config);
-        let pins = store::load_pins_with_definitions(dirs, &config.name);
+        let cached = catalog_cache::load_catalog(dirs, config);
+        let pins = pins::load_pins_with_definitions(dirs, &config.name);
         let mut quarantined = Vec::new();
         let mut filtered = 0;
         if let (Some(tools), Some(pins)) = (&cached, &pins) {
             for tool in tools {
-                let name = store::tool_name(tool).unwrap_or_default();
+                let name = pins::tool_name(tool).unwrap_or_default();
                 if !config.allows(name) {
                     filtered += 1;
                     continue;
@@ -46,7 +47,7 @@ pub fn list(file: &Path, dirs: &GatewayDirs, json: bool) -> anyhow::Result<ExitC
             "enabled": config.enabled,
             "target": config.describe(),
             "cached_tools": cached.as_ref().map(Vec::len),
-            "cached_at": store::catalog_age(dirs, config),
+            "cached_at": catalog_cache::catalog_age(dirs, config),
             "approved": pins.is_some(),
             "filtered": filtered,
             "quarantined": quarantined,

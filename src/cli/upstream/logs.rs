@@ -3,17 +3,17 @@
 use std::{path::Path, process::ExitCode};
 
 use super::file::chosen;
-use crate::gateway::{state, store::GatewayDirs};
+use crate::gateway::{disk::GatewayDirs, status_file};
 
 /// `upstream logs`: the last lines a serving zenmode kept of a server's
 /// stderr.
 pub fn run(file: &Path, dirs: &GatewayDirs, name: &str, lines: usize) -> anyhow::Result<ExitCode> {
     chosen(file, Some(name))?;
-    let shown = state::tail(dirs, name, lines);
+    let shown = status_file::tail(dirs, name, lines);
     if shown.is_empty() {
         println!(
             "no stderr logged for {name:?} yet: {} is written while a serving zenmode runs the server",
-            state::log_path(dirs, name).display()
+            status_file::log_path(dirs, name).display()
         );
     }
     for line in shown {

@@ -24,7 +24,7 @@ use anyhow::Context;
 use clap::Subcommand;
 
 use self::file::chosen;
-use crate::gateway::store::GatewayDirs;
+use crate::gateway::GatewayDirs;
 
 pub use add::move_in;
 pub use doctor::doctor;

@@ -3,10 +3,7 @@
 use std::{path::Path, process::ExitCode, time::Duration};
 
 use super::file::{chosen, fetch};
-use crate::gateway::{
-    Verdict,
-    store::{self, GatewayDirs},
-};
+use crate::gateway::{Verdict, disk::GatewayDirs, pins};
 
 /// `upstream refresh`: each server (or the one named) started, its tools
 /// cached, and what waits for approval counted.
@@ -22,7 +19,7 @@ pub fn run(
     for config in configs.iter().filter(|c| c.enabled) {
         match runtime.block_on(fetch(config, dirs, wait)) {
             Ok(tools) => {
-                let pins = store::load_pins(dirs, &config.name).unwrap_or_default();
+                let pins = pins::load_pins(dirs, &config.name).unwrap_or_default();
                 let held = tools
                     .iter()
                     .filter(|tool| pins.verdict(tool) != Verdict::Approved)

@@ -5,10 +5,7 @@ use std::{path::Path, process::ExitCode};
 use anyhow::bail;
 
 use super::file::{PICKUP_WAIT, read_document, servers_mut, write_document};
-use crate::gateway::{
-    live,
-    store::{self, GatewayDirs},
-};
+use crate::gateway::{catalog_cache, disk::GatewayDirs, pins, serving};
 
 /// `upstream remove`: the entry, its cached catalog and its pins.
 pub fn run(file: &Path, dirs: &GatewayDirs, name: &str) -> anyhow::Result<ExitCode> {
@@ -18,9 +15,9 @@ pub fn run(file: &Path, dirs: &GatewayDirs, name: &str) -> anyhow::Result<ExitCo
         bail!("{}: no server named {name:?}", file.display());
     }
     write_document(file, &document)?;
-    store::forget_catalog(dirs, name);
-    store::forget_pins(dirs, name);
+    catalog_cache::forget_catalog(dirs, name);
+    pins::forget_pins(dirs, name);
     println!("removed {name:?} from {}", file.display());
-    println!("{}", live::pickup_report(dirs, file, PICKUP_WAIT));
+    println!("{}", serving::pickup_report(dirs, file, PICKUP_WAIT));
     Ok(ExitCode::SUCCESS)
 }

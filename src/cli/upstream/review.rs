@@ -8,19 +8,17 @@ use serde_json::Value;
 
 use super::file::fetch;
 use crate::gateway::{
-    Pins, Verdict,
-    config::UpstreamConfig,
-    store::{self, GatewayDirs},
+    Pins, Verdict, catalog_cache, config::UpstreamConfig, disk::GatewayDirs, pins,
 };
 
 /// Pins `tools` as the approved definitions of `name`.
 pub fn save_approval(dirs: &GatewayDirs, name: &str, tools: &[Value]) -> anyhow::Result<()> {
-    let before = store::load_pins(dirs, name).unwrap_or_default();
+    let before = pins::load_pins(dirs, name).unwrap_or_default();
     let changed = tools
         .iter()
         .filter(|tool| before.verdict(tool) != Verdict::Approved)
         .count();
-    store::save_pins(dirs, name, &Pins::of(tools))
+    pins::save_pins(dirs, name, &Pins::of(tools))
         .with_context(|| format!("cannot save the approvals of {name:?}"))?;
     println!(
         "{name}: approved {} tools ({changed} new or changed since the last approval)",
@@ -42,7 +40,7 @@ pub async fn approve_reviewed(
     let tools = fetch(config, dirs, wait)
         .await
         .map_err(|problem| anyhow::anyhow!("{name}: {problem}"))?;
-    let review = match store::load_pins_with_definitions(dirs, name) {
+    let review = match pins::load_pins_with_definitions(dirs, name) {
         // Nothing approved before: there is nothing to compare with.
         None => String::new(),
         Some(pins) => review_text(name, &pins, &tools, None),
@@ -79,7 +77,7 @@ pub async fn current_tools(
     dirs: &GatewayDirs,
     wait: Duration,
 ) -> anyhow::Result<Vec<Value>> {
-    match store::load_catalog(dirs, config) {
+    match catalog_cache::load_catalog(dirs, config) {
         Some(tools) => Ok(tools),
         None => fetch(config, dirs, wait)
             .await
@@ -97,11 +95,11 @@ pub async fn diff(
     let name = &config.name;
     let tools = current_tools(config, dirs, wait).await?;
     if let Some(tool) = tool
-        && !tools.iter().any(|t| store::tool_name(t) == Some(tool))
+        && !tools.iter().any(|t| pins::tool_name(t) == Some(tool))
     {
         bail!("{name}: lists no tool named {tool:?}");
     }
-    let pins = store::load_pins_with_definitions(dirs, name).unwrap_or_default();
+    let pins = pins::load_pins_with_definitions(dirs, name).unwrap_or_default();
     let review = review_text(name, &pins, &tools, tool);
     if review.is_empty() {
         match tool {
@@ -118,7 +116,7 @@ pub async fn diff(
 pub fn review_text(server: &str, pins: &Pins, tools: &[Value], only: Option<&str>) -> String {
     let mut out = String::new();
     for tool in tools {
-        let Some(name) = store::tool_name(tool) else {
+        let Some(name) = pins::tool_name(tool) else {
             continue;
         };
         if only.is_some_and(|wanted| wanted != name) {
@@ -128,7 +126,7 @@ pub fn review_text(server: &str, pins: &Pins, tools: &[Value], only: Option<&str
         if verdict == Verdict::Approved {
             continue;
         }
-        let current = pretty(&store::defining(tool));
+        let current = pretty(&pins::defining(tool));
         let approved = match pins.definitions.get(name) {
             Some(definition) => pretty(definition),
             None if verdict == Verdict::New => String::new(),

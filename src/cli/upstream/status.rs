@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use super::file::default_upstreams_file;
 use crate::gateway::{
-    Verdict,
+    Verdict, catalog_cache,
     config::{self, UpstreamConfig},
-    state,
-    store::{self, GatewayDirs},
+    disk::GatewayDirs,
+    pins, status_file,
 };
 
 /// Whether the process `pid` still runs.
@@ -42,18 +42,18 @@ pub fn process_alive(pid: u32) -> bool {
 
 /// One server as `zenmode status` shows it.
 pub fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
-    let cached = store::load_catalog(dirs, config);
-    let pins = store::load_pins(dirs, &config.name);
+    let cached = catalog_cache::load_catalog(dirs, config);
+    let pins = pins::load_pins(dirs, &config.name);
     let quarantined: Vec<&str> = match (&cached, &pins) {
         (Some(tools), Some(pins)) => tools
             .iter()
-            .filter(|tool| config.allows(store::tool_name(tool).unwrap_or_default()))
+            .filter(|tool| config.allows(pins::tool_name(tool).unwrap_or_default()))
             .filter(|tool| pins.verdict(tool) != Verdict::Approved)
-            .filter_map(store::tool_name)
+            .filter_map(pins::tool_name)
             .collect(),
         _ => Vec::new(),
     };
-    let recorded = state::load(dirs, &config.name);
+    let recorded = status_file::load(dirs, &config.name);
     let mut note = None;
     let state_name = match &recorded {
         _ if !config.enabled => "disabled".to_owned(),
@@ -90,7 +90,7 @@ pub fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
 
 /// How long ago `at_ms` was, in words.
 pub fn ago(at_ms: u64) -> String {
-    let secs = state::now_ms().saturating_sub(at_ms) / 1000;
+    let secs = status_file::now_ms().saturating_sub(at_ms) / 1000;
     match secs {
         0..60 => format!("{secs}s ago"),
         60..3600 => format!("{}m ago", secs / 60),

@@ -5,16 +5,12 @@ use std::{process::ExitCode, time::Duration};
 use serde_json::{Value, json};
 
 use super::{list::first_line, review::current_tools};
-use crate::gateway::{
-    Verdict,
-    config::UpstreamConfig,
-    store::{self, GatewayDirs},
-};
+use crate::gateway::{Verdict, config::UpstreamConfig, disk::GatewayDirs, pins};
 
 /// Whether a tool says it only reads, or may destroy something.
 pub fn hints(tool: &Value) -> (bool, bool) {
     let hint = |key: &str| tool.pointer(&format!("/annotations/{key}")) == Some(&Value::Bool(true));
-    let named = crate::engine::named_destructive(store::tool_name(tool).unwrap_or_default());
+    let named = crate::engine::named_destructive(pins::tool_name(tool).unwrap_or_default());
     (hint("readOnlyHint"), hint("destructiveHint") || named)
 }
 
@@ -26,11 +22,11 @@ pub async fn tools(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let tools = current_tools(config, dirs, wait).await?;
-    let pins = store::load_pins(dirs, &config.name);
+    let pins = pins::load_pins(dirs, &config.name);
     let rows: Vec<Value> = tools
         .iter()
         .map(|tool| {
-            let name = store::tool_name(tool).unwrap_or_default();
+            let name = pins::tool_name(tool).unwrap_or_default();
             let standing = if !config.allows(name) {
                 "filtered out".to_owned()
             } else {

@@ -46,7 +46,7 @@ pub fn tokens_dir() -> PathBuf {
 /// The token file of `server` (signed in to `url`).
 pub fn token_file(server: &str, url: &str) -> TokenFile {
     TokenFile::new(
-        tokens_dir().join(format!("{}.json", super::store::file_stem(server))),
+        tokens_dir().join(format!("{}.json", super::disk::file_stem(server))),
         url,
     )
 }
@@ -80,7 +80,7 @@ pub fn explain(error: &AuthError) -> String {
 /// `WWW-Authenticate` of an unauthenticated `initialize` POST to `url`, if
 /// the server answers 401 (the challenge seeds discovery).
 pub async fn challenge_of(url: &str) -> Option<String> {
-    super::install_tls_provider();
+    super::tls::install_tls_provider();
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(30))
         .build()
@@ -108,7 +108,7 @@ pub async fn challenge_of(url: &str) -> Option<String> {
 /// A manager for `url` whose tokens go to `file`. Loopback and private
 /// addresses are allowed only as far as rmcp allows them for this URL.
 async fn manager_for(url: &str, file: &TokenFile) -> Result<AuthorizationManager, AuthError> {
-    super::install_tls_provider();
+    super::tls::install_tls_provider();
     let mut manager = AuthorizationManager::new(url).await?;
     manager.set_credential_store(file.clone());
     Ok(manager)

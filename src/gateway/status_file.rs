@@ -25,7 +25,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use super::store::{self, GatewayDirs};
+use super::disk::{GatewayDirs, create_private_dir, file_stem, write_private};
 
 /// A log file is rotated once it grows past this many bytes.
 pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
@@ -70,7 +70,7 @@ pub struct LastCall {
 
 /// The directory of `server`'s state and log files.
 pub fn server_dir(dirs: &GatewayDirs, server: &str) -> PathBuf {
-    dirs.state.join("upstreams").join(store::file_stem(server))
+    dirs.state.join("upstreams").join(file_stem(server))
 }
 
 fn state_path(dirs: &GatewayDirs, server: &str) -> PathBuf {
@@ -119,7 +119,7 @@ impl StateFile {
         let path = state_path(&self.dirs, &state.server);
         let written = serde_json::to_vec_pretty(&*state)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| store::write_private(&path, &bytes));
+            .and_then(|bytes| write_private(&path, &bytes));
         if let Err(error) = written {
             tracing::debug!(server = state.server, %error, "could not write the state file");
         }
@@ -198,7 +198,7 @@ impl LogWriter {
 
 fn open_append(path: &Path) -> Option<std::fs::File> {
     if let Some(dir) = path.parent() {
-        store::create_private_dir(dir).ok()?;
+        create_private_dir(dir).ok()?;
     }
     let mut options = std::fs::OpenOptions::new();
     options.create(true).append(true);

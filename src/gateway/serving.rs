@@ -15,7 +15,7 @@ use std::{
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{GatewayDirs, config::hex};
+use super::{config::hex, disk::GatewayDirs};
 
 /// A version of the upstreams file: cheap to compare by size and time,
 /// exact by content.

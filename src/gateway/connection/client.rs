@@ -1,0 +1,116 @@
+//! zenmode as the MCP client of one upstream: the progress it reports goes
+//! to the call that asked, its resource and prompt notifications become
+//! [`UpstreamEvent`]s, and what it asks of the client (elicitation,
+//! sampling, roots) goes to the calling session
+//! ([`crate::gateway::flowback`]).
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient,
+    model::{
+        ClientConfig, ElicitRequestParams, ElicitResult, Implementation, ProgressNotificationParam,
+        ProgressToken,
+    },
+    service::{NotificationContext, RequestContext},
+};
+
+use crate::{
+    call::ProgressSink,
+    gateway::{
+        events::{EventSender, UpstreamEvent},
+        flowback::{self, Callers, RootsResult, SamplingParams, SamplingResult},
+    },
+};
+
+/// Routes an upstream's progress notifications to the call that asked.
+pub(super) type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, Arc<dyn ProgressSink>>>>;
+
+/// zenmode as a client of one upstream.
+pub(super) struct ClientSide {
+    pub(super) server: String,
+    pub(super) routes: ProgressRoutes,
+    /// The calls in flight, whose clients answer what the server asks.
+    pub(super) callers: Callers,
+    /// Where resource and prompt notifications go (see [`EventSender`]).
+    pub(super) events: Option<EventSender>,
+}
+
+impl ClientHandler for ClientSide {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            flowback::upstream_capabilities(),
+            Implementation::new("zenmode-gateway", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = self
+            .routes
+            .lock()
+            .ok()
+            .and_then(|routes| routes.get(&params.progress_token).cloned());
+        if let Some(sink) = sink {
+            sink.report_detail(params.progress, params.total, params.message)
+                .await;
+        }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.relay(UpstreamEvent::ResourceUpdated {
+            server: self.server.clone(),
+            uri: params.uri,
+        });
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relay(UpstreamEvent::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relay(UpstreamEvent::PromptsChanged);
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.callers.elicit(&self.server, request).await
+    }
+
+    async fn create_message(
+        &self,
+        params: SamplingParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<SamplingResult, ErrorData> {
+        self.callers.create_message(&self.server, params).await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<RootsResult, ErrorData> {
+        self.callers.list_roots(&self.server).await
+    }
+}
+
+impl ClientSide {
+    fn relay(&self, event: UpstreamEvent) {
+        if let Some(events) = &self.events {
+            // No session listening is not an error.
+            let _ = events.send(event);
+        }
+    }
+}

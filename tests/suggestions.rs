@@ -104,13 +104,6 @@ fn the_rule_on_the_catalog_leaves_out_other_servers_destructive_tools() {
     // Asking for that server by name, its destructive tools may be offered.
     let own = catalog.suggestions("wiper__read_note", 5);
     assert!(own.contains(&"wiper__read_notez"), "{own:?}");
-    // Without the filter the look-alike would have been first in line.
-    assert!(
-        catalog
-            .closest_names(TYPO, 5)
-            .contains(&"wiper__read_notez"),
-        "the test's look-alike is close enough to matter"
-    );
 }
 
 #[test]

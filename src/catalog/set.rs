@@ -182,7 +182,7 @@ impl Catalog {
     }
 
     /// The known modes nearest to `wanted` by edit distance, closest first.
-    pub fn closest_names(&self, wanted: &str, limit: usize) -> Vec<&str> {
+    fn closest_names(&self, wanted: &str, limit: usize) -> Vec<&str> {
         let wanted = wanted.to_ascii_lowercase();
         let mut scored: Vec<(usize, &str)> = self
             .names()

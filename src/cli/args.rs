@@ -6,6 +6,7 @@ use std::{path::PathBuf, sync::Arc};
 use anyhow::{Context, bail};
 use clap::Args;
 
+use crate::platform::settings;
 use crate::{
     catalog::{Catalog, CatalogSources},
     gateway::{Gateway, GatewayDirs},
@@ -51,7 +52,7 @@ pub struct AccessArgs {
     #[arg(long = "allow-root", value_name = "DIR", global = true)]
     pub allow_roots: Vec<PathBuf>,
     /// Where conversation threads live: memory:, sqlite:PATH or redis://HOST:PORT [default: sqlite:threads.db in the state directory]
-    #[arg(long, value_name = "URL", env = "ZEN_STORE", global = true)]
+    #[arg(long, value_name = "URL", env = settings::STORE, global = true)]
     pub store: Option<String>,
 }
 
@@ -63,7 +64,7 @@ pub struct ModeArgs {
         long = "modes-dir",
         value_name = "DIR",
         global = true,
-        env = "ZEN_MODES_DIR",
+        env = settings::MODES_DIR,
         value_delimiter = ','
     )]
     pub modes_dirs: Vec<PathBuf>,
@@ -74,7 +75,7 @@ pub struct ModeArgs {
     #[arg(long, global = true)]
     pub no_builtin_modes: bool,
     /// The full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors) backs the distilled table: it ranks the requests for tools without example phrasings that the table is unsure of. Default: the model `scripts/install.sh` puts in $XDG_DATA_HOME/zenmode/model (~/.local/share/...), if there; `none`: the table alone
-    #[arg(long, value_name = "DIR", global = true, env = "ZEN_EMBEDDING_MODEL")]
+    #[arg(long, value_name = "DIR", global = true, env = settings::EMBEDDING_MODEL)]
     pub embedding_model: Option<PathBuf>,
 }
 
@@ -82,7 +83,7 @@ pub struct ModeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct UpstreamsArg {
     /// The upstreams file: the MCP servers zenmode fronts ({"mcpServers": {...}}, as Claude and Cursor write it) [default: zenmode/upstreams.json in the config directory, or in ZEN_CONFIG_DIR]
-    #[arg(long, value_name = "FILE", global = true, env = "ZEN_UPSTREAMS")]
+    #[arg(long, value_name = "FILE", global = true, env = settings::UPSTREAMS)]
     pub upstreams: Option<PathBuf>,
 }
 

@@ -6,6 +6,7 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
+use crate::platform::settings;
 use crate::{
     cli::args::{AccessArgs, CatalogArgs, CatalogFlags},
     cli::runtime::{runtime, serving_engine},
@@ -35,7 +36,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub access: AccessArgs,
     /// How to present the modes as tools [default: zen]
-    #[arg(long, value_enum, env = "ZEN_STRATEGY")]
+    #[arg(long, value_enum, env = settings::STRATEGY)]
     pub strategy: Option<StrategyKind>,
     /// Same as --strategy full: every mode as its own tool (the original tool list)
     #[arg(long)]
@@ -51,7 +52,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         value_name = "PREFIX",
-        env = "ZEN_TOOL_PREFIX",
+        env = settings::TOOL_PREFIX,
         default_value = ""
     )]
     pub tool_prefix: String,
@@ -65,7 +66,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         value_name = "MODES",
-        env = "ZEN_PINNED_MODES",
+        env = settings::PINNED_MODES,
         value_delimiter = ','
     )]
     pub pin: Vec<String>,
@@ -103,16 +104,16 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = http::HttpOptions::DEFAULT_MAX_REQUESTS_IN_FLIGHT, value_parser = clap::value_parser!(usize))]
     pub max_requests_in_flight: usize,
     /// http: most legacy sessions (`Mcp-Session-Id`) held at once; a new one past it ends the least recently used
-    #[arg(long, env = "ZEN_MAX_SESSIONS", default_value_t = http::HttpOptions::DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = settings::MAX_SESSIONS, default_value_t = http::HttpOptions::DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sessions: u64,
     /// http: most connections from one IP address at once; one more is refused with 503
-    #[arg(long, env = "ZEN_MAX_CONNECTIONS_PER_IP", default_value_t = http::HttpOptions::DEFAULT_MAX_CONNECTIONS_PER_IP, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = settings::MAX_CONNECTIONS_PER_IP, default_value_t = http::HttpOptions::DEFAULT_MAX_CONNECTIONS_PER_IP, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections_per_ip: u64,
     /// http: seconds a client has to send a request's headers (also how long a kept-alive connection may wait for its next request)
-    #[arg(long, env = "ZEN_HEADER_TIMEOUT_SECS", default_value_t = http::HttpOptions::DEFAULT_HEADER_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = settings::HEADER_TIMEOUT_SECS, default_value_t = http::HttpOptions::DEFAULT_HEADER_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     pub header_timeout_secs: u64,
     /// http: seconds a client has to send a whole request body; a slower one gets 408
-    #[arg(long, env = "ZEN_BODY_TIMEOUT_SECS", default_value_t = http::HttpOptions::DEFAULT_BODY_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = settings::BODY_TIMEOUT_SECS, default_value_t = http::HttpOptions::DEFAULT_BODY_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     pub body_timeout_secs: u64,
 }
 
@@ -122,7 +123,7 @@ impl ServeArgs {
     fn http_options(&self) -> anyhow::Result<http::HttpOptions> {
         let auth_token = match &self.auth_token_file {
             Some(path) => Some(http::read_token_file(path).map_err(anyhow::Error::msg)?),
-            None => std::env::var("ZEN_AUTH_TOKEN")
+            None => std::env::var(settings::AUTH_TOKEN)
                 .ok()
                 .map(|token| token.trim().to_owned())
                 .filter(|token| !token.is_empty()),
@@ -165,7 +166,7 @@ impl ServeArgs {
                 .ok()
                 .map(|v| v.trim().to_ascii_lowercase())
         };
-        let optimization_disabled = match env("ZEN_TOKEN_OPTIMIZATION").as_deref() {
+        let optimization_disabled = match env(settings::TOKEN_OPTIMIZATION).as_deref() {
             None | Some("" | "enabled") => false,
             Some("disabled") => true,
             Some(other) => {

@@ -52,19 +52,10 @@ impl StoreUrl {
     }
 }
 
-/// `threads.db` in `ZEN_STATE_DIR`, else the platform's state directory
-/// (`~/.local/state/zenmode` on Linux), where the gateway keeps its pins.
+/// `threads.db` in zenmode's state directory (`platform::dirs`), where the
+/// gateway keeps its pins.
 pub fn default_embedded_path() -> PathBuf {
-    std::env::var_os("ZEN_STATE_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            dirs::state_dir()
-                .or_else(dirs::data_local_dir)
-                .map(|dir| dir.join("zenmode"))
-        })
-        .unwrap_or_else(|| std::env::temp_dir().join("zenmode-state"))
-        .join("threads.db")
+    crate::platform::dirs::state_dir().join("threads.db")
 }
 
 /// `url` with any password replaced by `***`.

@@ -7,8 +7,9 @@ use serde_json::{Value, json};
 
 use super::{
     config::UpstreamConfig,
-    disk::{GatewayDirs, create_private_dir, file_stem, write_private},
+    disk::{GatewayDirs, file_stem},
 };
+use crate::platform::private_file::{create_private_dir, write_private};
 
 /// Which of resources, prompts and completion some upstream offers.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

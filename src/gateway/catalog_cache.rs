@@ -14,9 +14,10 @@ use serde_json::{Value, value::RawValue};
 
 use super::{
     config::UpstreamConfig,
-    disk::{GatewayDirs, write_atomically},
+    disk::GatewayDirs,
     pins::{tool_hash, tool_name},
 };
+use crate::platform::private_file;
 
 #[derive(Serialize, Deserialize)]
 struct CachedCatalog {
@@ -121,9 +122,10 @@ pub fn save_catalog(
             })
             .collect(),
     };
-    write_atomically(
+    private_file::write_replacing(
         &dirs.catalog_path(&config.name),
         &serde_json::to_vec(&cached)?,
+        None,
     )
 }
 

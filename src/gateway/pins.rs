@@ -11,10 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::{
-    config::hex,
-    disk::{GatewayDirs, write_atomically},
-};
+use super::{config::hex, disk::GatewayDirs};
+use crate::platform::private_file;
 
 /// Approved tool definitions of one server: tool name -> definition hash.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -111,11 +109,16 @@ pub fn load_pins_with_definitions(dirs: &GatewayDirs, server: &str) -> Option<Pi
 
 /// Writes the definitions first: the pins file is what makes them count.
 pub fn save_pins(dirs: &GatewayDirs, server: &str, pins: &Pins) -> io::Result<()> {
-    write_atomically(
+    private_file::write_replacing(
         &dirs.approved_path(server),
         &serde_json::to_vec(&pins.definitions)?,
+        None,
     )?;
-    write_atomically(&dirs.pins_path(server), &serde_json::to_vec_pretty(pins)?)
+    private_file::write_replacing(
+        &dirs.pins_path(server),
+        &serde_json::to_vec_pretty(pins)?,
+        None,
+    )
 }
 
 pub fn forget_pins(dirs: &GatewayDirs, server: &str) {

@@ -25,7 +25,7 @@ use ring::{
 use serde::{Deserialize, Serialize};
 
 /// The environment variable that sets the signing key.
-pub const KEY_ENV: &str = "ZEN_REQUEST_STATE_KEY";
+pub const KEY_ENV: &str = crate::platform::settings::REQUEST_STATE_KEY;
 /// How long a client may take to answer before its state expires.
 const LIFETIME: Duration = Duration::from_secs(15 * 60);
 /// Marks zenmode's format (and its version).

@@ -91,28 +91,6 @@ fn absolute(file: &Path) -> String {
 }
 
 /// Whether a process with this pid runs (a zombie counts as gone).
-#[cfg(not(unix))]
-fn is_alive(_pid: u32) -> bool {
-    true // records are removed at shutdown; a crashed server's stays
-}
-
-/// Whether a process with this pid runs (a zombie counts as gone).
-#[cfg(unix)]
-fn is_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks that the process exists.
-    let exists = unsafe { libc::kill(pid, 0) } == 0
-        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    exists
-        && !std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
-            status
-                .lines()
-                .any(|line| line.starts_with("State:") && line.contains('Z'))
-        })
-}
-
 /// Running servers using `file`: how many, and how many have loaded its
 /// current content.
 fn count(dirs: &GatewayDirs, file: &Path) -> (usize, usize) {
@@ -134,7 +112,7 @@ fn count(dirs: &GatewayDirs, file: &Path) -> (usize, usize) {
             continue;
         };
         let pid = record["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
-        if !pid.is_some_and(is_alive) {
+        if !pid.is_some_and(crate::platform::process::is_alive) {
             let _ = std::fs::remove_file(&path);
             continue;
         }

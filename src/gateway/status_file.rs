@@ -25,7 +25,8 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use super::disk::{GatewayDirs, create_private_dir, file_stem, write_private};
+use super::disk::{GatewayDirs, file_stem};
+use crate::platform::private_file::{open_private_append, write_private};
 
 /// A log file is rotated once it grows past this many bytes.
 pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
@@ -175,7 +176,7 @@ impl LogWriter {
 
     fn append(&mut self, line: &str) {
         if self.file.is_none() {
-            self.file = open_append(&self.path);
+            self.file = open_private_append(&self.path).ok();
             self.size = self
                 .file
                 .as_ref()
@@ -185,7 +186,7 @@ impl LogWriter {
         if self.size >= MAX_LOG_BYTES {
             self.file = None;
             let _ = std::fs::rename(&self.path, rotated(&self.path));
-            self.file = open_append(&self.path);
+            self.file = open_private_append(&self.path).ok();
             self.size = 0;
         }
         if let Some(file) = &mut self.file
@@ -194,17 +195,6 @@ impl LogWriter {
             self.size += line.len() as u64 + 1;
         }
     }
-}
-
-fn open_append(path: &Path) -> Option<std::fs::File> {
-    if let Some(dir) = path.parent() {
-        create_private_dir(dir).ok()?;
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).append(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path).ok()
 }
 
 fn rotated(path: &Path) -> PathBuf {

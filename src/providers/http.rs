@@ -66,7 +66,7 @@ impl HttpConfig {
     /// seconds) read through `env`. An unusable value is logged and ignored.
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
         let mut config = HttpConfig::default();
-        if let Some(raw) = env("ZEN_MODEL_TIMEOUT_SECS") {
+        if let Some(raw) = env(crate::platform::settings::MODEL_TIMEOUT_SECS) {
             match raw.trim().parse::<f64>() {
                 Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
                     config.timeout = Duration::from_secs_f64(secs);
@@ -593,7 +593,9 @@ mod tests {
 
     #[test]
     fn timeout_comes_from_the_environment() {
-        let env = |name: &str| (name == "ZEN_MODEL_TIMEOUT_SECS").then(|| " 7 ".to_owned());
+        let env = |name: &str| {
+            (name == crate::platform::settings::MODEL_TIMEOUT_SECS).then(|| " 7 ".to_owned())
+        };
         assert_eq!(HttpConfig::from_env(&env).timeout, Duration::from_secs(7));
         let bad = |_: &str| Some("soon".to_owned());
         assert_eq!(HttpConfig::from_env(&bad).timeout, Duration::from_secs(120));

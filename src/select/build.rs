@@ -50,7 +50,7 @@ impl Index {
     }
 
     fn build_choosing(catalog: &Catalog, ranker: Ranker, tuning: Tuning, later: bool) -> Self {
-        let tuning = tuning.overridden_by_env("ZEN_SELECT_TUNING");
+        let tuning = tuning.overridden_by_env(crate::platform::settings::SELECT_TUNING);
         let needs_meaning = catalog
             .modes()
             .iter()

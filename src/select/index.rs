@@ -110,7 +110,7 @@ impl Index {
             Some(encoder) if encoder.is_full_model() => ranker.tuning(
                 tuning
                     .for_full_model()
-                    .overridden_by_env("ZEN_SELECT_MODEL_TUNING"),
+                    .overridden_by_env(crate::platform::settings::SELECT_MODEL_TUNING),
             ),
             _ => ranker.tuning(tuning),
         };

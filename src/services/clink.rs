@@ -66,7 +66,7 @@ impl ClinkConfig {
 
     /// `ZEN_CLINK_CONFIG` names a JSON file of this shape; `ZEN_CLINK_TIMEOUT_SECS` overrides the timeout.
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
-        let mut config = match env("ZEN_CLINK_CONFIG") {
+        let mut config = match env(crate::platform::settings::CLINK_CONFIG) {
             None => Self::builtin(),
             Some(path) => match std::fs::read_to_string(&path)
                 .map_err(|e| e.to_string())
@@ -80,8 +80,8 @@ impl ClinkConfig {
                 },
             },
         };
-        if let Some(seconds) =
-            env("ZEN_CLINK_TIMEOUT_SECS").and_then(|s| s.trim().parse::<f64>().ok())
+        if let Some(seconds) = env(crate::platform::settings::CLINK_TIMEOUT_SECS)
+            .and_then(|s| s.trim().parse::<f64>().ok())
             && seconds > 0.0
         {
             config.timeout = Some(Duration::from_secs_f64(seconds));
@@ -110,15 +110,15 @@ mod tests {
         .unwrap();
         let path_text = path.display().to_string();
         let config = ClinkConfig::from_env(&|name| match name {
-            "ZEN_CLINK_CONFIG" => Some(path_text.clone()),
-            "ZEN_CLINK_TIMEOUT_SECS" => Some("0.5".into()),
+            crate::platform::settings::CLINK_CONFIG => Some(path_text.clone()),
+            crate::platform::settings::CLINK_TIMEOUT_SECS => Some("0.5".into()),
             _ => None,
         });
         assert_eq!(config.clis["fake"].command, "/bin/cat");
         assert_eq!(config.timeout(), Duration::from_millis(500));
 
         let broken = ClinkConfig::from_env(&|name| {
-            (name == "ZEN_CLINK_CONFIG").then(|| "/no/such/file".to_owned())
+            (name == crate::platform::settings::CLINK_CONFIG).then(|| "/no/such/file".to_owned())
         });
         assert!(broken.problem.unwrap().contains("/no/such/file"));
         assert_eq!(ClinkConfig::from_env(&|_| None).timeout(), DEFAULT_TIMEOUT);

@@ -39,7 +39,7 @@ impl Services {
     pub fn from_env(allow_roots: &[PathBuf]) -> Result<Self, FileError> {
         let env = |name: &str| std::env::var(name).ok();
         let mut roots = allow_roots.to_vec();
-        if let Some(list) = std::env::var_os("ZEN_ALLOWED_ROOTS") {
+        if let Some(list) = std::env::var_os(crate::platform::settings::ALLOWED_ROOTS) {
             roots.extend(parse_root_list(&list));
         }
         Ok(Services {

@@ -51,7 +51,7 @@ pub fn modes(catalog: &CatalogArgs, command: ModesCommand) -> anyhow::Result<Exi
         }
         ModesCommand::Show { name } => {
             let Some(mode) = catalog.get(&name) else {
-                let closest = catalog.closest_names(&name, 3);
+                let closest = catalog.suggestions(&name, 3);
                 bail!(
                     "no mode named {name:?}{}; `zenmode modes list` shows them all",
                     if closest.is_empty() {

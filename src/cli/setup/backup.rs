@@ -12,6 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::platform::private_file;
+use crate::platform::private_file::PRIVATE_FILE_MODE;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
@@ -65,7 +67,8 @@ impl Backup {
     /// Copies both files (or notes that one is missing), replacing any
     /// earlier backup of this client.
     pub fn take(&self, client_file: &Path, gateway_file: &Path) -> anyhow::Result<()> {
-        crate::cli::upstream::create_private_dir(&self.dir)?;
+        private_file::create_private_dir(&self.dir)
+            .with_context(|| format!("cannot create {}", self.dir.display()))?;
         let client_mode = copy_if_present(client_file, &self.dir.join(CLIENT_COPY))?;
         let gateway_mode = copy_if_present(gateway_file, &self.dir.join(GATEWAY_COPY))?;
         self.write_record(&Record {
@@ -142,7 +145,7 @@ impl Backup {
 
     fn write_record(&self, record: &Record) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(record)? + "\n";
-        write_atomic(&self.dir.join(RECORD), text.as_bytes(), 0o600)
+        write_atomic(&self.dir.join(RECORD), text.as_bytes(), PRIVATE_FILE_MODE)
     }
 }
 
@@ -171,7 +174,7 @@ fn put_back(
         saved.push(keep.to_owned());
     }
     match bytes {
-        Some(bytes) => write_atomic(file, bytes, mode.unwrap_or(0o600)),
+        Some(bytes) => write_atomic(file, bytes, mode.unwrap_or(PRIVATE_FILE_MODE)),
         None if file.exists() => {
             std::fs::remove_file(file).with_context(|| format!("cannot remove {}", file.display()))
         }
@@ -194,7 +197,7 @@ fn copy_if_present(from: &Path, to: &Path) -> anyhow::Result<Option<u32>> {
         bail!("{} is not a file", from.display());
     }
     let bytes = std::fs::read(from).with_context(|| format!("cannot read {}", from.display()))?;
-    write_atomic(to, &bytes, 0o600)?;
+    write_atomic(to, &bytes, PRIVATE_FILE_MODE)?;
     Ok(Some(mode_of(&metadata)))
 }
 
@@ -205,32 +208,12 @@ fn mode_of(metadata: &std::fs::Metadata) -> u32 {
 
 #[cfg(not(unix))]
 fn mode_of(_: &std::fs::Metadata) -> u32 {
-    0o600
+    PRIVATE_FILE_MODE
 }
 
 /// Writes `bytes` to a temporary file beside `path` and renames it over
 /// `path`, so a reader (or a crash) never sees half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
-    use std::io::Write;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        crate::cli::upstream::create_private_dir(dir)?;
-    }
-    let mut name = path.file_name().unwrap_or_default().to_owned();
-    name.push(".zenmode-tmp");
-    let temporary = path.with_file_name(name);
-    let written = (|| -> std::io::Result<()> {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
-        let mut out = options.open(&temporary)?;
-        #[cfg(unix)]
-        out.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
-        #[cfg(not(unix))]
-        let _ = mode;
-        out.write_all(bytes)?;
-        out.sync_all()
-    })();
-    written.with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, path).with_context(|| format!("cannot write {}", path.display()))
+    private_file::write_replacing(path, bytes, Some(mode))
+        .with_context(|| format!("cannot write {}", path.display()))
 }

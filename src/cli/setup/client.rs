@@ -2,18 +2,18 @@
 //! zenmode in its format. Kept apart from the command's flow so that a new
 //! client is one more arm in each `match` here.
 //!
-//! | client | file | key | how zenmode is added |
-//! |---|---|---|---|
-//! | Claude Code | `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json` | `mcpServers` (user scope) | `claude mcp add --scope user` |
-//! | Claude Desktop | `Claude/claude_desktop_config.json` in the OS's config directory | `mcpServers` | the file |
-//! | Cursor | `~/.cursor/mcp.json` | `mcpServers` | the file |
-//! | VS Code | `Code/User/mcp.json` in the OS's config directory | `servers` (entries carry `type`) | the file |
+//! Where each client's file is: `platform::client_files`, the one table
+//! `setup`, `upstream import` and `doctor` share. The key of the servers
+//! is `servers` for VS Code (entries carry `type`), else `mcpServers`;
+//! Claude Code gets zenmode through `claude mcp add --scope user`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::ValueEnum;
 use serde_json::{Value, json};
+
+use crate::platform::client_files::{self, Client};
 
 /// The clients `zenmode setup` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -57,22 +57,23 @@ impl ClientKind {
         }
     }
 
-    /// The JSON file that holds the client's servers (it may not exist yet).
+    /// The client as the table of client files names it.
+    pub fn client(self) -> Client {
+        match self {
+            Self::ClaudeCode => Client::ClaudeCode,
+            Self::ClaudeDesktop => Client::ClaudeDesktop,
+            Self::Cursor => Client::Cursor,
+            Self::Vscode => Client::VsCode,
+        }
+    }
+
+    /// The JSON file that holds the client's servers (it may not exist yet):
+    /// its users' file in the one table of client files.
     pub fn config_file(self) -> anyhow::Result<PathBuf> {
-        let home = || dirs::home_dir().context("cannot tell the home directory (HOME is not set)");
-        let config =
-            || dirs::config_dir().context("cannot tell the configuration directory of this OS");
-        Ok(match self {
-            Self::ClaudeCode => {
-                match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
-                    Some(dir) => PathBuf::from(dir).join(".claude.json"),
-                    None => home()?.join(".claude.json"),
-                }
-            }
-            Self::ClaudeDesktop => config()?.join("Claude").join("claude_desktop_config.json"),
-            Self::Cursor => home()?.join(".cursor").join("mcp.json"),
-            Self::Vscode => config()?.join("Code").join("User").join("mcp.json"),
-        })
+        let cwd = std::env::current_dir().unwrap_or_default();
+        client_files::setup_file(self.client())
+            .path(&cwd)
+            .context("cannot tell where the client keeps its servers: HOME is not set")
     }
 
     /// Fails with what to do when the client does not seem installed: for

@@ -21,6 +21,7 @@ use std::{
     time::Duration,
 };
 
+use crate::platform::private_file::PRIVATE_FILE_MODE;
 use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::{Map, Value};
@@ -374,7 +375,7 @@ fn json_client(
     if add {
         servers.insert(NAME.to_owned(), entry);
     }
-    let mode = existing_mode(file).unwrap_or(0o600);
+    let mode = existing_mode(file).unwrap_or(PRIVATE_FILE_MODE);
     let text = serde_json::to_string_pretty(&document)? + "\n";
     backup::write_atomic(file, text.as_bytes(), mode)
 }

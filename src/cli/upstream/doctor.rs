@@ -7,6 +7,7 @@ use std::{
     time::Duration,
 };
 
+use crate::platform::client_files::CLIENT_FILES;
 use anyhow::Context;
 use serde_json::Value;
 
@@ -153,35 +154,16 @@ pub fn check_upstreams(
     Ok(())
 }
 
-/// Client configuration files, relative to the home directory.
-pub const CLIENT_FILES: &[(&str, &str)] = &[
-    (
-        "Claude Desktop",
-        ".config/Claude/claude_desktop_config.json",
-    ),
-    (
-        "Claude Desktop",
-        "Library/Application Support/Claude/claude_desktop_config.json",
-    ),
-    ("Claude Code", ".claude.json"),
-    ("Claude Code", ".claude/settings.json"),
-    ("Cursor", ".cursor/mcp.json"),
-    ("VS Code", ".config/Code/User/mcp.json"),
-    ("VS Code", ".config/Code/User/settings.json"),
-    ("VS Code", "Library/Application Support/Code/User/mcp.json"),
-    ("Windsurf", ".codeium/windsurf/mcp_config.json"),
-];
-
-/// Each client configuration under HOME whose entries run zenmode: is the
+/// Each client file (`platform::client_files`) whose entries run zenmode: is the
 /// command there to run?
 pub fn check_clients(findings: &mut Findings) {
-    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
-        findings.warn("HOME is not set: client configurations not checked");
-        return;
-    };
+    let cwd = std::env::current_dir().unwrap_or_default();
     let mut found = 0;
-    for (client, relative) in CLIENT_FILES {
-        let path = home.join(relative);
+    for file in CLIENT_FILES {
+        let Some(path) = file.path(&cwd) else {
+            continue;
+        };
+        let client = file.client.label();
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };

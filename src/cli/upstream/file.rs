@@ -7,6 +7,7 @@ use std::{
     time::Duration,
 };
 
+use crate::platform::private_file;
 use anyhow::{Context, bail};
 use serde_json::{Map, Value, json};
 
@@ -21,14 +22,9 @@ use crate::gateway::{
 pub const PICKUP_WAIT: Duration = Duration::from_secs(4);
 
 /// Where `upstream add` writes when no `--upstreams` is given:
-/// `ZEN_CONFIG_DIR`, else the platform's config directory, `zenmode/upstreams.json`.
+/// `upstreams.json` in zenmode's configuration directory (`platform::dirs`).
 pub fn default_upstreams_file() -> PathBuf {
-    std::env::var_os("ZEN_CONFIG_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| dirs::config_dir().map(|dir| dir.join("zenmode")))
-        .unwrap_or_else(|| PathBuf::from(".zenmode"))
-        .join("upstreams.json")
+    crate::platform::dirs::upstreams_file()
 }
 
 /// The servers in the upstreams `file` (none when it does not exist yet).
@@ -59,18 +55,6 @@ pub fn servers_mut<'a>(
         .with_context(|| format!("{}: \"mcpServers\" is not an object", file.display()))
 }
 
-/// A directory (and its parents) only its owner can read: the gateway file
-/// and the setup backups can hold servers' secrets.
-pub fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder
-        .create(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))
-}
-
 /// Writes the file only if it loads, so a bad edit never breaks start-up.
 /// It can hold secrets: the file is 0600 (also when it was not) in a
 /// directory created 0700.
@@ -80,31 +64,11 @@ pub fn write_document(file: &Path, document: &Value) -> anyhow::Result<()> {
     for warning in checked.warnings {
         eprintln!("warning: {warning}");
     }
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_private_dir(dir)?;
-    }
-    let temporary = file.with_extension("json.tmp");
-    write_private(
-        &temporary,
+    private_file::write_private(
+        file,
         (serde_json::to_string_pretty(document)? + "\n").as_bytes(),
     )
-    .with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, file).with_context(|| format!("cannot write {}", file.display()))
-}
-
-/// Writes `bytes` to a file only its owner can read.
-pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut out = options.open(path)?;
-    // A file left from before keeps its mode on open: set it.
-    #[cfg(unix)]
-    out.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-    out.write_all(bytes)?;
-    out.sync_all()
+    .with_context(|| format!("cannot write {}", file.display()))
 }
 
 /// The configured servers, or the one named (an error names the known ones).

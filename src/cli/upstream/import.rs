@@ -1,15 +1,10 @@
 //! `zenmode upstream import`: the MCP servers other clients already run,
 //! read from their own files.
 //!
-//! | client | file | where the servers are |
-//! |---|---|---|
-//! | Claude Desktop | `claude_desktop_config.json` in the OS's config directory | `mcpServers` |
-//! | Claude Code, user and local scopes | `~/.claude.json` | `mcpServers`; `projects.<dir>.mcpServers` for the current directory |
-//! | Claude Code, project scope | `.mcp.json` | `mcpServers` |
-//! | Cursor | `~/.cursor/mcp.json`, `.cursor/mcp.json` | `mcpServers` |
-//! | VS Code | `.vscode/mcp.json`, `Code/User/mcp.json` in the config directory | `servers` (entries with `type`) |
-//! | VS Code settings | `Code/User/settings.json` | `mcp.servers` |
-//! | Windsurf | `~/.codeium/windsurf/mcp_config.json` | `mcpServers` |
+//! Which files: `platform::client_files`, the table `setup` and `doctor`
+//! use too. The servers are under `mcpServers`, VS Code's `servers` or
+//! `mcp.servers`, and for Claude Code's local scope under
+//! `projects.<dir>.mcpServers` for the current directory.
 //!
 //! Relative files (`.mcp.json`, `.cursor/`, `.vscode/`) are looked up in the
 //! current directory; `~` is `HOME`.
@@ -21,6 +16,8 @@ use std::{
 };
 
 use anyhow::Context;
+
+use crate::platform::client_files::CLIENT_FILES;
 use serde_json::{Map, Value};
 
 use super::{
@@ -66,41 +63,13 @@ pub fn servers_in(document: &Value, cwd: &Path) -> Option<Map<String, Value>> {
     found
 }
 
-/// The usual client files for this OS, whether or not they exist.
+/// The usual client files for this OS (the one table of client files),
+/// whether or not they exist.
 pub fn usual_files(cwd: &Path) -> Vec<(String, PathBuf)> {
-    let mut files = Vec::new();
-    let config = dirs::config_dir();
-    if let Some(config) = &config {
-        files.push((
-            "Claude Desktop".to_owned(),
-            config.join("Claude/claude_desktop_config.json"),
-        ));
-    }
-    if let Some(home) = dirs::home_dir() {
-        files.push((
-            "Claude Code (user and local)".to_owned(),
-            home.join(".claude.json"),
-        ));
-        files.push(("Cursor (user)".to_owned(), home.join(".cursor/mcp.json")));
-        files.push((
-            "Windsurf".to_owned(),
-            home.join(".codeium/windsurf/mcp_config.json"),
-        ));
-    }
-    if let Some(config) = &config {
-        files.push((
-            "VS Code (user)".to_owned(),
-            config.join("Code/User/mcp.json"),
-        ));
-        files.push((
-            "VS Code (user settings)".to_owned(),
-            config.join("Code/User/settings.json"),
-        ));
-    }
-    files.push(("Claude Code (project)".to_owned(), cwd.join(".mcp.json")));
-    files.push(("Cursor (project)".to_owned(), cwd.join(".cursor/mcp.json")));
-    files.push(("VS Code (project)".to_owned(), cwd.join(".vscode/mcp.json")));
-    files
+    CLIENT_FILES
+        .iter()
+        .filter_map(|file| Some((file.label(), file.path(cwd)?)))
+        .collect()
 }
 
 /// The usual files that exist and hold servers; a file that cannot be read

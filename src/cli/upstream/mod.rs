@@ -28,7 +28,7 @@ use crate::gateway::GatewayDirs;
 
 pub use add::move_in;
 pub use doctor::doctor;
-pub use file::{create_private_dir, default_upstreams_file, gateway_servers};
+pub use file::{default_upstreams_file, gateway_servers};
 pub use status::status;
 
 #[derive(Debug, Subcommand)]

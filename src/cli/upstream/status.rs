@@ -16,30 +16,6 @@ use crate::gateway::{
     pins, status_file,
 };
 
-/// Whether the process `pid` still runs.
-pub fn process_alive(pid: u32) -> bool {
-    #[cfg(unix)]
-    {
-        let Ok(pid) = libc::pid_t::try_from(pid) else {
-            return false;
-        };
-        // SAFETY: signal 0 only checks that the process exists.
-        let found = unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-        found
-            && !std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
-                status
-                    .lines()
-                    .any(|l| l.starts_with("State:") && l.contains('Z'))
-            })
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = pid;
-        true
-    }
-}
-
 /// One server as `zenmode status` shows it.
 pub fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
     let cached = catalog_cache::load_catalog(dirs, config);
@@ -60,7 +36,7 @@ pub fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
         None => "never started".to_owned(),
         Some(recorded)
             if matches!(recorded.state.as_str(), "running" | "starting")
-                && !process_alive(recorded.zenmode_pid) =>
+                && !crate::platform::process::is_alive(recorded.zenmode_pid) =>
         {
             note = Some(format!(
                 "the zenmode process {} that ran it has ended",

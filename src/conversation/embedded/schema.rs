@@ -23,7 +23,10 @@ pub(super) fn open(path: &Path) -> Result<Connection, String> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        let _ = std::fs::set_permissions(
+            path,
+            std::fs::Permissions::from_mode(crate::platform::private_file::PRIVATE_FILE_MODE),
+        );
     }
     connection
         .busy_timeout(BUSY_TIMEOUT)

@@ -32,15 +32,10 @@ pub const NEEDS_SIGN_IN: &str = "needs sign-in";
 /// The client name zenmode registers under.
 const CLIENT_NAME: &str = "zenmode";
 
-/// The directory of the token files: `ZEN_CONFIG_DIR` (else the platform's
-/// config directory, `~/.config/zenmode` on Linux) + `oauth`.
+/// The directory of the token files: `oauth` in zenmode's configuration
+/// directory (`platform::dirs`).
 pub fn tokens_dir() -> PathBuf {
-    std::env::var_os("ZEN_CONFIG_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| dirs::config_dir().map(|dir| dir.join("zenmode")))
-        .unwrap_or_else(|| PathBuf::from(".zenmode"))
-        .join("oauth")
+    crate::platform::dirs::config_dir().join("oauth")
 }
 
 /// The token file of `server` (signed in to `url`).

@@ -9,11 +9,11 @@
 //! without a desktop session), so the file is the store everywhere.
 
 use std::{
-    io::Write,
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
 };
 
+use crate::platform::private_file;
 use rmcp::transport::auth::{AuthError, AuthorizationMetadata, CredentialStore, StoredCredentials};
 use serde::{Deserialize, Serialize};
 
@@ -106,44 +106,13 @@ impl TokenFile {
             .path
             .parent()
             .ok_or("the token file has no directory")?;
-        create_private_dir(dir)?;
+        private_file::create_private_dir(dir)
+            .and_then(|()| private_file::restrict_dir(dir))
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let text = serde_json::to_vec_pretty(saved).map_err(|e| e.to_string())?;
-        let temporary = dir.join(format!(
-            ".{}.{}.tmp",
-            self.path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            std::process::id()
-        ));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut file = options
-            .open(&temporary)
-            .map_err(|e| format!("cannot write {}: {e}", temporary.display()))?;
-        file.write_all(&text)
-            .and_then(|_| file.sync_all())
-            .map_err(|e| format!("cannot write {}: {e}", temporary.display()))?;
-        std::fs::rename(&temporary, &self.path)
+        private_file::write_private(&self.path, &text)
             .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
     }
-}
-
-/// Creates `dir` (and its parents) and makes it owner-only.
-fn create_private_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| format!("cannot restrict {}: {e}", dir.display()))?;
-    }
-    Ok(())
 }
 
 /// Registers the access and refresh tokens with the log redactor.

@@ -113,7 +113,7 @@ pub fn check_labels(labels: &[Label], catalog: &Catalog, source_name: &str) -> R
             .chain(&label.traps)
         {
             if catalog.get(name).is_none() {
-                let closest = catalog.closest_names(name, 3);
+                let closest = catalog.suggestions(name, 3);
                 return Err(format!(
                     "{source_name}:{}: mode {name:?} is not in the catalog{}",
                     label.line,

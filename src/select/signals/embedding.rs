@@ -33,20 +33,9 @@ pub fn use_model(dir: &std::path::Path, cache_dir: Option<&std::path::Path>) -> 
 /// (`scripts/install.sh`): its directory's name under [`default_model_root`].
 pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2";
 
-/// Where `scripts/install.sh` puts models:
-/// `${XDG_DATA_HOME:-$HOME/.local/share}/zenmode/model`. Spelled out rather
-/// than taken from the platform's conventions so that the shell script and
-/// the binary agree on every platform. `None` without a home directory.
+/// Where `scripts/install.sh` puts models (`platform::dirs::model_root`).
 pub fn default_model_root() -> Option<std::path::PathBuf> {
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(std::path::PathBuf::from)
-        .filter(|dir| dir.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|home| !home.is_empty())
-                .map(|home| std::path::PathBuf::from(home).join(".local/share"))
-        })?;
-    Some(data.join("zenmode").join("model"))
+    crate::platform::dirs::model_root()
 }
 
 /// The default model's directory, if the install put its weights there.

@@ -604,7 +604,10 @@ mod tests {
         let no_flag = check_http_address(any, false, true).unwrap_err();
         assert!(no_flag.contains("--allow-remote"), "{no_flag}");
         let no_token = check_http_address(any, true, false).unwrap_err();
-        assert!(no_token.contains("ZEN_AUTH_TOKEN"), "{no_token}");
+        assert!(
+            no_token.contains(crate::platform::settings::AUTH_TOKEN),
+            "{no_token}"
+        );
         assert!(check_http_address(any, true, true).is_ok());
     }
 

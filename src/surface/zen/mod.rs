@@ -48,7 +48,7 @@ impl Zen {
         let mut seen = Vec::new();
         for name in pinned {
             let Some(mode) = catalog.get(name) else {
-                let closest = catalog.closest_names(name, 3);
+                let closest = catalog.suggestions(name, 3);
                 return Err(format!(
                     "cannot pin unknown mode {name:?}{}",
                     if closest.is_empty() {

@@ -42,7 +42,9 @@ impl Executor for UpstreamCall {
             .gateway
             .call(&self.server, &self.tool, arguments, context.call)
             .await
-            .map_err(|error| ExecError::new(error.kind, error.message).with("server", error.server))
+            .map_err(|error| {
+                ExecError::new(error.kind.as_str(), error.message).with("server", error.server)
+            })
     }
 
     fn passes_through(&self) -> bool {

@@ -32,6 +32,7 @@ use super::{
     serving,
     unavailable::{Unavailable, failure_in_brief, short},
 };
+use crate::gateway::error::FailureKind;
 use crate::{
     call::{Ask, CallContext, ClientRequests},
     catalog::Mode,
@@ -491,7 +492,7 @@ impl Gateway {
         let upstream = self.read().upstreams.get(server).cloned();
         let Some(upstream) = upstream else {
             return Err(GatewayError {
-                kind: "unknown_upstream",
+                kind: FailureKind::UnknownUpstream,
                 server: server.to_owned(),
                 message: format!("no upstream server named {server:?} is configured"),
             });
@@ -561,7 +562,7 @@ impl Gateway {
             return Ok(());
         }
         Err(GatewayError {
-            kind: "invalid_request_state",
+            kind: FailureKind::InvalidRequestState,
             server: server.clone(),
             message: format!(
                 "the requestState is refused: it belongs to server {server:?}, which this zenmode does not serve"

@@ -77,6 +77,6 @@ pub use approval::{CatalogSource, ServerReport};
 pub use catalog_cache::ListedTool;
 pub use config::{ConfigError, UpstreamConfig, UpstreamsFile};
 pub use disk::GatewayDirs;
-pub use error::GatewayError;
+pub use error::{FailureKind, GatewayError};
 pub use hub::Gateway;
 pub use pins::{Pins, Verdict, quarantine_message};

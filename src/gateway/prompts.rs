@@ -15,6 +15,7 @@ use super::{
     resource_hub::{Route, lock},
     resources::{explicit_route, invalid},
 };
+use crate::gateway::error::FailureKind;
 
 impl Gateway {
     /// `prompts/list`: every server's prompts, named `<prefix>__<prompt>`.
@@ -38,7 +39,7 @@ impl Gateway {
     fn prompt_owner(&self, name: &str) -> Result<(Arc<Upstream>, String), GatewayError> {
         let unknown = || {
             invalid(
-                "unknown_prompt",
+                FailureKind::UnknownPrompt,
                 format!(
                     "no prompt named {name:?}: prompts are named <server prefix>__<prompt>, as prompts/list shows"
                 ),
@@ -99,7 +100,7 @@ impl Gateway {
             }
             _ => {
                 return Err(invalid(
-                    "invalid_reference",
+                    FailureKind::InvalidReference,
                     "completion needs a ref of type ref/prompt or ref/resource".to_owned(),
                 ));
             }

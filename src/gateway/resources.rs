@@ -37,6 +37,7 @@ use super::{
     hub::Gateway,
     resource_hub::{Route, lock},
 };
+use crate::gateway::error::FailureKind;
 
 /// Listings followed per server, at most (a server that keeps answering
 /// with a next cursor does not hold a request forever).
@@ -111,7 +112,7 @@ fn template_matches(template: &str, uri: &str) -> bool {
     left.len() >= last.len() && left.ends_with(last)
 }
 
-pub(super) fn invalid(kind: &'static str, message: String) -> GatewayError {
+pub(super) fn invalid(kind: FailureKind, message: String) -> GatewayError {
     GatewayError {
         kind,
         server: String::new(),
@@ -143,7 +144,7 @@ impl Gateway {
     pub(super) fn upstream(&self, server: &str) -> Result<Arc<Upstream>, GatewayError> {
         self.read().upstreams.get(server).cloned().ok_or_else(|| {
             invalid(
-                "unknown_upstream",
+                FailureKind::UnknownUpstream,
                 format!("no upstream server named {server:?} is configured"),
             )
         })
@@ -185,7 +186,7 @@ impl Gateway {
                 })
                 .ok_or_else(|| {
                     invalid(
-                        "invalid_cursor",
+                        FailureKind::InvalidCursor,
                         "the cursor is not one this server gave, or its server is gone".to_owned(),
                     )
                 })?,
@@ -379,7 +380,7 @@ impl Gateway {
             });
         }
         Err(invalid(
-            "unknown_resource",
+            FailureKind::UnknownResource,
             format!(
                 "no upstream lists the resource {uri:?} (nor a template that makes it); address one server's resource as {SERVER_SCHEME}<server>/<uri>"
             ),

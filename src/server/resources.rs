@@ -26,7 +26,9 @@ use rmcp::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::gateway::{Gateway, GatewayError, events::UpstreamEvent, resource_hub::Route};
+use crate::gateway::{
+    FailureKind, Gateway, GatewayError, events::UpstreamEvent, resource_hub::Route,
+};
 
 /// One session's subscriptions and its notification task.
 pub struct SessionResources {
@@ -164,11 +166,14 @@ pub fn with_upstream_capabilities(
 /// invalid params, an upstream's refusal keeps the upstream's code.
 fn to_error(error: GatewayError) -> ErrorData {
     let code = match error.kind {
-        "unknown_resource" => ErrorCode::RESOURCE_NOT_FOUND,
-        "invalid_cursor" | "unknown_prompt" | "invalid_reference" | "unknown_upstream" => {
-            ErrorCode::INVALID_PARAMS
+        FailureKind::UnknownResource => ErrorCode::RESOURCE_NOT_FOUND,
+        FailureKind::InvalidCursor
+        | FailureKind::UnknownPrompt
+        | FailureKind::InvalidReference
+        | FailureKind::UnknownUpstream => ErrorCode::INVALID_PARAMS,
+        FailureKind::UpstreamError => {
+            upstream_code(&error.message).unwrap_or(ErrorCode::INTERNAL_ERROR)
         }
-        "upstream_error" => upstream_code(&error.message).unwrap_or(ErrorCode::INTERNAL_ERROR),
         _ => ErrorCode::INTERNAL_ERROR,
     };
     ErrorData::new(code, error.message, None)

@@ -18,6 +18,7 @@ use rmcp::{
 use serde_json::{Map, Value};
 
 use super::{running::Connection, upstream::Upstream};
+use crate::gateway::error::FailureKind;
 use crate::{
     call::CallContext,
     gateway::{
@@ -38,7 +39,7 @@ impl Upstream {
     /// completion) and returns the upstream's result as JSON, secrets hidden.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, GatewayError> {
         let request = client_request(method, params)
-            .map_err(|e| self.error("invalid_request", format!("{method}: {e}")))?;
+            .map_err(|e| self.error(FailureKind::InvalidRequest, format!("{method}: {e}")))?;
         let connection = self.connection().await?;
         connection.in_flight.fetch_add(1, Ordering::SeqCst);
         connection.touch();
@@ -55,12 +56,16 @@ impl Upstream {
         connection.touch();
         let answer = answer.map_err(|e| self.service_error(e));
         if let Err(error) = &answer
-            && error.kind == "upstream_crashed"
+            && error.kind == FailureKind::UpstreamCrashed
         {
             self.note_crash(&connection, &error.message).await;
         }
-        let mut result = serde_json::to_value(answer?)
-            .map_err(|e| self.error("upstream_error", format!("unreadable result: {e}")))?;
+        let mut result = serde_json::to_value(answer?).map_err(|e| {
+            self.error(
+                FailureKind::UpstreamError,
+                format!("unreadable result: {e}"),
+            )
+        })?;
         hide_secrets(&mut result, &self.redactor);
         Ok(result)
     }
@@ -84,7 +89,7 @@ impl Upstream {
         let result = match &outcome {
             Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => "error",
             Ok(_) => "ok",
-            Err(error) => error.kind,
+            Err(error) => error.kind.as_str(),
         };
         self.record(|state| {
             state.last_call = Some(crate::gateway::status_file::LastCall {
@@ -115,7 +120,7 @@ impl Upstream {
         connection.touch();
         match &outcome {
             Ok(_) => *self.failures.lock().unwrap_or_else(|p| p.into_inner()) = 0,
-            Err(error) if error.kind == "upstream_crashed" => {
+            Err(error) if error.kind == FailureKind::UpstreamCrashed => {
                 self.note_crash(&connection, &error.message).await;
             }
             Err(_) => {}
@@ -127,7 +132,7 @@ impl Upstream {
     fn check_approved(&self, connection: &Connection, tool: &str) -> Result<(), GatewayError> {
         let Some(definition) = connection.live.get(tool) else {
             return Err(self.error(
-                "upstream_tool_missing",
+                FailureKind::UpstreamToolMissing,
                 format!("server {:?} no longer lists the tool {tool:?}; run `zenmode upstream refresh {}`", self.name(), self.name()),
             ));
         };
@@ -139,7 +144,7 @@ impl Upstream {
             return Ok(());
         }
         Err(self.error(
-            "quarantined",
+            FailureKind::Quarantined,
             pins::quarantine_message(self.name(), tool, verdict.reason()),
         ))
     }
@@ -176,13 +181,15 @@ impl Upstream {
                 ServerResult::InputRequiredResult(asked) => {
                     rounds += 1;
                     if rounds > DEFAULT_MRTR_MAX_ROUNDS {
-                        return Err(self.error("upstream_error", format!("server {:?} still asked for input after {DEFAULT_MRTR_MAX_ROUNDS} rounds", self.name())));
+                        return Err(self.error(FailureKind::UpstreamError, format!("server {:?} still asked for input after {DEFAULT_MRTR_MAX_ROUNDS} rounds", self.name())));
                     }
                     let responses = self
                         .callers
                         .fulfil(self.name(), asked.input_requests.unwrap_or_default())
                         .await
-                        .map_err(|e| self.error("input_refused", e.message.into_owned()))?;
+                        .map_err(|e| {
+                            self.error(FailureKind::InputRefused, e.message.into_owned())
+                        })?;
                     params = CallToolRequestParams::new(tool.to_owned())
                         .with_arguments(arguments.clone());
                     params.input_responses = Some(responses);
@@ -191,7 +198,7 @@ impl Upstream {
                 }
                 _ => {
                     return Err(self.error(
-                        "upstream_error",
+                        FailureKind::UpstreamError,
                         format!(
                             "server {:?} answered with something other than a tool result (tasks are not supported through the gateway)",
                             self.name()
@@ -199,8 +206,12 @@ impl Upstream {
                     ));
                 }
             };
-            let mut result = result
-                .map_err(|e| self.error("upstream_error", format!("unreadable result: {e}")))?;
+            let mut result = result.map_err(|e| {
+                self.error(
+                    FailureKind::UpstreamError,
+                    format!("unreadable result: {e}"),
+                )
+            })?;
             // An upstream that echoes its own credentials (an error
             // quoting the request, a tool printing its environment)
             // does not hand them to the client.
@@ -213,10 +224,10 @@ impl Upstream {
     /// unused and this server's.
     fn unseal(&self, tool: &str, sealed: &str) -> Result<Option<String>, GatewayError> {
         let wrapped = request_state::open(sealed)
-            .map_err(|message| self.error("invalid_request_state", message))?;
+            .map_err(|message| self.error(FailureKind::InvalidRequestState, message))?;
         if wrapped.server != self.name() || wrapped.tool != tool {
             return Err(self.error(
-                "invalid_request_state",
+                FailureKind::InvalidRequestState,
                 format!(
                     "the requestState is refused: it belongs to tool {:?} of server {:?}, not to this call of {tool:?} on {:?}",
                     wrapped.tool,
@@ -262,7 +273,7 @@ impl Upstream {
                 Some("the client cancelled the call".to_owned()),
             );
             let _ = connection.peer.notify_cancelled(cancel).await;
-            return Err(self.error("cancelled", "the call was cancelled".to_owned()));
+            return Err(self.error(FailureKind::Cancelled, "the call was cancelled".to_owned()));
         };
         answer.map_err(|e| self.service_error(e))
     }

@@ -6,6 +6,7 @@
 use rmcp::service::ServiceError;
 
 use super::upstream::Upstream;
+use crate::gateway::error::FailureKind;
 use crate::gateway::{error::GatewayError, reply_guard};
 
 /// The longest error message relayed to the caller, in characters.
@@ -23,7 +24,7 @@ impl Upstream {
                     .map(|note| format!(" (earlier: {note})"))
                     .unwrap_or_default();
                 self.error(
-                    "upstream_timeout",
+                    FailureKind::UpstreamTimeout,
                     format!(
                         "server {:?} did not answer within {}s; the call was cancelled upstream{oversize}",
                         self.name(),
@@ -31,11 +32,13 @@ impl Upstream {
                     ),
                 )
             }
-            ServiceError::McpError(data) if data.code.0 == reply_guard::TOO_LARGE_CODE => {
-                self.error("upstream_reply_too_large", data.message.into_owned())
-            }
+            ServiceError::McpError(data) if data.code.0 == reply_guard::TOO_LARGE_CODE => self
+                .error(
+                    FailureKind::UpstreamReplyTooLarge,
+                    data.message.into_owned(),
+                ),
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => self.error(
-                "upstream_crashed",
+                FailureKind::UpstreamCrashed,
                 format!(
                     "server {:?} stopped during the call{}; the next call restarts it",
                     self.name(),
@@ -43,7 +46,7 @@ impl Upstream {
                 ),
             ),
             ServiceError::McpError(data) => self.error(
-                "upstream_error",
+                FailureKind::UpstreamError,
                 format!(
                     "server {:?} refused the call: {} (code {})",
                     self.name(),
@@ -52,7 +55,7 @@ impl Upstream {
                 ),
             ),
             other => self.error(
-                "upstream_error",
+                FailureKind::UpstreamError,
                 format!(
                     "server {:?}: {}",
                     self.name(),
@@ -65,7 +68,7 @@ impl Upstream {
     /// An error for the caller: secrets hidden, and at most
     /// [`MAX_ERROR_CHARS`] of the message (an upstream's own error text can
     /// be any size).
-    pub(super) fn error(&self, kind: &'static str, message: String) -> GatewayError {
+    pub(super) fn error(&self, kind: FailureKind, message: String) -> GatewayError {
         GatewayError {
             kind,
             server: self.name().to_owned(),

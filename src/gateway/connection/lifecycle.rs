@@ -12,6 +12,7 @@ use super::{
     running::Connection,
     upstream::{Slot, Upstream},
 };
+use crate::gateway::error::FailureKind;
 use crate::gateway::{error::GatewayError, events::UpstreamEvent};
 
 /// The longest wait before restarting a server that keeps failing.
@@ -75,7 +76,7 @@ impl Upstream {
             let waited = at.elapsed();
             if waited < wait {
                 return Err(self.error(
-                    "upstream_unavailable",
+                    FailureKind::UpstreamUnavailable,
                     format!(
                         "{message}; zenmode retries it in {:.1}s",
                         (wait - waited).as_secs_f64()
@@ -127,7 +128,7 @@ impl Upstream {
                     message: message.clone(),
                 };
                 self.record_failure(&message);
-                Err(self.error("upstream_unavailable", message))
+                Err(self.error(FailureKind::UpstreamUnavailable, message))
             }
         }
     }

@@ -81,7 +81,7 @@ impl Latency {
     }
 }
 
-/// What the select reply would hand to `zen_execute` for a query: the
+/// What the select reply would hand to the execute tool for a query: the
 /// mode its `next_call` names (`None`: no call offered).
 pub type NextCall<'a> = &'a dyn Fn(&str) -> Option<String>;
 

@@ -20,7 +20,7 @@
 //!
 //! Labels may name `traps`: tools that would do harm if run for the query
 //! (a destructive neighbour of the right one). The report counts the queries
-//! whose `next_call` (the mode the select reply hands to `zen_execute`) is
+//! whose `next_call` (the mode the select reply hands to the execute tool) is
 //! one of their traps, and lists them. With [`evaluate_with`] the next call
 //! is read from the real select reply; [`evaluate`] takes the first-ranked
 //! mode. It also times each ranking (and each reply) on the built index:

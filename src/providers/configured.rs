@@ -6,9 +6,9 @@ use std::{fmt, sync::Arc};
 use reqwest::Url;
 
 use super::error::ProviderError;
-use super::http::HttpConfig;
+use super::http_client::HttpConfig;
 
-use super::http::{self, Secret};
+use super::http_client::{self, Secret};
 use super::registry::{self, Need, OwnedSpec, ProviderKind};
 use super::{
     gemini,
@@ -54,7 +54,7 @@ impl Providers {
         };
         let mut problems = Vec::new();
         // One pooled client, built on the first model call.
-        let client = http::LazyClient::new(&http);
+        let client = http_client::LazyClient::new(&http);
         let mut configured = Vec::new();
         for kind in ProviderKind::ALL {
             let Some(enabler) = var(kind.enabling_var()) else {

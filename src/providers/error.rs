@@ -2,7 +2,7 @@
 //! has to fix it.
 //!
 //! Every message here is built from text that has already passed through
-//! [`super::http::Secret::redact`], so the derived `Debug` is safe to log.
+//! [`super::http_client::Secret::redact`], so the derived `Debug` is safe to log.
 
 use std::time::Duration;
 

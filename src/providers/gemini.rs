@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     ModelRequest, ModelResponse, Provider, ProviderError, Role, Usage,
-    http::{self, HttpConfig, JsonPost, Secret},
+    http_client::{self, HttpConfig, JsonPost, Secret},
     openai::json_type,
     registry::{self, ProviderKind, Thinking},
 };
@@ -22,7 +22,7 @@ const KIND: ProviderKind = ProviderKind::Gemini;
 pub(crate) struct Gemini {
     base: Url,
     key: Secret,
-    client: http::LazyClient,
+    client: http_client::LazyClient,
     config: HttpConfig,
     available: Vec<String>,
 }
@@ -31,7 +31,7 @@ impl Gemini {
     pub(crate) fn new(
         base: &Url,
         key: Secret,
-        client: http::LazyClient,
+        client: http_client::LazyClient,
         config: HttpConfig,
         available: Vec<String>,
     ) -> Result<Self, String> {
@@ -153,13 +153,13 @@ impl Provider for Gemini {
             headers,
             body: &body,
         };
-        let reply = http::post_json(&self.client, &self.config, &post, cancel).await?;
+        let reply = http_client::post_json(&self.client, &self.config, &post, cancel).await?;
         let (text, usage) = parse_reply(&reply).map_err(|message| ProviderError::BadResponse {
             provider: KIND.name().to_owned(),
             message: self.key.redact(&message),
         })?;
         Ok(ModelResponse {
-            text: http::finish_answer(Some(&self.key), text),
+            text: http_client::finish_answer(Some(&self.key), text),
             model: request.model.clone(),
             provider: KIND.name().to_owned(),
             usage,
@@ -225,7 +225,7 @@ mod tests {
         Gemini::new(
             &base,
             Secret::new("AIza-unit".into()),
-            http::LazyClient::new(&HttpConfig::default()),
+            http_client::LazyClient::new(&HttpConfig::default()),
             HttpConfig::default(),
             Vec::new(),
         )

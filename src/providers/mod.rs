@@ -14,19 +14,19 @@
 //! | `DEFAULT_MODEL` | the model used when a request names none (`auto` chooses per mode) |
 //! | `ZEN_MODEL_TIMEOUT_SECS` | the time limit of one model HTTP attempt (default 120) |
 //!
-//! Keys are held in [`http::Secret`]s: no `Debug`, log line or error shows
+//! Keys are held in [`http_client::Secret`]s: no `Debug`, log line or error shows
 //! them, and text that servers send back is scrubbed of them.
 
 mod configured;
 mod error;
 mod gemini;
-mod http;
+mod http_client;
 mod model;
 mod openai;
 mod registry;
 
 pub use error::ProviderError;
-pub use http::{DEFAULT_TIMEOUT_SECS, HttpConfig, MAX_ANSWER_BYTES};
+pub use http_client::{DEFAULT_TIMEOUT_SECS, HttpConfig, MAX_ANSWER_BYTES};
 
 pub use configured::Providers;
 pub use model::{Image, Message, ModelInfo, ModelRequest, ModelResponse, Provider, Role, Usage};

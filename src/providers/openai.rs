@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     ModelRequest, ModelResponse, Provider, ProviderError, Role, Usage,
-    http::{self, HttpConfig, JsonPost, Secret},
+    http_client::{self, HttpConfig, JsonPost, Secret},
     registry::{self, ProviderKind, Thinking},
 };
 
@@ -21,7 +21,7 @@ pub(crate) struct OpenAiCompatible {
     kind: ProviderKind,
     endpoint: Url,
     key: Option<Secret>,
-    client: http::LazyClient,
+    client: http_client::LazyClient,
     config: HttpConfig,
     /// Models to suggest when the server rejects a name.
     available: Vec<String>,
@@ -34,7 +34,7 @@ impl OpenAiCompatible {
         kind: ProviderKind,
         base: &Url,
         key: Option<Secret>,
-        client: http::LazyClient,
+        client: http_client::LazyClient,
         config: HttpConfig,
         available: Vec<String>,
     ) -> Result<Self, String> {
@@ -183,7 +183,7 @@ impl Provider for OpenAiCompatible {
             headers: self.headers(),
             body: &body,
         };
-        let reply = http::post_json(&self.client, &self.config, &post, cancel).await?;
+        let reply = http_client::post_json(&self.client, &self.config, &post, cancel).await?;
         let (text, usage) = parse_reply(&reply).map_err(|message| ProviderError::BadResponse {
             provider: self.kind.name().to_owned(),
             message: match &self.key {
@@ -192,7 +192,7 @@ impl Provider for OpenAiCompatible {
             },
         })?;
         Ok(ModelResponse {
-            text: http::finish_answer(self.key.as_ref(), text),
+            text: http_client::finish_answer(self.key.as_ref(), text),
             model: request.model.clone(),
             provider: self.kind.name().to_owned(),
             usage,
@@ -211,7 +211,7 @@ fn parse_reply(reply: &Value) -> Result<(String, Option<Usage>), String> {
             .unwrap_or_else(|| error.to_string());
         return Err(format!(
             "the body carries an error: {}",
-            http::excerpt(&message)
+            http_client::excerpt(&message)
         ));
     }
     let choice = reply
@@ -273,7 +273,7 @@ mod tests {
             kind,
             &base,
             Some(Secret::new("sk-unit".into())),
-            http::LazyClient::new(&HttpConfig::default()),
+            http_client::LazyClient::new(&HttpConfig::default()),
             HttpConfig::default(),
             Vec::new(),
         )

@@ -54,7 +54,7 @@ def builtin_modes(directory: Path) -> list[dict]:
 
 
 def separation(relevant: list[float], no_fit: list[float]) -> dict | None:
-    """The two hindsight trade-offs of `zenmode eval` (src/select/eval.rs), on the
+    """The two hindsight trade-offs of `zenmode eval` (src/select/eval/), on the
     best cosine instead of zenmode's margin: flagged when at or below."""
     if not relevant or not no_fit:
         return None

@@ -11,7 +11,7 @@ and the figures):
    less: weight sif / (sif + p), p from the token's rank in BERT's
    frequency-ordered vocabulary (Zipf's law).
 4. int8 with one f32 scale per token, written in the layout
-   src/select/embedding.rs parses.
+   src/select/signals/token_table.rs parses.
 
 Also writes tests/data/wordpiece_cases.jsonl: texts and the ids the
 reference tokenizer gives them, which the Rust tokenizer must reproduce.

@@ -1,7 +1,7 @@
 """zenmode's static embedding replicated in numpy, and the table file format.
 
-Mirrors src/select/embedding.rs (sum of token rows, unit length; numbers
-dropped), src/select/mod.rs meaning_text and src/select/text.rs
+Mirrors src/select/signals/embedding.rs (sum of token rows, unit length; numbers
+dropped), src/select/ (meaning_text) and src/select/text/words.rs
 split_identifier, and reads and writes the ZENEMB01 table layout that
 distill.py writes. Used by refine.py and eval_static.py.
 

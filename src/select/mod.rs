@@ -63,8 +63,8 @@ pub mod eval;
 pub mod signals;
 pub mod text;
 
-mod build;
 mod confidence;
+mod construct;
 mod index;
 mod model_builds;
 mod nofit;

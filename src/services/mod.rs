@@ -5,13 +5,13 @@
 //! Services know nothing about executors, the engine or MCP: they are built
 //! from flags and environment and handed down.
 
-pub mod clink;
-mod process;
+pub mod clink_config;
+mod process_info;
 
 use std::{path::PathBuf, sync::Arc};
 
-pub use clink::ClinkConfig;
-pub use process::{Presentation, ProcessInfo};
+pub use clink_config::ClinkConfig;
+pub use process_info::{Presentation, ProcessInfo};
 
 use crate::{
     conversation::{ConversationStore, InMemoryStore, MemoryConfig},

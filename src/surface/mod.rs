@@ -21,7 +21,7 @@
 //! The surface knows nothing about servers or transports; the server above
 //! asks it for the list and hands it each call.
 
-mod build;
+mod assemble;
 pub mod categories;
 pub mod discover;
 pub mod dispatch;
@@ -32,7 +32,7 @@ mod shared;
 mod strategy;
 pub mod zen;
 
-pub use build::{ALWAYS_LOAD, build};
+pub use assemble::{ALWAYS_LOAD, build};
 pub(crate) use shared::call_mode_by_name;
 pub use shared::{
     category_of, meta_tools, mode_tool, model_facing, one_line, parse_arguments, suggestions,

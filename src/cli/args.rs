@@ -109,6 +109,16 @@ pub struct CatalogFlags {
 /// How long start-up waits for upstreams when no flag says.
 pub const DEFAULT_UPSTREAM_WAIT_SECS: f64 = 20.0;
 
+/// How long a command waits for a server to list its tools: the given
+/// seconds kept between 0.1 and 600, the default when they are not a number.
+pub fn upstream_wait(seconds: f64) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(if seconds.is_finite() {
+        seconds.clamp(0.1, 600.0)
+    } else {
+        DEFAULT_UPSTREAM_WAIT_SECS
+    })
+}
+
 /// Where modes come from, with the flags given before and after the
 /// subcommand merged (after wins).
 #[derive(Debug, Clone, Default)]

@@ -17,9 +17,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::{
-    cli::args::{
-        AccessArgs, BeforeCommand, CatalogFlags, DEFAULT_UPSTREAM_WAIT_SECS, UpstreamsArg, WaitArg,
-    },
+    cli::args::{AccessArgs, BeforeCommand, CatalogFlags, UpstreamsArg, WaitArg},
     surface::zen::select_mode,
 };
 
@@ -216,11 +214,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::cli::setup::run(
                 &args,
                 catalog.upstreams,
-                std::time::Duration::from_secs_f64(if wait.is_finite() {
-                    wait.clamp(0.1, 600.0)
-                } else {
-                    DEFAULT_UPSTREAM_WAIT_SECS
-                }),
+                crate::cli::args::upstream_wait(wait),
             )
         }
         Command::Select {

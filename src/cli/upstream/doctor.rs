@@ -46,11 +46,7 @@ impl Findings {
 pub fn doctor(file: Option<PathBuf>, wait_secs: f64) -> anyhow::Result<ExitCode> {
     let file = file.unwrap_or_else(default_upstreams_file);
     let dirs = GatewayDirs::from_env();
-    let wait = Duration::from_secs_f64(if wait_secs.is_finite() {
-        wait_secs.clamp(0.1, 600.0)
-    } else {
-        20.0
-    });
+    let wait = crate::cli::args::upstream_wait(wait_secs);
     let mut findings = Findings::default();
     check_upstreams(&file, &dirs, wait, &mut findings)?;
     check_clients(&mut findings);

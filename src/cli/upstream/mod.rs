@@ -18,7 +18,7 @@ mod review;
 mod status;
 mod tools;
 
-use std::{path::PathBuf, process::ExitCode, time::Duration};
+use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context;
 use clap::Subcommand;
@@ -141,11 +141,7 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let file = file.unwrap_or_else(default_upstreams_file);
     let dirs = GatewayDirs::from_env();
-    let wait = Duration::from_secs_f64(if wait_secs.is_finite() {
-        wait_secs.clamp(0.1, 600.0)
-    } else {
-        20.0
-    });
+    let wait = crate::cli::args::upstream_wait(wait_secs);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

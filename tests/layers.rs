@@ -610,6 +610,23 @@ fn real_file_graph(reexports: bool) -> Graph {
     file_graph(&sources_in(&root().join("src")), reexports)
 }
 
+/// A file a reader can hold in mind: none under src/ is longer than 800
+/// lines (generated data lives outside src/).
+#[test]
+fn no_source_file_is_over_800_lines() {
+    let long: Vec<String> = sources_in(&root().join("src"))
+        .into_iter()
+        .map(|(file, source)| (file, source.lines().count()))
+        .filter(|(_, lines)| *lines > 800)
+        .map(|(file, lines)| format!("src/{file}: {lines} lines"))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "split these by concern:\n{}",
+        long.join("\n")
+    );
+}
+
 #[test]
 fn every_top_level_module_has_a_layer() {
     let layers = real_layers();

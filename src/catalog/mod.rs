@@ -5,8 +5,8 @@
 //! 2. `--modes-dir DIR` manifests read at start-up;
 //! 3. foreign `tools/list` catalogs (`--catalog FILE`), imported as modes that
 //!    can be selected and described but have no executor;
-//! 4. gateway upstreams' tools ([`upstream`]), added by the caller with
-//!    [`Catalog::with_modes`]; they run through the `upstream` executor.
+//! 4. gateway upstreams' tools ([`gateway_modes`]), added by the caller with
+//!    [`Catalog::with_modes`]; they run through the executor keyed `upstream` (`executor/forward.rs`).
 //!
 //! Loading parses JSON only. A mode's validator is compiled on first use and
 //! cached in the mode (see [`Mode::validator`]), so start-up compiles nothing.

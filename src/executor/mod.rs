@@ -5,7 +5,7 @@
 //! instantiates an executor on the first request for its mode and keeps it
 //! for the process (executors may hold state, such as the planner's plans).
 //!
-//! Executors see their mode, the catalog, the process [`Services`] and the
+//! Executors see their mode, the catalog, the process [`Services`](crate::services::Services) and the
 //! call's context; they know nothing about the engine above them or the MCP
 //! tools that reach them. Helpers shared by several executors live in
 //! [`support`], so executors never import each other.

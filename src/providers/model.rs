@@ -79,7 +79,7 @@ impl std::fmt::Debug for Image {
 /// Everything a provider needs for one call.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelRequest {
-    /// Canonical model name, as returned by [`Providers::resolve`].
+    /// Canonical model name, as returned by [`Providers::resolve`](super::Providers::resolve).
     pub model: String,
     /// Sent as the system message (OpenAI) or system instruction (Gemini);
     /// left out when empty.

@@ -7,7 +7,7 @@
 //! does, which values it takes, whether it is destructive or changes
 //! state, the identifiers that name it). Assembling it is one pass over the
 //! catalog; the public ways to build one (which encoder, the calibrated
-//! no-fit score, the model's index on a thread) are in `build.rs`, and
+//! no-fit score, the model's index on a thread) are in `construct.rs`, and
 //! scoring a request with it in `scoring.rs`.
 
 use std::sync::{Arc, OnceLock};
@@ -89,7 +89,7 @@ pub struct Index {
 
 impl Index {
     /// One index, with `encoder` (if any) as the meaning signal and the
-    /// no-fit score at [`Tuning::no_fit_score`] (`build.rs` calibrates it).
+    /// no-fit score at [`Tuning::no_fit_score`] (`construct.rs` calibrates it).
     pub(super) fn assemble(
         catalog: &Catalog,
         ranker: Ranker,

@@ -51,7 +51,7 @@
 //! - `scoring.rs`: a request's query and every mode's score ([`Signals`]);
 //! - `nofit.rs`: the per-catalog no-fit score, measured with those scores;
 //! - `model_builds.rs`: the one thread that builds the model's indexes;
-//! - `build.rs`: [`Index::build`] and its variants;
+//! - `construct.rs`: [`Index::build`] and its variants;
 //! - `ranking.rs`: [`Index::ranking`]: the order, the naming and safety
 //!   rules, the confidences, and the full model when the table is unsure;
 //! - [`eval`]: the `zenmode eval` scorer, on top of it all.

@@ -20,7 +20,7 @@ use super::{
 use crate::catalog::Catalog;
 
 /// What builds the model's index: `Index::build_with_model`, handed in by
-/// `build.rs` (which queues the builds) so that this file does not call
+/// `construct.rs` (which queues the builds) so that this file does not call
 /// back into it. `None` if the model cannot be opened.
 pub(super) type Build = fn(&Catalog, Ranker, Tuning) -> Option<Index>;
 

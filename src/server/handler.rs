@@ -7,7 +7,7 @@
 //! `tools/list_changed` notification when a call changed a 2025 session's
 //! list, and `subscriptions/listen` (accepted; a 2026-07-28 list never
 //! changes, so nothing is ever sent on it). The upstreams' resources,
-//! prompts and completion are passed through by [`resources`].
+//! prompts and completion are passed through by `resources.rs`.
 
 use std::sync::{Arc, OnceLock};
 

@@ -3,7 +3,7 @@
 //! Design 003 registers these three in every strategy, so an agent's
 //! dispatch code survives a change of strategy. `discover` lists them; the
 //! other strategies answer them without listing them (see
-//! [`super::Fronted`]).
+//! `Fronted` in `assemble.rs`).
 //!
 //! Answers use that design's `CommandResult` envelope: `{success, data,
 //! reasoning, confidence, metadata: {executionTimeMs}}`, or `{success:

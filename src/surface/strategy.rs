@@ -177,7 +177,7 @@ pub struct SurfaceOptions {
     /// instead of answering "tool not found".
     pub hidden_tool_hints: bool,
     /// `zen`: gateway servers unavailable when the list is built, one line
-    /// each, named in `zen_execute`'s description ([`build`] fills it).
+    /// each, named in `zen_execute`'s description (`build` fills it).
     pub unavailable: Vec<String>,
     /// Put before the name of every meta tool (`afd-` gives design 003's
     /// `afd-discover`, `afd-call` and so on); modes keep their names.

@@ -19,7 +19,7 @@
 //! `ZEN_HTTP_RATE` (0 leaves out the paced runs) and
 //! `ZEN_HTTP_CLIENT_THREADS` change the defaults (64 clients, 5 s, 5,000
 //! requests/s, one client thread).
-//! Targets (issue 14): at least 5,000 requests/s, p99 at most 10 ms.
+//! Targets: at least 5,000 requests/s, p99 at most 10 ms.
 
 use std::{
     io::{BufRead, BufReader},

@@ -1,4 +1,4 @@
-//! Latency of 500 concurrent TCP sessions (issue 9, item 10).
+//! Latency of 500 concurrent TCP sessions.
 //!
 //! Each session connects, initializes, lists the tools, makes one
 //! `zen_select_mode` call and closes; all 500 start together. Prints the

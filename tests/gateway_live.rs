@@ -1,4 +1,4 @@
-//! The gateway while it runs (issue 30, problems 2, 3 and the reload of 4):
+//! The gateway while it runs:
 //! a bad upstreams file or entry never stops zenmode, a slow or broken
 //! upstream never delays start-up and is named to the model, and the
 //! upstreams file is reread while zenmode runs.

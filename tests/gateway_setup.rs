@@ -1,4 +1,4 @@
-//! Setting the gateway up as a new user would (issue 30): importing other
+//! Setting the gateway up as a new user would: importing other
 //! clients' files, never fronting zenmode itself, upstreams that die with
 //! their zenmode, secrets kept out of the file, and remote errors a person
 //! can act on. Real npm servers come from `tests/upstreams/install.sh`.

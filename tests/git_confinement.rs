@@ -1,5 +1,5 @@
 //! precommit's git commands stay inside the allowed roots and run nothing
-//! the repository names (issue 9, item 2), driven through `zenmode exec`.
+//! the repository names, driven through `zenmode exec`.
 
 mod common;
 

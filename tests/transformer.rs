@@ -221,7 +221,7 @@ fn a_server_builds_the_model_index_on_a_thread() {
 
 /// On bfcl_multiple with its irrelevant requests, no-fit detection flags
 /// most irrelevant requests and few relevant ones. Since the model ranks
-/// every request (issue 33's fusion) the dev half measures 0.785 of
+/// every request (the fusion of signals) the dev half measures 0.785 of
 /// irrelevant and 0.040 of relevant requests flagged (0.799 / 0.070
 /// before): fewer relevant requests lost for slightly fewer irrelevant
 /// ones caught. The floor guards against either getting worse.

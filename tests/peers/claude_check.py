@@ -83,7 +83,7 @@ def main() -> int:
     upstreams = home / "upstreams.json"
     upstreams.write_text(json.dumps({"mcpServers": {"flaky": {
         "command": sys.executable, "args": [str(REPO / "tests" / "upstreams" / "fault_server.py")]}}}))
-    # A broken upstreams file (issue 30, problem 2): one bad entry beside a
+    # A broken upstreams file: one bad entry beside a
     # good one, and a file that is not JSON at all (a trailing comma).
     bad_entry = home / "bad-entry.json"
     bad_entry.write_text(json.dumps({"mcpServers": {

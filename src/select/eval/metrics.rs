@@ -162,7 +162,7 @@ pub struct Separation {
     /// at most a tenth of the relevant queries.
     pub caught_with_a_tenth_flagged: f64,
     /// The same with at most a twentieth of the relevant queries flagged:
-    /// issue 33's target for clearly off-topic requests (at least 0.80).
+    /// the target for clearly off-topic requests (at least 0.80).
     pub caught_with_a_twentieth_flagged: f64,
     /// Share of relevant queries flagged by the lowest threshold that
     /// flags at least four fifths of the no-fit queries.

@@ -12,6 +12,7 @@ pub mod import;
 mod list;
 pub mod login;
 mod logs;
+mod probe;
 mod refresh;
 mod remove;
 mod review;
@@ -154,7 +155,7 @@ pub fn run(
         UpstreamCommand::Probe {
             url,
             client_metadata_url,
-        } => crate::cli::upstream::login::probe(&url, client_metadata_url),
+        } => probe::probe(&url, client_metadata_url),
         UpstreamCommand::Add {
             name,
             url,

@@ -9,7 +9,7 @@ use super::{
     config::UpstreamConfig,
     disk::{GatewayDirs, file_stem},
 };
-use crate::platform::private_file::{create_private_dir, write_private};
+use crate::platform::private_file::{Flush, create_private_dir, write_private};
 
 /// Which of resources, prompts and completion some upstream offers.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -50,7 +50,7 @@ pub fn remember_capabilities(dirs: &GatewayDirs, config: &UpstreamConfig, capabi
     let written = path
         .parent()
         .map_or(Ok(()), create_private_dir)
-        .and_then(|()| write_private(&path, record.to_string().as_bytes()));
+        .and_then(|()| write_private(&path, record.to_string().as_bytes(), Flush::Later));
     if let Err(error) = written {
         tracing::debug!(server = config.name, %error, "could not cache capabilities");
     }

@@ -126,6 +126,7 @@ pub fn save_catalog(
         &dirs.catalog_path(&config.name),
         &serde_json::to_vec(&cached)?,
         None,
+        private_file::Flush::Later,
     )
 }
 

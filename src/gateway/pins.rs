@@ -113,11 +113,13 @@ pub fn save_pins(dirs: &GatewayDirs, server: &str, pins: &Pins) -> io::Result<()
         &dirs.approved_path(server),
         &serde_json::to_vec(&pins.definitions)?,
         None,
+        private_file::Flush::Later,
     )?;
     private_file::write_replacing(
         &dirs.pins_path(server),
         &serde_json::to_vec_pretty(pins)?,
         None,
+        private_file::Flush::Later,
     )
 }
 

@@ -26,7 +26,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 use super::disk::{GatewayDirs, file_stem};
-use crate::platform::private_file::{open_private_append, write_private};
+use crate::platform::private_file::{Flush, open_private_append, write_private};
 
 /// A log file is rotated once it grows past this many bytes.
 pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
@@ -120,7 +120,7 @@ impl StateFile {
         let path = state_path(&self.dirs, &state.server);
         let written = serde_json::to_vec_pretty(&*state)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| write_private(&path, &bytes));
+            .and_then(|bytes| write_private(&path, &bytes, Flush::Later));
         if let Err(error) = written {
             tracing::debug!(server = state.server, %error, "could not write the state file");
         }

@@ -44,17 +44,34 @@ pub fn restrict_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether a write waits for the disk before the rename.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flush {
+    /// What a person wrote or would have to redo (the upstreams file, OAuth
+    /// tokens, setup's copies): on disk before it replaces the old file.
+    ToDisk,
+    /// A record rewritten on every call (status, pins, caches): a crash may
+    /// lose the last version but never leaves half of one, and no call
+    /// waits for the disk.
+    Later,
+}
+
 /// Replaces `path` with `bytes`, owner-only (0600), creating its directory
 /// owner-only when missing.
-pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_replacing(path, bytes, Some(PRIVATE_FILE_MODE))
+pub fn write_private(path: &Path, bytes: &[u8], flush: Flush) -> io::Result<()> {
+    write_replacing(path, bytes, Some(PRIVATE_FILE_MODE), flush)
 }
 
 /// Replaces `path` with `bytes` whole. With `mode`, the file gets exactly
 /// that mode (also when one was left from before) and a missing directory
 /// is created owner-only; without, the file and directory get the
 /// defaults (the catalog cache: nothing secret in it).
-pub fn write_replacing(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+pub fn write_replacing(
+    path: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+    flush: Flush,
+) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -64,7 +81,7 @@ pub fn write_replacing(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Resu
         None => fs::create_dir_all(dir)?,
     }
     let temporary = temporary_beside(path);
-    let written = write_new(&temporary, bytes, mode);
+    let written = write_new(&temporary, bytes, mode, flush);
     if written.is_err() {
         let _ = fs::remove_file(&temporary);
         return written;
@@ -87,7 +104,7 @@ pub fn open_private_append(path: &Path) -> io::Result<fs::File> {
     options.open(path)
 }
 
-fn write_new(temporary: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+fn write_new(temporary: &Path, bytes: &[u8], mode: Option<u32>, flush: Flush) -> io::Result<()> {
     let mut options = fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -103,7 +120,10 @@ fn write_new(temporary: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()
     #[cfg(not(unix))]
     let _ = mode;
     out.write_all(bytes)?;
-    out.sync_all()
+    match flush {
+        Flush::ToDisk => out.sync_all(),
+        Flush::Later => Ok(()),
+    }
 }
 
 /// `.NAME.PID.N.tmp` beside `path`: unique for this process and write.
@@ -129,7 +149,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let path = root.join("a/b/secret.json");
-        write_private(&path, b"{}").unwrap();
+        write_private(&path, b"{}", Flush::ToDisk).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"{}");
         #[cfg(unix)]
         {
@@ -147,7 +167,7 @@ mod tests {
         let root = dir.path();
         let path = root.join("file");
         fs::write(&path, b"old").unwrap();
-        write_replacing(&path, b"new", Some(0o640)).unwrap();
+        write_replacing(&path, b"new", Some(0o640), Flush::Later).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"new");
         #[cfg(unix)]
         {
@@ -171,7 +191,7 @@ mod tests {
                 let path = path.clone();
                 std::thread::spawn(move || {
                     let text = format!("{i}").repeat(10_000);
-                    write_private(&path, text.as_bytes())
+                    write_private(&path, text.as_bytes(), Flush::Later)
                 })
             })
             .collect();

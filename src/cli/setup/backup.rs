@@ -214,6 +214,6 @@ fn mode_of(_: &std::fs::Metadata) -> u32 {
 /// Writes `bytes` to a temporary file beside `path` and renames it over
 /// `path`, so a reader (or a crash) never sees half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
-    private_file::write_replacing(path, bytes, Some(mode))
+    private_file::write_replacing(path, bytes, Some(mode), private_file::Flush::ToDisk)
         .with_context(|| format!("cannot write {}", path.display()))
 }

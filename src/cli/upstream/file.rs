@@ -67,6 +67,7 @@ pub fn write_document(file: &Path, document: &Value) -> anyhow::Result<()> {
     private_file::write_private(
         file,
         (serde_json::to_string_pretty(document)? + "\n").as_bytes(),
+        private_file::Flush::ToDisk,
     )
     .with_context(|| format!("cannot write {}", file.display()))
 }

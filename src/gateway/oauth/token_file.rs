@@ -110,7 +110,7 @@ impl TokenFile {
             .and_then(|()| private_file::restrict_dir(dir))
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let text = serde_json::to_vec_pretty(saved).map_err(|e| e.to_string())?;
-        private_file::write_private(&self.path, &text)
+        private_file::write_private(&self.path, &text, private_file::Flush::ToDisk)
             .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
     }
 }

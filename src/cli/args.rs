@@ -233,7 +233,7 @@ impl CatalogArgs {
     pub fn upstreams_file(&self) -> Option<PathBuf> {
         self.upstreams
             .clone()
-            .or_else(|| Some(crate::cli::upstream::default_upstreams_file()).filter(|p| p.exists()))
+            .or_else(|| Some(crate::platform::dirs::upstreams_file()).filter(|p| p.exists()))
     }
 
     /// The catalog with every upstream's modes, and the gateway that runs

@@ -248,7 +248,7 @@ pub fn serve(
     let watched = catalog
         .upstreams
         .clone()
-        .unwrap_or_else(crate::cli::upstream::default_upstreams_file);
+        .unwrap_or_else(crate::platform::dirs::upstreams_file);
     gateway.record_loads(&watched);
     let strategy = surface::build(strategy_kind, &engine, &args.surface_options())
         .map_err(anyhow::Error::msg)?;

@@ -53,13 +53,8 @@ pub const TOOL_PREFIX: &str = "ZEN_TOOL_PREFIX";
 /// The upstreams file (`--upstreams`).
 pub const UPSTREAMS: &str = "ZEN_UPSTREAMS";
 
-/// The value of the variable `name`, when it is set, valid UTF-8 and not
-/// empty (an empty variable means "not set" everywhere in zenmode).
-pub fn get(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|value| !value.is_empty())
-}
-
-/// The same, for a path or list that need not be UTF-8.
+/// The value of the variable `name`, when it is set and not empty (an
+/// empty variable means "not set" everywhere in zenmode).
 pub fn get_os(name: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(name).filter(|value| !value.is_empty())
 }

@@ -68,7 +68,7 @@ pub fn run(
     client.check_installed(&file)?;
     let gateway_file = match &upstreams {
         Some(path) => absolute(path)?,
-        None => crate::cli::upstream::default_upstreams_file(),
+        None => crate::platform::dirs::upstreams_file(),
     };
     let program = std::env::current_exe()
         .and_then(std::fs::canonicalize)

@@ -59,10 +59,7 @@ pub fn move_in(
     wait: Duration,
 ) -> anyhow::Result<Vec<String>> {
     let dirs = GatewayDirs::from_env();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::cli::runtime::runtime(false)?;
     let how = Adding {
         replace: false,
         fetch: true,

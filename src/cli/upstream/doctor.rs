@@ -8,10 +8,9 @@ use std::{
 };
 
 use crate::platform::client_files::CLIENT_FILES;
-use anyhow::Context;
 use serde_json::Value;
 
-use super::file::{default_upstreams_file, fetch};
+use super::file::fetch;
 use crate::gateway::{
     Verdict,
     config::{self},
@@ -44,7 +43,7 @@ impl Findings {
 /// permissions and the client configurations that run zenmode; exits
 /// non-zero when something needs fixing.
 pub fn doctor(file: Option<PathBuf>, wait_secs: f64) -> anyhow::Result<ExitCode> {
-    let file = file.unwrap_or_else(default_upstreams_file);
+    let file = file.unwrap_or_else(crate::platform::dirs::upstreams_file);
     let dirs = GatewayDirs::from_env();
     let wait = crate::cli::args::upstream_wait(wait_secs);
     let mut findings = Findings::default();
@@ -106,10 +105,7 @@ pub fn check_upstreams(
     for warning in &loaded.warnings {
         findings.warn(warning);
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::cli::runtime::runtime(false)?;
     for config in &loaded.servers {
         let name = &config.name;
         if !config.enabled {

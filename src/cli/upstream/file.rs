@@ -2,10 +2,7 @@
 //! where it is by default, loading it, choosing servers, writing it back
 //! only when it loads, and starting a server to read its tools.
 
-use std::{
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::{path::Path, time::Duration};
 
 use crate::platform::private_file;
 use anyhow::{Context, bail};
@@ -20,12 +17,6 @@ use crate::gateway::{
 /// How long `add` and `remove` wait for running servers to reload the file
 /// (they check it once a second).
 pub const PICKUP_WAIT: Duration = Duration::from_secs(4);
-
-/// Where `upstream add` writes when no `--upstreams` is given:
-/// `upstreams.json` in zenmode's configuration directory (`platform::dirs`).
-pub fn default_upstreams_file() -> PathBuf {
-    crate::platform::dirs::upstreams_file()
-}
 
 /// The servers in the upstreams `file` (none when it does not exist yet).
 pub fn gateway_servers(file: &Path) -> anyhow::Result<Map<String, Value>> {

@@ -3,7 +3,7 @@
 
 use std::{path::Path, process::ExitCode, time::Duration};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::gateway::{
@@ -30,10 +30,7 @@ pub fn login(file: &Path, name: &str, no_browser: bool) -> anyhow::Result<ExitCo
         bail!("server {name:?} runs a command; only http servers (with \"url\") sign in");
     };
     let tokens = oauth::token_file(name, url);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::cli::runtime::runtime(false)?;
     runtime.block_on(async {
         let challenge = oauth::challenge_of(url).await;
         let signed = match entry.oauth.as_ref().filter(|s| s.client_credentials) {

@@ -21,7 +21,6 @@ mod tools;
 
 use std::{path::PathBuf, process::ExitCode};
 
-use anyhow::Context;
 use clap::Subcommand;
 
 use self::file::chosen;
@@ -29,7 +28,7 @@ use crate::gateway::GatewayDirs;
 
 pub use add::move_in;
 pub use doctor::doctor;
-pub use file::{default_upstreams_file, gateway_servers};
+pub use file::gateway_servers;
 pub use status::status;
 
 #[derive(Debug, Subcommand)]
@@ -140,13 +139,10 @@ pub fn run(
     wait_secs: f64,
     command: UpstreamCommand,
 ) -> anyhow::Result<ExitCode> {
-    let file = file.unwrap_or_else(default_upstreams_file);
+    let file = file.unwrap_or_else(crate::platform::dirs::upstreams_file);
     let dirs = GatewayDirs::from_env();
     let wait = crate::cli::args::upstream_wait(wait_secs);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::cli::runtime::runtime(false)?;
     match command {
         UpstreamCommand::List { json } => list::list(&file, &dirs, json),
         UpstreamCommand::Login { name, no_browser } => {

@@ -8,7 +8,6 @@ use std::{
 
 use serde_json::{Value, json};
 
-use super::file::default_upstreams_file;
 use crate::gateway::{
     Verdict, catalog_cache,
     config::{self, UpstreamConfig},
@@ -94,7 +93,7 @@ pub fn no_upstreams_file(file: &Path, json: bool) -> ExitCode {
 /// `zenmode status`: every configured server as the serving zenmode
 /// processes last recorded it.
 pub fn status(file: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
-    let file = file.unwrap_or_else(default_upstreams_file);
+    let file = file.unwrap_or_else(crate::platform::dirs::upstreams_file);
     let dirs = GatewayDirs::from_env();
     if !file.exists() {
         return Ok(no_upstreams_file(&file, json));

@@ -30,17 +30,12 @@ pub fn use_model(dir: &std::path::Path, cache_dir: Option<&std::path::Path>) -> 
 }
 
 /// The model the default install puts beside the binary
-/// (`scripts/install.sh`): its directory's name under [`default_model_root`].
+/// (`scripts/install.sh`): its directory's name under `platform::dirs::model_root`.
 pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2";
-
-/// Where `scripts/install.sh` puts models (`platform::dirs::model_root`).
-pub fn default_model_root() -> Option<std::path::PathBuf> {
-    crate::platform::dirs::model_root()
-}
 
 /// The default model's directory, if the install put its weights there.
 pub fn default_model_dir() -> Option<std::path::PathBuf> {
-    let dir = default_model_root()?.join(DEFAULT_MODEL_NAME);
+    let dir = crate::platform::dirs::model_root()?.join(DEFAULT_MODEL_NAME);
     (dir.join("config.json").is_file() && dir.join("model.safetensors").is_file()).then_some(dir)
 }
 

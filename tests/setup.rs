@@ -184,7 +184,7 @@ fn file_clients_get_zenmode_once_and_undo_restores_bytes() {
         } else {
             assert!(entry.get("type").is_none(), "{entry}");
         }
-        let backup = home.path(&format!("zen-state/setup/{client}/client.json"));
+        let backup = home.path(&format!("zen-state/setup/{client}/client-before.json"));
         assert_eq!(std::fs::read_to_string(&backup).unwrap(), original);
 
         // Twice: no second entry, the file untouched, the backup kept.
@@ -205,7 +205,7 @@ fn file_clients_get_zenmode_once_and_undo_restores_bytes() {
         assert!(!backup.exists(), "the backup is used up");
         let (code, _, err) = home.zenmode(&["setup", client, "--undo"]);
         assert_ne!(code, 0);
-        assert!(err.contains("no backup"), "{err}");
+        assert!(err.contains("has not changed"), "{err}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
     }
 }
@@ -292,7 +292,10 @@ fn cursor_servers_move_behind_zenmode_and_back() {
     let file = home.write(".cursor/mcp.json", &original);
     let (code, out, err) = home.zenmode(&["setup", "cursor", "--move-servers"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("moved time behind zenmode"), "{out}");
+    assert!(
+        out.contains("moved time (user scope) behind zenmode"),
+        "{out}"
+    );
     assert!(out.contains("kept in Cursor: legacy"), "{out}");
     let client = read_json(&file);
     let names: Vec<&String> = client["mcpServers"].as_object().unwrap().keys().collect();
@@ -310,17 +313,99 @@ fn cursor_servers_move_behind_zenmode_and_back() {
     );
 }
 
-/// Real Claude Code in a temporary HOME: setup through `claude mcp`, the
-/// moved server reached through zen_execute, and undo.
+/// Undo reverses what setup changed and nothing else: the client's file
+/// changed after setup (a server added, a key written), and undo keeps those
+/// changes while it takes zenmode out and puts the moved server back.
 #[test]
-fn claude_code_setup_moves_a_real_server_and_undoes() {
+fn undo_keeps_what_the_client_wrote_after_setup() {
+    let Some(time) = time_server() else { return };
+    let home = Home::new();
+    let file = home.write(
+        ".cursor/mcp.json",
+        &json!({"mcpServers": {"time": {"command": time}}}).to_string(),
+    );
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--move-servers"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("moved time (user scope) behind zenmode"),
+        "{out}"
+    );
+
+    // Cursor (or its user) changes the file after setup.
+    let mut changed = read_json(&file);
+    changed["mcpServers"]["later"] = json!({"command": "later-server", "args": ["--x"]});
+    changed["editor"] = json!({"fontSize": 14});
+    std::fs::write(&file, serde_json::to_string_pretty(&changed).unwrap()).unwrap();
+
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--undo"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("put time back in Cursor (user scope)"),
+        "{out}"
+    );
+    let after = read_json(&file);
+    let servers = after["mcpServers"].as_object().unwrap();
+    assert!(servers.get("zenmode").is_none(), "{after}");
+    assert_eq!(servers["time"], json!({"command": time}), "{after}");
+    assert_eq!(servers["later"]["command"], "later-server", "{after}");
+    assert_eq!(after["editor"]["fontSize"], 14, "{after}");
+    assert!(
+        !home.gateway_file().exists(),
+        "nothing else changed the gateway's file: it goes back to not existing"
+    );
+    assert!(!home.path("zen-state/setup/cursor/journal.json").exists());
+}
+
+/// An entry setup touched that the user changed since is not overwritten:
+/// undo says which and changes nothing at all.
+#[test]
+fn undo_refuses_to_overwrite_an_entry_changed_since() {
+    let Some(time) = time_server() else { return };
+    let home = Home::new();
+    let file = home.write(
+        ".cursor/mcp.json",
+        &json!({"mcpServers": {"time": {"command": time}}}).to_string(),
+    );
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--move-servers"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The user adds a different server under the moved one's name.
+    let mut changed = read_json(&file);
+    changed["mcpServers"]["time"] = json!({"command": "my-own-time"});
+    std::fs::write(&file, changed.to_string()).unwrap();
+    let client_before = std::fs::read(&file).unwrap();
+    let gateway_before = std::fs::read(home.gateway_file()).unwrap();
+
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--undo"]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("changed since setup") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), client_before);
+    assert_eq!(std::fs::read(home.gateway_file()).unwrap(), gateway_before);
+    assert!(home.path("zen-state/setup/cursor/journal.json").exists());
+}
+
+/// Real Claude Code in a temporary HOME: servers added in each of its
+/// scopes (a plain `claude mcp add` is the local one) move behind zenmode,
+/// a moved server is reached through zen_execute, Claude Code's file
+/// changes after setup, and undo puts each server back in its own scope
+/// while keeping those changes.
+#[test]
+fn claude_code_setup_moves_every_scope_and_undo_keeps_later_changes() {
     let Some(bin) = claude_bin_dir() else { return };
     let Some(time) = time_server() else { return };
     let mut home = Home::new();
     home.path.push(bin.clone());
     let claude = bin.join("claude");
+    let project = home.path("project");
+    std::fs::create_dir_all(&project).unwrap();
     let run_claude = |args: &[&str]| {
-        let output = home.command(&claude, args).output().unwrap();
+        let output = home
+            .command(&claude, args)
+            .current_dir(&project)
+            .output()
+            .unwrap();
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&output.stdout),
@@ -329,22 +414,49 @@ fn claude_code_setup_moves_a_real_server_and_undoes() {
         assert!(output.status.success(), "claude {args:?}: {text}");
         text
     };
-    // The user's Claude Code already runs a real server, added its own way.
+    let time = time.to_str().unwrap();
+    // The user's servers, added Claude Code's own way, one per scope.
+    run_claude(&["mcp", "add", "time", "--", time]);
     run_claude(&[
         "mcp",
         "add",
         "--scope",
-        "user",
-        "time",
+        "project",
+        "time-project",
         "--",
-        time.to_str().unwrap(),
+        time,
     ]);
+    run_claude(&["mcp", "add", "--scope", "user", "time-user", "--", time]);
     let config = home.path(".claude.json");
-    let original = std::fs::read(&config).unwrap();
+    let scopes = |config: &Value| {
+        let local = config["projects"][project.to_str().unwrap()]["mcpServers"].clone();
+        let project_file = read_json(&project.join(".mcp.json"))["mcpServers"].clone();
+        (local, project_file, config["mcpServers"].clone())
+    };
+    let (local, project_servers, user) = scopes(&read_json(&config));
+    assert!(local.get("time").is_some(), "a plain add is local: {local}");
 
-    let (code, out, err) = home.zenmode(&["setup", "claude-code", "--move-servers"]);
+    let zenmode_here = |args: &[&str]| {
+        let output = home
+            .command(Path::new(common::binary()), args)
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = zenmode_here(&["setup", "claude-code", "--move-servers"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("moved time behind zenmode"), "{out}");
+    for (name, scope) in [
+        ("time", "local scope of"),
+        ("time-project", "project scope of"),
+        ("time-user", "user scope"),
+    ] {
+        assert!(out.contains(&format!("moved {name} ({scope}")), "{out}");
+    }
 
     let listing = run_claude(&["mcp", "list"]);
     let zen_line = listing
@@ -354,11 +466,11 @@ fn claude_code_setup_moves_a_real_server_and_undoes() {
     assert!(zen_line.contains("Connected"), "{listing}");
     assert!(zen_line.contains(&our_binary()), "{zen_line}");
     assert!(
-        !listing.lines().any(|line| line.starts_with("time:")),
-        "time is still in Claude Code's own list:\n{listing}"
+        !listing.lines().any(|line| line.starts_with("time")),
+        "a moved server is still in Claude Code's own list:\n{listing}"
     );
 
-    // The moved server's tool, through zenmode's two tools.
+    // A moved server's tool, through zenmode's two tools.
     let mut command = home.command(Path::new(common::binary()), &["serve"]);
     command.stdin(std::process::Stdio::piped());
     let mut client = Client::spawn_command(command);
@@ -373,18 +485,53 @@ fn claude_code_setup_moves_a_real_server_and_undoes() {
     drop(client);
 
     // A second setup adds nothing.
-    let (code, out, _) = home.zenmode(&["setup", "claude-code", "--move-servers"]);
+    let (code, out, _) = zenmode_here(&["setup", "claude-code", "--move-servers"]);
     assert_eq!(code, 0);
     assert!(out.contains("already runs zenmode"), "{out}");
-    let servers = read_json(&config)["mcpServers"].clone();
-    assert_eq!(servers.as_object().unwrap().len(), 1, "{servers}");
 
-    let (code, out, err) = home.zenmode(&["setup", "claude-code", "--undo"]);
+    // Claude Code's file changes after setup: a server in two scopes, and
+    // state of its own.
+    run_claude(&[
+        "mcp",
+        "add",
+        "--scope",
+        "user",
+        "later",
+        "--",
+        "later-server",
+    ]);
+    run_claude(&["mcp", "add", "later-local", "--", "later-server"]);
+    let mut state = read_json(&config);
+    state["zenTestAccountNote"] = json!("kept");
+    std::fs::write(&config, serde_json::to_string_pretty(&state).unwrap()).unwrap();
+
+    let (code, out, err) = zenmode_here(&["setup", "claude-code", "--undo"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(std::fs::read(&config).unwrap(), original, "byte for byte");
-    assert!(!home.gateway_file().exists());
+    assert!(
+        out.contains("put time back in Claude Code (local scope of"),
+        "{out}"
+    );
+    let after = read_json(&config);
+    let (local_after, project_after, user_after) = scopes(&after);
+    assert_eq!(local_after["time"], local["time"], "{after}");
+    assert_eq!(
+        project_after["time-project"],
+        project_servers["time-project"]
+    );
+    assert_eq!(user_after["time-user"], user["time-user"], "{after}");
+    assert!(user_after.get("zenmode").is_none(), "{after}");
+    assert_eq!(user_after["later"]["command"], "later-server", "{after}");
+    assert_eq!(local_after["later-local"]["command"], "later-server");
+    assert_eq!(after["zenTestAccountNote"], "kept");
+    let gateway = home.gateway_file();
+    if gateway.exists() {
+        let servers = read_json(&gateway)["mcpServers"].clone();
+        assert_eq!(servers, json!({}), "{servers}");
+    }
     let listing = run_claude(&["mcp", "list"]);
-    assert!(listing.lines().any(|l| l.starts_with("time:")), "{listing}");
+    for name in ["time:", "time-project:", "time-user:", "later:"] {
+        assert!(listing.lines().any(|l| l.starts_with(name)), "{listing}");
+    }
     assert!(
         !listing.lines().any(|l| l.starts_with("zenmode:")),
         "{listing}"

@@ -4,35 +4,38 @@
 //! zenmode's gateway (the hand-made version of which once imported zenmode
 //! into itself).
 //!
-//! The order is chosen so that a failure leaves things as they were: every
-//! file is read and checked first (a client that is not installed, or a
-//! file that is not JSON, stops here), then the backup is taken, then the
-//! servers are added to the gateway (each started and its tools approved,
-//! as `upstream import` does; one that does not start stays in the
-//! client), and only then is the client changed: through `claude mcp` for
-//! Claude Code, by rewriting the JSON file for the others.
+//! The order is chosen so that a failure can be undone: every file is read
+//! and checked first (a client that is not installed, or a file that is not
+//! JSON, stops here), then what setup is about to change goes into the
+//! journal (`journal.rs`), then the servers are added to the gateway (each
+//! started and its tools approved, as `upstream import` does; one that does
+//! not start stays in the client), and only then is the client changed:
+//! through `claude mcp` for Claude Code, by rewriting the JSON file for the
+//! others. `--undo` (`undo.rs`) reverses the journal's changes and nothing
+//! else.
 
-pub mod backup;
+pub mod claude_code;
 pub mod client;
+pub mod journal;
+pub mod plan;
+mod undo;
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, ExitCode},
+    process::ExitCode,
     time::Duration,
 };
 
-use crate::platform::private_file::PRIVATE_FILE_MODE;
+use crate::platform::private_file::{self, PRIVATE_FILE_MODE};
 use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::{Map, Value};
 
 pub use client::ClientKind;
 
-use crate::gateway::{
-    config::{self, UpstreamConfig},
-    disk::GatewayDirs,
-};
-use backup::Backup;
+use crate::gateway::{config, disk::GatewayDirs};
+use journal::{Added, Journal, Kept, Records};
+use plan::{Move, Plan};
 
 // `zenmode setup`'s own arguments.
 #[derive(Debug, Args)]
@@ -40,10 +43,10 @@ pub struct SetupArgs {
     /// The client to connect
     #[arg(value_enum)]
     pub client: ClientKind,
-    /// Also move the client's other servers (stdio and HTTP) behind zenmode's gateway and out of the client's own list
+    /// Also move the client's other servers (stdio and HTTP, from every scope: for Claude Code local, project and user) behind zenmode's gateway and out of the client's own list
     #[arg(long, conflicts_with = "undo")]
     pub move_servers: bool,
-    /// Put the client's configuration (and the gateway's, if servers were moved) back as it was before setup
+    /// Reverse what setup changed (zenmode's entry, the moved servers, each back in its scope); what else changed since stays as it is
     #[arg(long)]
     pub undo: bool,
 }
@@ -60,9 +63,9 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let client = args.client;
     let dirs = GatewayDirs::from_env();
-    let backup = Backup::new(&dirs.state, client.arg());
+    let records = Records::new(&dirs.state, client.arg());
     if args.undo {
-        return undo(client, &backup);
+        return undo::run(client, &records);
     }
     let file = client.config_file()?;
     client.check_installed(&file)?;
@@ -79,16 +82,22 @@ pub fn run(
         serve_args.push(gateway_file.to_string_lossy().into_owned());
     }
 
-    let document = read_client(client, &file)?;
-    let servers = document
-        .get(client.servers_key())
-        .and_then(Value::as_object)
-        .cloned()
+    let document = read_client(client.servers_key(), &file)?;
+    let folder = std::env::current_dir().context("cannot tell the current folder")?;
+    let project = match client {
+        ClientKind::ClaudeCode => Some(read_client("mcpServers", &folder.join(".mcp.json"))?),
+        _ => None,
+    };
+    let sources = plan::sources(client, &document, &folder, project.as_ref());
+    let users = sources
+        .iter()
+        .find(|source| source.scope == plan::Scope::User)
+        .map(|source| source.servers.clone())
         .unwrap_or_default();
-    let present = zenmode_entry(&file, &servers)?;
+    let present = zenmode_entry(&file, &users)?;
     let plan = if args.move_servers {
-        plan_moves(
-            &servers,
+        plan::plan_moves(
+            &sources,
             &crate::cli::upstream::gateway_servers(&gateway_file)?,
         )
     } else {
@@ -97,7 +106,7 @@ pub fn run(
     for (name, why) in &plan.kept {
         println!("kept in {}: {name} ({why})", client.label());
     }
-    if present.is_some() && plan.to_add.is_empty() && plan.already.is_empty() {
+    if present.is_some() && plan.is_empty() {
         let name = present.unwrap_or_default();
         println!(
             "{} already runs zenmode (server {name:?} in {}); nothing changed",
@@ -110,15 +119,38 @@ pub fn run(
         return Ok(ExitCode::SUCCESS);
     }
 
-    // A backup of the state before zenmode: a fresh one when zenmode is
-    // not there yet, else the first one stays.
-    if present.is_none() || !backup.exists() {
-        backup.take(&file, &gateway_file)?;
+    let entry = client.entry(&program, &serve_args);
+    let mut journal = records
+        .load(client.servers_key())?
+        .unwrap_or_else(|| Journal {
+            client_file: file.clone(),
+            gateway_file: gateway_file.clone(),
+            ..Journal::default()
+        });
+    // What setup is about to do goes into the journal first: undo checks
+    // each entry against the files, so a setup that stops part way is
+    // undone as far as it got.
+    let mut intent = Journal {
+        zenmode: present.is_none().then(|| Added {
+            name: NAME.to_owned(),
+            entry: entry.clone(),
+        }),
+        moved: plan.moves.clone(),
+        gateway_added: plan.to_add.clone(),
+        ..Journal::default()
+    };
+    if client != ClientKind::ClaudeCode && journal.client_existed.is_none() {
+        intent.client_existed = Some(records.keep_before(Kept::Client, &file)?);
     }
+    if !plan.to_add.is_empty() && journal.gateway_existed.is_none() {
+        intent.gateway_existed = Some(records.keep_before(Kept::Gateway, &gateway_file)?);
+    }
+    let mut recorded = journal.clone();
+    recorded.extend(intent.clone());
+    records.save(&recorded)?;
 
-    // Past the backup, a failure says how to go back to it.
-    let changed = (|| -> anyhow::Result<Vec<String>> {
-        let mut moved = plan.already.clone();
+    let changed = (|| -> anyhow::Result<Vec<Move>> {
+        let mut moves = plan.moves.clone();
         if !plan.to_add.is_empty() {
             let written = crate::cli::upstream::move_in(&gateway_file, plan.to_add.clone(), wait)?;
             for name in plan.to_add.keys() {
@@ -129,21 +161,44 @@ pub fn run(
                     );
                 }
             }
-            moved.extend(written);
+            moves.retain(|m| !plan.to_add.contains_key(&m.name) || written.contains(&m.name));
+            intent
+                .gateway_added
+                .retain(|name, _| written.contains(name));
+            if !written.is_empty() {
+                records.keep_after(Kept::Gateway, &gateway_file)?;
+            }
         }
-        backup.note_moved(&moved)?;
-        let entry = client.entry(&program, &serve_args);
+        intent.moved = moves.clone();
+        journal.extend(intent.clone());
+        records.save(&journal)?;
         match client {
-            ClientKind::ClaudeCode => claude_code(present.is_none(), &entry, &moved)?,
-            _ => json_client(client, &file, document, present.is_none(), entry, &moved)?,
+            ClientKind::ClaudeCode => {
+                if present.is_none() {
+                    claude_code::add_zenmode(&entry)?;
+                }
+                for moved in &moves {
+                    claude_code::remove(&moved.name, moved.scope, moved.folder.as_deref())?;
+                }
+            }
+            _ => {
+                json_client(
+                    client,
+                    &file,
+                    document,
+                    present.is_none(),
+                    entry.clone(),
+                    &moves,
+                )?;
+                records.keep_after(Kept::Client, &file)?;
+            }
         }
-        Ok(moved)
+        Ok(moves)
     })();
-    let moved = changed.with_context(|| {
+    let moves = changed.with_context(|| {
         format!(
-            "setup stopped part way; `zenmode setup {} --undo` restores the backup in {}",
-            client.arg(),
-            backup.dir().display()
+            "setup stopped part way; `zenmode setup {} --undo` reverses what it did",
+            client.arg()
         )
     })?;
 
@@ -156,15 +211,23 @@ pub fn run(
             serve_args.join(" ")
         );
     }
-    for name in &moved {
+    for moved in &moves {
         println!(
-            "moved {name} behind zenmode: now in {} and gone from {}'s own list",
+            "moved {} ({}) behind zenmode: now in {} and gone from {}'s own list",
+            moved.name,
+            moved.describe(),
             gateway_file.display(),
             client.label()
         );
     }
-    println!("backup: {}", backup.dir().display());
-    println!("to undo: zenmode setup {} --undo", client.arg());
+    println!(
+        "what changed is recorded in {}",
+        records.dir().join("journal.json").display()
+    );
+    println!(
+        "to undo: zenmode setup {} --undo (reverses only these changes)",
+        client.arg()
+    );
     if client != ClientKind::ClaudeCode {
         println!(
             "restart {} (or reload its MCP servers) to use the change",
@@ -174,40 +237,10 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--undo`: the backup's files back in place, byte for byte.
-fn undo(client: ClientKind, backup: &Backup) -> anyhow::Result<ExitCode> {
-    if !backup.exists() {
-        bail!(
-            "no backup of {}'s configuration in {}: setup has not changed it, or it was undone already; nothing was changed",
-            client.label(),
-            backup.dir().display()
-        );
-    }
-    let restored = backup.restore()?;
-    let report = |file: &Path, existed: bool| {
-        if existed {
-            println!("restored {} from the backup", file.display());
-        } else {
-            println!(
-                "removed {}, which did not exist before setup",
-                file.display()
-            );
-        }
-    };
-    report(&restored.client_file, restored.client_existed);
-    if let Some((gateway, existed)) = &restored.gateway_file {
-        report(gateway, *existed);
-    }
-    for path in &restored.saved {
-        println!("the file as it was before this undo: {}", path.display());
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// The client's document: `{}` when the file does not exist yet. A file
 /// that is not a JSON object, or whose server list is not an object, stops
 /// setup before anything changes.
-fn read_client(client: ClientKind, file: &Path) -> anyhow::Result<Value> {
+pub(super) fn read_client(servers_key: &str, file: &Path) -> anyhow::Result<Value> {
     let bytes = match std::fs::read(file) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Object(Map::new())),
@@ -228,13 +261,12 @@ fn read_client(client: ClientKind, file: &Path) -> anyhow::Result<Value> {
             file.display()
         );
     }
-    if let Some(servers) = document.get(client.servers_key())
+    if let Some(servers) = document.get(servers_key)
         && !servers.is_object()
     {
         bail!(
-            "{}: \"{}\" is not an object; nothing was changed",
-            file.display(),
-            client.servers_key()
+            "{}: \"{servers_key}\" is not an object; nothing was changed",
+            file.display()
         );
     }
     Ok(document)
@@ -265,92 +297,6 @@ fn zenmode_entry(file: &Path, servers: &Map<String, Value>) -> anyhow::Result<Op
         .map(|(name, _)| name.clone()))
 }
 
-/// What `--move-servers` will do with each of the client's servers.
-#[derive(Default)]
-struct Plan {
-    /// To add to the gateway, then remove from the client.
-    to_add: Map<String, Value>,
-    /// Already in the gateway as they are: only removed from the client.
-    already: Vec<String>,
-    /// Left in the client, and why.
-    kept: Vec<(String, String)>,
-}
-
-fn plan_moves(servers: &Map<String, Value>, gateway: &Map<String, Value>) -> Plan {
-    let mut plan = Plan::default();
-    for (name, entry) in servers {
-        let checked: Result<UpstreamConfig, String> = config::parse_one(name, entry);
-        match checked {
-            Err(problem) => plan
-                .kept
-                .push((name.clone(), format!("zenmode cannot run it: {problem}"))),
-            Ok(checked) if config::runs_zenmode(&checked).is_some() => {}
-            Ok(_) if gateway.get(name) == Some(entry) => plan.already.push(name.clone()),
-            Ok(_) if gateway.contains_key(name) => plan.kept.push((
-                name.clone(),
-                "zenmode's gateway has another server of this name".to_owned(),
-            )),
-            Ok(_) => {
-                plan.to_add.insert(name.clone(), entry.clone());
-            }
-        }
-    }
-    plan
-}
-
-/// Claude Code changes through its own command: `claude mcp add` and
-/// `claude mcp remove`, in the user scope (every project).
-fn claude_code(add: bool, entry: &Value, moved: &[String]) -> anyhow::Result<()> {
-    if add {
-        let mut args = vec![
-            "mcp".to_owned(),
-            "add".to_owned(),
-            "--scope".to_owned(),
-            "user".to_owned(),
-            NAME.to_owned(),
-            "--".to_owned(),
-            entry["command"].as_str().unwrap_or_default().to_owned(),
-        ];
-        args.extend(
-            entry["args"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_owned),
-        );
-        claude(&args)?;
-    }
-    for name in moved {
-        claude(&[
-            "mcp".to_owned(),
-            "remove".to_owned(),
-            "--scope".to_owned(),
-            "user".to_owned(),
-            name.clone(),
-        ])?;
-    }
-    Ok(())
-}
-
-/// Runs `claude ARGS`; its failure is an error with its output.
-fn claude(args: &[String]) -> anyhow::Result<()> {
-    let output = Command::new("claude")
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .context("cannot run `claude`")?;
-    if !output.status.success() {
-        bail!(
-            "`claude {}` failed: {}{}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim(),
-            String::from_utf8_lossy(&output.stdout).trim()
-        );
-    }
-    Ok(())
-}
-
 /// The other clients: their file, rewritten with zenmode's entry and
 /// without the moved servers; every other key stays as it was.
 fn json_client(
@@ -359,7 +305,7 @@ fn json_client(
     mut document: Value,
     add: bool,
     entry: Value,
-    moved: &[String],
+    moved: &[Move],
 ) -> anyhow::Result<()> {
     let Some(root) = document.as_object_mut() else {
         bail!("{} is not a JSON object", file.display());
@@ -369,19 +315,30 @@ fn json_client(
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
         .with_context(|| format!("{}: the server list is not an object", file.display()))?;
-    for name in moved {
-        servers.shift_remove(name);
+    for moved in moved {
+        servers.shift_remove(&moved.name);
     }
     if add {
         servers.insert(NAME.to_owned(), entry);
     }
+    write_client(file, &document)
+}
+
+/// Writes a client's file whole, through a temporary file, keeping its mode.
+pub(super) fn write_client(file: &Path, document: &Value) -> anyhow::Result<()> {
     let mode = existing_mode(file).unwrap_or(PRIVATE_FILE_MODE);
-    let text = serde_json::to_string_pretty(&document)? + "\n";
-    backup::write_atomic(file, text.as_bytes(), mode)
+    let text = serde_json::to_string_pretty(document)? + "\n";
+    private_file::write_replacing(
+        file,
+        text.as_bytes(),
+        Some(mode),
+        private_file::Flush::ToDisk,
+    )
+    .with_context(|| format!("cannot write {}", file.display()))
 }
 
 /// The mode of an existing file, kept when it is rewritten.
-fn existing_mode(file: &Path) -> Option<u32> {
+pub(super) fn existing_mode(file: &Path) -> Option<u32> {
     #[cfg(unix)]
     {
         let metadata = std::fs::metadata(file).ok()?;

@@ -29,6 +29,7 @@ use crate::gateway::GatewayDirs;
 pub use add::move_in;
 pub use doctor::doctor;
 pub use file::gateway_servers;
+pub use remove::{forget_state, remove_entries};
 pub use status::status;
 
 #[derive(Debug, Subcommand)]

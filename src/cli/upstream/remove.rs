@@ -21,3 +21,27 @@ pub fn run(file: &Path, dirs: &GatewayDirs, name: &str) -> anyhow::Result<ExitCo
     println!("{}", serving::pickup_report(dirs, file, PICKUP_WAIT));
     Ok(ExitCode::SUCCESS)
 }
+
+/// Removes the named entries (those present) with their cached catalogs
+/// and pins, for `setup --undo`; the others stay as they are.
+pub fn remove_entries(file: &Path, dirs: &GatewayDirs, names: &[String]) -> anyhow::Result<()> {
+    let mut document = read_document(file)?;
+    let servers = servers_mut(&mut document, file)?;
+    let before = servers.len();
+    for name in names {
+        servers.shift_remove(name);
+    }
+    if servers.len() != before {
+        write_document(file, &document)?;
+    }
+    forget_state(dirs, names);
+    Ok(())
+}
+
+/// Drops what the gateway kept about servers no longer in its file.
+pub fn forget_state(dirs: &GatewayDirs, names: &[String]) {
+    for name in names {
+        catalog_cache::forget_catalog(dirs, name);
+        pins::forget_pins(dirs, name);
+    }
+}

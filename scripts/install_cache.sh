@@ -13,15 +13,16 @@
 # lock file serializes two runs that want the same one. Entries of the
 # same kind unused for ZEN_INSTALL_CACHE_DAYS days (7) are deleted.
 #
-# The cache: $ZEN_INSTALL_CACHE, else $XDG_CACHE_HOME/zenmode/installs, else
-# ~/.cache/zenmode/installs. ZEN_INSTALL_CACHE=off installs inside the
-# checkout instead, as before.
+# The cache: $ZEN_INSTALL_CACHE, else $XDG_CACHE_HOME/zenmode-test-installs,
+# else ~/.cache/zenmode-test-installs (beside zenmode's own cache, not in it:
+# the test command leaves a user's zenmode folders alone).
+# ZEN_INSTALL_CACHE=off installs inside the checkout instead, as before.
 
 install_cache_root() {
   if [ -n "${ZEN_INSTALL_CACHE:-}" ]; then
     echo "$ZEN_INSTALL_CACHE"
   else
-    echo "${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/zenmode/installs"
+    echo "${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/zenmode-test-installs"
   fi
 }
 

@@ -172,6 +172,16 @@ impl Callers {
     }
 
     pub async fn list_roots(&self, server: &str) -> Result<ListRootsResult, ErrorData> {
+        // A server asks for roots as it starts, also when no client is
+        // attached (`upstream add`, `doctor`, a serve before its client's
+        // `initialize`). That is routine, not a failure: it gets an empty
+        // list, which servers read as "keep your own folders" (the
+        // filesystem server keeps those on its command line), and nothing
+        // is logged above debug.
+        if sessions_with_roots().is_empty() {
+            tracing::debug!(server, "no client offers roots: answered with none");
+            return Ok(ListRootsResult::default());
+        }
         let client = self.route(server, Ask::Roots)?;
         tracing::debug!(server, "passing roots/list to the client");
         client.list_roots().await

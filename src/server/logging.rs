@@ -29,7 +29,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::{fmt::MakeWriter, layer::SubscriberExt, util::SubscriberInitExt};
 
 /// Lines held while the writer is behind; beyond this they are dropped.
 const QUEUE_LINES: usize = 1024;
@@ -199,8 +199,47 @@ pub fn init() -> Guard {
         .with_env_filter(filter)
         .with_writer(QueueWriter)
         .with_ansi(false)
+        .finish()
+        .with(ClientLeftQuietly)
         .try_init();
     Guard(())
+}
+
+/// rmcp logs at ERROR when a session ends while answers to its requests are
+/// still on their way ("... during drain"): over HTTP, a client that reads
+/// what it needs and closes its session (`claude mcp list` does this on
+/// every run) leaves such answers behind. Nobody is waiting for them, so
+/// nothing needs a person's attention: those two lines are not logged.
+struct ClientLeftQuietly;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ClientLeftQuietly {
+    fn event_enabled(
+        &self,
+        event: &tracing::Event<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        let metadata = event.metadata();
+        if *metadata.level() != tracing::Level::ERROR || metadata.target() != "rmcp::service" {
+            return true;
+        }
+        let mut message = MessageText(String::new());
+        event.record(&mut message);
+        !is_drain_after_client_left(&message.0)
+    }
+}
+
+fn is_drain_after_client_left(message: &str) -> bool {
+    message.contains("during drain")
+}
+
+struct MessageText(String);
+
+impl tracing::field::Visit for MessageText {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
 }
 
 /// Prints one line on stderr the same way as logs (queued, never blocking,
@@ -278,6 +317,40 @@ impl RateLimit {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_client_leaving_before_its_answers_is_not_an_error_line() {
+        use std::sync::Arc;
+        #[derive(Clone, Default)]
+        struct Captured(Arc<Mutex<Vec<u8>>>);
+        impl Write for Captured {
+            fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish()
+            .with(ClientLeftQuietly);
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::error!(target: "rmcp::service", error = "closed", "failed to send pending response during drain");
+            tracing::error!(target: "rmcp::service", error = "closed", "response send task failed during drain");
+            tracing::error!(target: "rmcp::service", "some other failure");
+            tracing::error!(target: "zenmode::x", "an error of ours during drain");
+        });
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert!(!text.contains("pending response"), "{text}");
+        assert!(!text.contains("send task"), "{text}");
+        assert!(text.contains("some other failure"), "{text}");
+        assert!(text.contains("an error of ours"), "{text}");
+    }
+
     use super::*;
 
     #[test]

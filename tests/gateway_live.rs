@@ -328,3 +328,25 @@ fn problem3_a_server_that_crashed_is_named_until_it_runs_again() {
     assert!(!reply.contains("unavailable"), "{reply}");
     client.finish();
 }
+
+/// A file broken while servers run: they keep serving, and the warning says
+/// so (it used to say no upstream would be served).
+#[test]
+fn a_broken_reload_says_the_servers_from_before_keep_serving() {
+    let setup = Setup::new(json!({"first": flaky(&[])}));
+    let mut client = setup.serve(&[]);
+    let first = execute(&mut client, "first__echo", json!({"text": "1"}));
+    assert_eq!(first["structuredContent"], json!({"echo": "1"}), "{first}");
+    std::fs::write(setup.file(), "{\"mcpServers\": {").unwrap();
+    assert!(
+        wait_until(Duration::from_secs(30), || setup.log_text().contains(
+            "the 1 server(s) from before the change keep serving until it is fixed"
+        )),
+        "{}",
+        setup.log_text()
+    );
+    assert!(!setup.log_text().contains("no upstream until it is fixed"));
+    let still = execute(&mut client, "first__echo", json!({"text": "2"}));
+    assert_eq!(still["structuredContent"], json!({"echo": "2"}), "{still}");
+    client.finish();
+}

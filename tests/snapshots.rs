@@ -108,7 +108,7 @@ fn tokens_command_prints_the_report() {
     assert!(output.status.success());
     let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
     let strategies = printed["strategies"].as_array().unwrap();
-    assert_eq!(strategies[0]["name"], "optimized");
+    assert_eq!(strategies[0]["name"], "zen");
     assert_eq!(strategies[0]["tools"], 2);
     assert_eq!(strategies[1]["name"], "full");
     assert_eq!(strategies[1]["tools"], 18);

@@ -150,9 +150,14 @@ impl Gateway {
                 (parsed.servers, parsed.bad, None)
             }
             Err(error) => {
-                tracing::warn!(
-                    "{error}; serving zenmode's own modes and no upstream until it is fixed"
-                );
+                let kept = self.read().upstreams.len();
+                if kept == 0 {
+                    tracing::warn!("{error}; serving zenmode's own modes only until it is fixed");
+                } else {
+                    tracing::warn!(
+                        "{error}; the {kept} server(s) from before the change keep serving until it is fixed"
+                    );
+                }
                 (Vec::new(), Vec::new(), Some(error.problem))
             }
         };

@@ -14,7 +14,7 @@ use std::{
 /// How the catalog is presented to clients: fixed for the life of the process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Presentation {
-    /// The strategy's name, e.g. `optimized` or `full`.
+    /// The strategy's name, e.g. `zen` or `full`.
     pub strategy: String,
     /// The tool names `tools/list` shows at the start of a session.
     pub listed_tools: Vec<String>,
@@ -83,7 +83,7 @@ mod tests {
         assert_eq!(info.executors_started(), ["chat", "planner"]);
         assert!(info.presentation().is_none());
         let first = Presentation {
-            strategy: "optimized".into(),
+            strategy: "zen".into(),
             listed_tools: vec!["a".into()],
         };
         info.set_presentation(first.clone());

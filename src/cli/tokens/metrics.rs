@@ -300,7 +300,7 @@ pub fn to_table(report: &TokenReport) -> String {
         && optimized.tokens_o200k > 0
     {
         out.push_str(&format!(
-            "\nfull / optimized: {:.1}x the tokens\n",
+            "\nfull / zen: {:.1}x the tokens\n",
             full.tokens_o200k as f64 / optimized.tokens_o200k as f64
         ));
     }

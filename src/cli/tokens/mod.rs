@@ -81,7 +81,7 @@ pub fn print_tokens(
                 println!("  {server:<20} {tools:>4} tools {o200k:>8}");
             }
             println!(
-                "  {:<20} {:>4}       {total:>8}  (zenmode's optimized list above stays the same)",
+                "  {:<20} {:>4}       {total:>8}  (zenmode's two-tool list above stays the same)",
                 "all upstreams", ""
             );
         }

@@ -1,4 +1,4 @@
-//! The `zen` strategy (reported as `optimized`): two meta tools in front of
+//! The `zen` strategy: two meta tools in front of
 //! every mode, one file per tool.
 //!
 //! - `zen_select_mode` ([`select_mode`]): rank modes for a task, or describe one;
@@ -134,7 +134,7 @@ impl Zen {
 #[async_trait]
 impl Strategy for Zen {
     fn name(&self) -> &'static str {
-        "optimized"
+        "zen"
     }
 
     fn tools(&self, _: SessionView<'_>) -> Cow<'_, [Value]> {

@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 use super::{
-    NAME,
+    client_file::NAME,
     plan::{Move, Scope},
 };
 

@@ -20,6 +20,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::client_file::NAME;
 use super::plan::{Move, Scope};
 use crate::platform::private_file::{self, PRIVATE_FILE_MODE};
 
@@ -259,11 +260,11 @@ impl Records {
             gateway_file: record.gateway_file,
             ..Journal::default()
         };
-        if !before.contains_key(super::NAME)
-            && let Some(entry) = now.get(super::NAME)
+        if !before.contains_key(NAME)
+            && let Some(entry) = now.get(NAME)
         {
             journal.zenmode = Some(Added {
-                name: super::NAME.to_owned(),
+                name: NAME.to_owned(),
                 entry: entry.clone(),
             });
         }

@@ -15,10 +15,11 @@ use anyhow::{Context, bail};
 use serde_json::{Map, Value};
 
 use super::{
-    ClientKind, claude_code,
+    claude_code,
+    client::ClientKind,
+    client_file::{NAME, existing_mode, read_client, write_client},
     journal::{Journal, Kept, Records},
     plan::{self, Move, Scope},
-    read_client, write_client,
 };
 use crate::platform::private_file::{self, PRIVATE_FILE_MODE};
 
@@ -92,7 +93,7 @@ pub fn run(client: ClientKind, records: &Records) -> anyhow::Result<ExitCode> {
                 claude_code::put_back(moved)?;
             }
             if steps.remove_zenmode {
-                claude_code::remove(super::NAME, Scope::User, None)?;
+                claude_code::remove(NAME, Scope::User, None)?;
             }
         }
         _ => {
@@ -107,7 +108,7 @@ pub fn run(client: ClientKind, records: &Records) -> anyhow::Result<ExitCode> {
                     })
                     .ok_or_else(|| anyhow::anyhow!("the client's server list is not an object"))?;
                 if steps.remove_zenmode {
-                    servers.shift_remove(super::NAME);
+                    servers.shift_remove(NAME);
                 }
                 for moved in &steps.put_back {
                     servers.insert(moved.name.clone(), moved.entry.clone());
@@ -162,7 +163,7 @@ pub fn run(client: ClientKind, records: &Records) -> anyhow::Result<ExitCode> {
 fn restore(file: &Path, before: Option<&[u8]>) -> anyhow::Result<()> {
     match before {
         Some(bytes) => {
-            let mode = super::existing_mode(file).unwrap_or(PRIVATE_FILE_MODE);
+            let mode = existing_mode(file).unwrap_or(PRIVATE_FILE_MODE);
             private_file::write_replacing(file, bytes, Some(mode), private_file::Flush::ToDisk)
                 .with_context(|| format!("cannot write {}", file.display()))?;
             println!(

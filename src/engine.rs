@@ -328,6 +328,25 @@ impl Engine {
         if !modes.iter().any(|mode| mode.name() == name) {
             return self.catalog();
         }
+        self.snapshot_of(version, modes).await
+    }
+
+    /// For a select: the snapshot once the gateway's servers that are
+    /// starting with no known tools have answered (or `wait` passed), with
+    /// their modes in it, so that a select right after start-up ranks them.
+    pub async fn await_started(&self, wait: std::time::Duration) -> Arc<Snapshot> {
+        let gateway = &self.services.gateway;
+        gateway.wait_while_starting(wait).await;
+        let (version, modes) = gateway.modes();
+        if self.catalog().gateway_version >= version {
+            return self.catalog();
+        }
+        self.snapshot_of(version, modes).await
+    }
+
+    /// The follower's snapshot of gateway `version` once it is installed
+    /// (at most [`SWAP_WAIT`]), else one made for this request alone.
+    async fn snapshot_of(&self, version: u64, modes: Vec<Arc<Mode>>) -> Arc<Snapshot> {
         let deadline = std::time::Instant::now() + SWAP_WAIT;
         loop {
             let now = self.catalog();

@@ -111,14 +111,26 @@ impl Gateway {
     /// failed once, for at most `wait` (one-shot commands and the strategies
     /// whose list follows the catalog).
     pub async fn settle(&self, wait: Duration) {
-        let mut changes = self.version.subscribe();
-        let settled = changes.wait_for(|_| !self.any_starting());
-        if tokio::time::timeout(wait, settled).await.is_err() {
+        if !self.wait_while_starting(wait).await {
             tracing::warn!(
                 "upstreams still starting after {}s; their modes join when they answer",
                 wait.as_secs_f64()
             );
         }
+    }
+
+    /// Waits (for at most `wait`) while a server whose tools are not known
+    /// yet is starting; whether none is left starting. A select waits so,
+    /// so that its answer right after start-up includes those tools rather
+    /// than a built-in mode and a "still starting" line. A server whose
+    /// catalog is cached is not started at all, so this costs nothing then.
+    pub async fn wait_while_starting(&self, wait: Duration) -> bool {
+        if !self.any_starting() {
+            return true;
+        }
+        let mut changes = self.version.subscribe();
+        let settled = changes.wait_for(|_| !self.any_starting());
+        tokio::time::timeout(wait, settled).await.is_ok()
     }
 
     fn any_starting(&self) -> bool {

@@ -156,6 +156,11 @@ pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
     }
 }
 
+/// How long a select waits for servers that are starting with no known
+/// tools (right after start-up, or just added) before it answers without
+/// them. `initialize` and `tools/list` never wait.
+const SELECT_START_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How many selects rank at once, each on a blocking thread.
 const RANKING_THREADS: usize = 2;
 
@@ -169,7 +174,9 @@ pub async fn run_off_thread(engine: &Engine, args: &SelectArgs) -> Outcome {
     match asked(args) {
         Asked::Describe(name) => describe(engine, name),
         Asked::Recommend { task, top_k } => {
-            let snapshot = engine.catalog();
+            // Past the wait, a server still starting is named in the reply
+            // as unavailable, as before.
+            let snapshot = engine.await_started(SELECT_START_WAIT).await;
             let ranked = {
                 // Never closed, so acquiring cannot fail.
                 let _turn = RANKING.acquire().await;

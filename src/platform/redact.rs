@@ -359,7 +359,9 @@ mod tests {
 
     #[test]
     fn a_short_pin_or_one_time_code_is_a_credential() {
-        for name in ["PIN", "SIM_PIN", "userPin", "X-Otp", "MFA_CODE", "TOTP", "OTP_CODE"] {
+        for name in [
+            "PIN", "SIM_PIN", "userPin", "X-Otp", "MFA_CODE", "TOTP", "OTP_CODE",
+        ] {
             assert!(looks_secret(name), "{name}");
         }
         for name in ["SHIPPING_MODE", "BOOTPATH", "SPINNER", "DEBUG", "OPTION"] {

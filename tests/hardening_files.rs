@@ -1,0 +1,221 @@
+//! Issue 45, the files and processes zenmode keeps under unlucky and
+//! hostile conditions: commands that write the upstreams file at once,
+//! configuration files that are symbolic links (a dotfiles repository),
+//! an upstreams file that is briefly missing, and helpers an upstream
+//! starts outside its process group.
+
+mod common;
+
+use std::{
+    path::Path,
+    process::{Child, Stdio},
+};
+
+use common::{
+    gateway::{Setup, fault_server},
+    zenmode,
+};
+use serde_json::{Value, json};
+
+fn servers_in(file: &Path) -> Value {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|_| "{}".into());
+    serde_json::from_str::<Value>(&text).unwrap()["mcpServers"].clone()
+}
+
+fn names_in(file: &Path) -> Vec<String> {
+    servers_in(file)
+        .as_object()
+        .map(|servers| servers.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn finish(child: Child) -> (i32, String) {
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr),
+    )
+}
+
+/// `zenmode upstream add NAME ... -- COMMAND` started (not awaited).
+fn start_add(setup: &Setup, name: &str, extra: &[&str], command: &[&str]) -> Child {
+    let mut args = vec!["upstream", "add", name];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(command);
+    setup
+        .command(&args)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Item 3: several `upstream add` at once, each started before any ends,
+/// keep every entry, with and without a file to begin with, repeated.
+#[test]
+fn item3_adds_at_once_keep_every_entry() {
+    for round in 0..4 {
+        let setup = Setup::new(json!({"first": {"command": "echo", "args": ["x"]}}));
+        let mut expected = vec!["first".to_owned()];
+        if round % 2 == 1 {
+            std::fs::remove_file(setup.file()).unwrap();
+            expected.clear();
+        }
+        let names: Vec<String> = (0..8).map(|i| format!("s{round}x{i}")).collect();
+        let children: Vec<Child> = names
+            .iter()
+            .map(|name| start_add(&setup, name, &["--no-fetch"], &["echo", "x"]))
+            .collect();
+        for child in children {
+            let (code, output) = finish(child);
+            assert_eq!(code, 0, "round {round}: {output}");
+        }
+        expected.extend(names);
+        let mut found = names_in(&setup.file());
+        found.sort();
+        expected.sort();
+        assert_eq!(found, expected, "round {round}: every add kept its entry");
+        let left: Vec<String> = std::fs::read_dir(setup.dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "no temporary file left: {left:?}");
+    }
+}
+
+/// Item 3 with the servers started first (the window in which the old
+/// code lost an entry: read, start, write the old copy back).
+#[test]
+fn item3_adds_at_once_that_start_their_servers_keep_every_entry() {
+    let server = fault_server();
+    for round in 0..2 {
+        let setup = Setup::new(json!({}));
+        let names: Vec<String> = (0..6).map(|i| format!("f{round}x{i}")).collect();
+        let children: Vec<Child> = names
+            .iter()
+            .map(|name| start_add(&setup, name, &[], &["python3", &server]))
+            .collect();
+        for child in children {
+            let (code, output) = finish(child);
+            assert_eq!(code, 0, "round {round}: {output}");
+            assert!(output.contains("approved"), "{output}");
+        }
+        let mut found = names_in(&setup.file());
+        found.sort();
+        assert_eq!(found, names, "round {round}: every add kept its entry");
+    }
+}
+
+/// Item 3: `remove`, `disable` and `add` at once each keep the others'
+/// edits.
+#[test]
+fn item3_mixed_writers_at_once_keep_each_others_edits() {
+    let mut servers = serde_json::Map::new();
+    for i in 0..6 {
+        servers.insert(format!("old{i}"), json!({"command": "echo", "args": ["x"]}));
+    }
+    let setup = Setup::new(Value::Object(servers));
+    let mut children = Vec::new();
+    for i in 0..6 {
+        children.push(start_add(
+            &setup,
+            &format!("new{i}"),
+            &["--no-fetch"],
+            &["echo", "x"],
+        ));
+        let verb = if i % 2 == 0 { "remove" } else { "disable" };
+        children.push(
+            setup
+                .command(&["upstream", verb, &format!("old{i}")])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+    }
+    for child in children {
+        let (code, output) = finish(child);
+        assert_eq!(code, 0, "{output}");
+    }
+    let servers = servers_in(&setup.file());
+    for i in 0..6 {
+        assert!(servers.get(format!("new{i}")).is_some(), "{servers}");
+        if i % 2 == 0 {
+            assert!(servers.get(format!("old{i}")).is_none(), "{servers}");
+        } else {
+            assert_eq!(servers[format!("old{i}")]["enabled"], false, "{servers}");
+        }
+    }
+}
+
+fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .file_type()
+        .is_symlink()
+}
+
+/// Item 12: an upstreams file that is a link into a dotfiles folder stays
+/// a link, and its target gets the entry.
+#[test]
+fn item12_a_symlinked_upstreams_file_is_written_through() {
+    let setup = Setup::new(json!({}));
+    let dotfiles = setup.path("dotfiles");
+    std::fs::create_dir(&dotfiles).unwrap();
+    let target = dotfiles.join("upstreams.json");
+    std::fs::rename(setup.file(), &target).unwrap();
+    std::os::unix::fs::symlink("dotfiles/upstreams.json", setup.file()).unwrap();
+    let (code, output) = finish(start_add(&setup, "linked", &["--no-fetch"], &["echo", "x"]));
+    assert_eq!(code, 0, "{output}");
+    assert!(is_link(&setup.file()), "the link stays a link");
+    assert_eq!(names_in(&target), ["linked"], "the target got the entry");
+    let (code, output) = {
+        let (code, out, err) = setup.run(&["upstream", "remove", "linked"]);
+        (code, out + &err)
+    };
+    assert_eq!(code, 0, "{output}");
+    assert!(is_link(&setup.file()));
+    assert!(names_in(&target).is_empty());
+}
+
+/// Item 12: `setup cursor` with `~/.cursor/mcp.json` linked into a dotfiles
+/// folder writes zenmode's entry into the target and keeps the link.
+#[test]
+fn item12_setup_writes_through_a_symlinked_client_file() {
+    let home = tempfile::tempdir().unwrap();
+    let home_path = home.path();
+    std::fs::create_dir_all(home_path.join("dotfiles")).unwrap();
+    std::fs::create_dir_all(home_path.join(".cursor")).unwrap();
+    let target = home_path.join("dotfiles/cursor-mcp.json");
+    std::fs::write(
+        &target,
+        r#"{"mcpServers": {"notes": {"command": "notes-server"}}}"#,
+    )
+    .unwrap();
+    let link = home_path.join(".cursor/mcp.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let mut command = zenmode(&["setup", "cursor"]);
+    command
+        .env("HOME", home_path)
+        .env_remove("XDG_CONFIG_HOME")
+        .env("ZEN_CONFIG_DIR", home_path.join("zen-config"))
+        .env("ZEN_STATE_DIR", home_path.join("zen-state"))
+        .env("ZEN_CACHE_DIR", home_path.join("zen-cache"))
+        .current_dir(home_path)
+        .stdin(Stdio::null());
+    let output = command.output().unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{said}");
+    assert!(is_link(&link), "~/.cursor/mcp.json is still a link: {said}");
+    let written = servers_in(&target);
+    assert_eq!(written["notes"]["command"], "notes-server", "{written}");
+    assert!(written.get("zenmode").is_some(), "{written}");
+}

@@ -9,11 +9,13 @@ mod common;
 use std::{
     path::Path,
     process::{Child, Stdio},
+    time::Duration,
 };
 
 use common::{
-    gateway::{Setup, fault_server},
-    zenmode,
+    Client,
+    gateway::{Setup, execute, fault_server, flaky, is_running, pid_in, wait_until},
+    text_of, zenmode,
 };
 use serde_json::{Value, json};
 
@@ -218,4 +220,93 @@ fn item12_setup_writes_through_a_symlinked_client_file() {
     let written = servers_in(&target);
     assert_eq!(written["notes"]["command"], "notes-server", "{written}");
     assert!(written.get("zenmode").is_some(), "{written}");
+}
+
+fn slow_call(client: &mut Client, id: &str, seconds: f64) {
+    client.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "zen_execute",
+                   "arguments": {"mode": "flaky__slow", "request": {"seconds": seconds}}}}));
+}
+
+/// Item 17: an editor renames the file away and writes it back 2.5 s later
+/// (the watcher looks every second): the server keeps running and the call
+/// in flight gets its answer.
+#[test]
+fn item17_a_file_missing_for_a_moment_stops_nothing() {
+    let setup = Setup::new(json!({}));
+    let pid_file = setup.path("flaky.pid");
+    setup.write_servers(json!({"flaky": flaky(&["--pid-file", pid_file.to_str().unwrap()])}));
+    let mut client = setup.serve(&[]);
+    let reply = execute(&mut client, "flaky__echo", json!({"text": "up"}));
+    assert_eq!(text_of(&reply), "up");
+    let pid = pid_in(&pid_file).expect("the server wrote its pid");
+    slow_call(&mut client, "slow", 5.0);
+    let aside = setup.path("upstreams.json.editing");
+    std::fs::rename(setup.file(), &aside).unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    std::fs::rename(&aside, setup.file()).unwrap();
+    let reply = client.reply_to(&json!("slow"));
+    assert_ne!(reply["result"]["isError"], true, "{reply}");
+    assert_eq!(text_of(&reply["result"]), "slept 5.0s", "{reply}");
+    assert!(is_running(pid), "the same server still runs");
+    let reply = execute(&mut client, "flaky__count", json!({}));
+    assert_eq!(pid_in(&pid_file), Some(pid), "{reply}");
+    assert!(
+        setup.log_text().contains("is missing"),
+        "the log says why nothing changed: {}",
+        setup.log_text()
+    );
+}
+
+/// Item 17: a removal that lasts past the grace removes the servers; an
+/// explicit empty file removes them at once, without the grace.
+#[test]
+fn item17_a_lasting_removal_or_an_empty_file_removes_the_servers() {
+    let setup = Setup::new(json!({}));
+    let pid_file = setup.path("flaky.pid");
+    let servers = json!({"flaky": flaky(&["--pid-file", pid_file.to_str().unwrap()])});
+    setup.write_servers(servers.clone());
+    let mut client = setup.serve(&[]);
+    let reply = execute(&mut client, "flaky__echo", json!({"text": "up"}));
+    assert_eq!(text_of(&reply), "up");
+    let pid = pid_in(&pid_file).unwrap();
+    std::fs::remove_file(setup.file()).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(20), || !is_running(pid)),
+        "the server stops once the file stays away: {}",
+        setup.log_text()
+    );
+    assert!(
+        setup.log_text().contains("has been missing"),
+        "{}",
+        setup.log_text()
+    );
+
+    std::fs::remove_file(&pid_file).unwrap();
+    setup.write_servers(servers);
+    let back = wait_until(Duration::from_secs(20), || {
+        text_of(&execute(
+            &mut client,
+            "flaky__echo",
+            json!({"text": "again"}),
+        )) == "again"
+    });
+    assert!(
+        back,
+        "served again once the file is back: {}",
+        setup.log_text()
+    );
+    let pid = pid_in(&pid_file).unwrap();
+    let missing_notes = setup.log_text().matches("is missing").count();
+    std::fs::write(setup.file(), r#"{"mcpServers": {}}"#).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(20), || !is_running(pid)),
+        "an empty file stops the server: {}",
+        setup.log_text()
+    );
+    assert_eq!(
+        setup.log_text().matches("is missing").count(),
+        missing_notes,
+        "an empty file is no missing file"
+    );
 }

@@ -310,3 +310,111 @@ fn item17_a_lasting_removal_or_an_empty_file_removes_the_servers() {
         "an empty file is no missing file"
     );
 }
+
+/// A stdio upstream that first starts three helpers out of its process
+/// group's reach, each writing its pid to a file in `dir`: one in a new
+/// session (`setsid`), one in a new process group (`setpgid`), and one
+/// orphaned by a double fork in a new session of its own.
+fn server_with_escaping_helpers(dir: &Path) -> Value {
+    let d = dir.display();
+    let quiet = "</dev/null >/dev/null 2>&1";
+    let script = format!(
+        "setsid sh -c 'echo $$ > {d}/session.tmp; mv {d}/session.tmp {d}/session; exec sleep 300' {quiet} & \
+         python3 -c 'import os, time; os.setpgid(0, 0); open(\"{d}/group.tmp\", \"w\").write(str(os.getpid())); os.rename(\"{d}/group.tmp\", \"{d}/group\"); time.sleep(300)' {quiet} & \
+         ( setsid sh -c 'echo $$ > {d}/orphan.tmp; mv {d}/orphan.tmp {d}/orphan; exec sleep 300' {quiet} & ) ; \
+         exec python3 {}",
+        fault_server()
+    );
+    json!({"command": "sh", "args": ["-c", script]})
+}
+
+const HELPERS: [&str; 3] = ["session", "group", "orphan"];
+
+/// The helpers' pids, once all three have written them.
+fn helper_pids(dir: &Path) -> Vec<u32> {
+    let mut pids = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            pids = HELPERS
+                .iter()
+                .filter_map(|name| pid_in(&dir.join(name)))
+                .collect();
+            pids.len() == HELPERS.len()
+        }),
+        "the helpers started"
+    );
+    for pid in &pids {
+        assert!(is_running(*pid), "helper {pid} runs");
+    }
+    pids
+}
+
+/// Waits for the helpers to end; kills and names those left.
+fn assert_helpers_end(pids: &[u32], how: &str) {
+    let gone = wait_until(Duration::from_secs(10), || {
+        pids.iter().all(|pid| !is_running(*pid))
+    });
+    let left: Vec<u32> = pids.iter().copied().filter(|p| is_running(*p)).collect();
+    for pid in &left {
+        // SAFETY: test clean-up of processes this test started.
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
+    assert!(gone, "{how}: helpers left running: {left:?}");
+}
+
+fn serve_with_helpers() -> (Setup, Client, Vec<u32>) {
+    let setup = Setup::new(json!({}));
+    let helpers = setup.path("helpers");
+    std::fs::create_dir(&helpers).unwrap();
+    setup.write_servers(json!({"flaky": server_with_escaping_helpers(&helpers)}));
+    let mut client = setup.serve(&[]);
+    let reply = execute(&mut client, "flaky__echo", json!({"text": "up"}));
+    assert_eq!(text_of(&reply), "up", "{reply}");
+    let pids = helper_pids(&helpers);
+    (setup, client, pids)
+}
+
+/// Item 11: SIGKILL of zenmode ends the helpers that left the group.
+#[test]
+fn item11_helpers_outside_the_group_die_with_a_sigkilled_zenmode() {
+    let (_setup, mut client, pids) = serve_with_helpers();
+    let zenmode = client.child.as_mut().unwrap();
+    zenmode.kill().unwrap();
+    zenmode.wait().unwrap();
+    assert_helpers_end(&pids, "after SIGKILL of zenmode");
+}
+
+/// Item 11: a clean exit of zenmode (its client closes stdin) ends them.
+#[test]
+fn item11_helpers_outside_the_group_end_with_a_clean_exit() {
+    let (_setup, client, pids) = serve_with_helpers();
+    assert!(client.finish().success());
+    assert_helpers_end(&pids, "after zenmode exited");
+}
+
+/// Item 11: a server zenmode stops while it runs (removed from the file)
+/// takes its helpers along; so does a server that exits on its own.
+#[test]
+fn item11_a_stopped_or_exited_server_takes_its_helpers_along() {
+    let (setup, mut client, pids) = serve_with_helpers();
+    std::fs::write(setup.file(), r#"{"mcpServers": {}}"#).unwrap();
+    assert_helpers_end(&pids, "after the server was removed");
+
+    let helpers = setup.path("helpers");
+    for name in HELPERS {
+        std::fs::remove_file(helpers.join(name)).unwrap();
+    }
+    setup.write_servers(json!({"flaky": server_with_escaping_helpers(&helpers)}));
+    let up = wait_until(Duration::from_secs(20), || {
+        text_of(&execute(
+            &mut client,
+            "flaky__echo",
+            json!({"text": "again"}),
+        )) == "again"
+    });
+    assert!(up, "{}", setup.log_text());
+    let pids = helper_pids(&helpers);
+    let reply = execute(&mut client, "flaky__crash", json!({}));
+    assert_eq!(reply["isError"], true, "{reply}");
+    assert_helpers_end(&pids, "after the server exited");
+}

@@ -220,6 +220,16 @@ fn item12_setup_writes_through_a_symlinked_client_file() {
     let written = servers_in(&target);
     assert_eq!(written["notes"]["command"], "notes-server", "{written}");
     assert!(written.get("zenmode").is_some(), "{written}");
+
+    // Undo writes through the link too.
+    let output = command.arg("--undo").output().unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{said}");
+    assert!(is_link(&link), "still a link after --undo: {said}");
+    let restored = servers_in(&target);
+    assert!(restored.get("zenmode").is_none(), "{restored}");
+    assert_eq!(restored["notes"]["command"], "notes-server", "{restored}");
 }
 
 fn slow_call(client: &mut Client, id: &str, seconds: f64) {

@@ -13,7 +13,7 @@ use std::{
     collections::BTreeMap,
     path::Path,
     sync::{Arc, Mutex, RwLock},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use serde_json::{Map, Value, json};
@@ -44,6 +44,12 @@ const FIRST_RETRY: Duration = Duration::from_secs(10);
 
 const MAX_RETRY: Duration = Duration::from_secs(300);
 
+/// How long a loaded upstreams file may be missing before its servers go:
+/// an editor or sync tool that renames the file away and writes it back
+/// leaves it missing for a moment, which must not stop every server and
+/// the calls they run. An empty file takes effect at once.
+pub const MISSING_GRACE: Duration = Duration::from_secs(5);
+
 /// Every configured upstream of this process (none without `--upstreams`).
 /// Shared by every session; its set of servers and modes may change while
 /// it runs (background start-up, reload).
@@ -54,6 +60,8 @@ pub struct Gateway {
     version: watch::Sender<u64>,
     /// The file last loaded, for the watch and the record in [`super::serving`].
     loaded: Mutex<Option<serving::Stamp>>,
+    /// Since when the loaded file has been missing (see [`MISSING_GRACE`]).
+    missing_since: Mutex<Option<Instant>>,
     /// Whether loads are recorded for `upstream add|remove` (servers only).
     recording: std::sync::atomic::AtomicBool,
     /// Resource owners, subscriptions and upstream notifications.
@@ -67,6 +75,7 @@ impl Default for Gateway {
             state: RwLock::default(),
             version: watch::channel(0).0,
             loaded: Mutex::default(),
+            missing_since: Mutex::default(),
             recording: std::sync::atomic::AtomicBool::new(false),
             hub: Hub::default(),
         }
@@ -143,6 +152,9 @@ impl Gateway {
     /// file was read.
     pub fn reload(self: &Arc<Self>, file: &Path) -> bool {
         let stamp = serving::Stamp::of(file);
+        if self.missing_for_now(file, stamp.is_none()) {
+            return false;
+        }
         if let Some(stamp) = &stamp
             && self.recording.load(std::sync::atomic::Ordering::SeqCst)
         {
@@ -286,6 +298,40 @@ impl Gateway {
         stamp.is_some()
     }
 
+    /// Whether `file`, loaded before and `missing` now, went missing less
+    /// than [`MISSING_GRACE`] ago, so that nothing changes yet. A file that
+    /// was never there is no file at once.
+    fn missing_for_now(&self, file: &Path, missing: bool) -> bool {
+        let had_file = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        let mut since = self.missing_since.lock().unwrap_or_else(|p| p.into_inner());
+        if !missing || !had_file {
+            *since = None;
+            return false;
+        }
+        let first = *since.get_or_insert_with(|| {
+            tracing::info!(
+                "{} is missing: its servers stay as they are until it comes back, for at most {}s",
+                file.display(),
+                MISSING_GRACE.as_secs()
+            );
+            Instant::now()
+        });
+        if first.elapsed() < MISSING_GRACE {
+            return true;
+        }
+        tracing::info!(
+            "{} has been missing for {}s: its servers are removed",
+            file.display(),
+            MISSING_GRACE.as_secs()
+        );
+        *since = None;
+        false
+    }
+
     /// From now on, notes each version of `file` this process loads (see
     /// [`super::serving`]), starting with the current one: a serving process does,
     /// one-shot commands do not. [`Gateway::shutdown`] removes the note.
@@ -306,9 +352,14 @@ impl Gateway {
             .as_ref()
             .is_some_and(|stamp| stamp.unchanged_on_disk(file))
         {
+            // Also when it was missing and came back as it was (renamed back).
+            *self.missing_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
             return;
         }
         let now = serving::Stamp::of(file);
+        if now.is_some() {
+            *self.missing_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
         match (loaded.as_ref(), &now) {
             (None, None) => return,
             (Some(before), Some(now)) if before.same_file(now) => {
@@ -319,7 +370,9 @@ impl Gateway {
             _ => {}
         }
         drop(loaded);
-        tracing::info!("{} changed: reloading the upstreams", file.display());
+        if now.is_some() {
+            tracing::info!("{} changed: reloading the upstreams", file.display());
+        }
         self.reload(file);
     }
 

@@ -5,6 +5,14 @@
 //! whole group. So no upstream, nor anything it started (`npx` runs node
 //! under itself, a server may start helpers), outlives its zenmode.
 //!
+//! A helper may leave the group (`setsid`, `setpgid`) or be orphaned by a
+//! double fork. On Linux the guard is therefore a child subreaper
+//! (`PR_SET_CHILD_SUBREAPER`): an orphan below it becomes its child rather
+//! than init's, so every process the server started, in the group or not,
+//! stays a descendant of the guard, and the guard (or zenmode, stopping
+//! the server) kills them all, found by their parent pids in /proc. Those
+//! orphans that end on their own are reaped by the guard.
+//!
 //! The parent-death signal alone is not enough: it reaches only the direct
 //! child (not `npx`'s node) and fires when the spawning *thread* exits, not
 //! the process. The guard instead checks every [`CHECK_EVERY`] whether its
@@ -19,6 +27,10 @@ pub const SUBCOMMAND: &str = "__upstream-supervisor";
 
 /// How often the guard checks that zenmode is alive.
 pub const CHECK_EVERY: Duration = Duration::from_millis(100);
+
+/// How long, once the server has exited, what it left running has to end
+/// after SIGTERM before it is killed.
+const LEFT_BEHIND_GRACE: Duration = Duration::from_millis(300);
 
 /// Runs the guard when the process was started as one (call first thing in
 /// `main`); `None` otherwise.
@@ -69,6 +81,18 @@ fn supervise(args: &[OsString]) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    become_subreaper();
+    // zenmode stops a server with SIGTERM to its group, then SIGKILL: the
+    // guard outlives the SIGTERM, so that it still holds the helpers
+    // outside the group when zenmode kills them. A handler, not SIG_IGN,
+    // which the server would inherit; exec resets a handler.
+    // SAFETY: the handler does nothing, which is async-signal-safe.
+    unsafe {
+        libc::signal(
+            libc::SIGTERM,
+            ignore_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
     let mut child = match std::process::Command::new(program).args(&args[3..]).spawn() {
         Ok(child) => child,
         Err(error) => {
@@ -83,6 +107,7 @@ fn supervise(args: &[OsString]) -> ExitCode {
     };
     // The server's exit is seen at once by a thread that waits for it;
     // zenmode's end, by checking the parent every CHECK_EVERY.
+    let server = child.id();
     std::thread::spawn(move || {
         let code = match child.wait() {
             Ok(status) => server_exited(status, parent_gone()),
@@ -92,35 +117,95 @@ fn supervise(args: &[OsString]) -> ExitCode {
     });
     loop {
         if parent_gone() {
-            // zenmode is gone: the group (this guard included) goes too.
-            // SAFETY: killpg has no memory effects.
-            unsafe {
-                libc::killpg(0, libc::SIGKILL);
-            }
+            // zenmode is gone: everything below the guard goes, then the
+            // group (this guard included).
+            kill_all_below();
         }
+        reap_orphans(server);
         std::thread::sleep(CHECK_EVERY);
     }
 }
 
-/// The server has exited: what it left running in the group goes too
-/// (SIGKILL when zenmode is gone as well, else SIGTERM, which the guard
-/// ignores so it can report the exit), and the guard exits as it did.
+/// Kills every descendant of the guard and its group, the guard included.
+#[cfg(unix)]
+fn kill_all_below() -> ! {
+    crate::platform::process::kill_descendants(std::process::id());
+    // SAFETY: killpg has no memory effects.
+    unsafe {
+        libc::killpg(0, libc::SIGKILL);
+    }
+    std::process::exit(1)
+}
+
+/// The server has exited: what it left running, in the group or not, goes
+/// too (SIGTERM, then SIGKILL after [`LEFT_BEHIND_GRACE`]; at once when
+/// zenmode is gone as well), and the guard exits as the server did.
 #[cfg(unix)]
 fn server_exited(status: std::process::ExitStatus, parent_gone: bool) -> i32 {
+    use crate::platform::process;
     use std::os::unix::process::ExitStatusExt;
-    // SAFETY: signal and killpg have no memory effects; SIG_IGN is a valid
-    // disposition.
+    if parent_gone {
+        kill_all_below();
+    }
+    let guard = std::process::id();
+    process::terminate_descendants(guard);
+    // SAFETY: killpg has no memory effects; the guard's own SIGTERM
+    // handler does nothing.
     unsafe {
-        if parent_gone {
-            libc::killpg(0, libc::SIGKILL);
-        }
-        libc::signal(libc::SIGTERM, libc::SIG_IGN);
         libc::killpg(0, libc::SIGTERM);
     }
+    let started = std::time::Instant::now();
+    while !process::descendants(guard).is_empty() && started.elapsed() < LEFT_BEHIND_GRACE {
+        reap_orphans(0);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    process::kill_descendants(guard);
     status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(1)
+}
+
+#[cfg(unix)]
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// Makes the guard the reaper of orphans below it (Linux only; elsewhere a
+/// helper that leaves the group is not followed).
+#[cfg(unix)]
+fn become_subreaper() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes a plain integer.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+/// Reaps the orphans that became the guard's children and have ended, all
+/// but `server`, whose status the waiting thread takes.
+#[cfg(unix)]
+fn reap_orphans(server: u32) {
+    #[cfg(target_os = "linux")]
+    loop {
+        // SAFETY: waitid writes only into `info`; WNOWAIT leaves the child
+        // waitable, so the server's status is never taken here.
+        let pid = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+            if libc::waitid(libc::P_ALL, 0, &mut info, flags) != 0 {
+                return;
+            }
+            info.si_pid()
+        };
+        if pid <= 0 || u32::try_from(pid).ok() == Some(server) {
+            return;
+        }
+        // SAFETY: waitpid on a child known to have ended.
+        unsafe {
+            libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = server;
 }
 
 /// Points the guard's stdin, stdout and stderr at /dev/null, so only the

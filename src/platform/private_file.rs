@@ -13,6 +13,7 @@ use std::{
     io::{self, Write},
     path::{Path, PathBuf},
     sync::atomic::{AtomicU64, Ordering},
+    time::{Duration, Instant},
 };
 
 /// The mode of a file only its owner may read and write.
@@ -72,6 +73,10 @@ pub fn write_replacing(
     mode: Option<u32>,
     flush: Flush,
 ) -> io::Result<()> {
+    // A symbolic link (a dotfiles repository linked into `~`) stays one:
+    // the file it points to is the one replaced, atomically where it lives.
+    let resolved = through_links(path)?;
+    let path = resolved.as_path();
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -89,6 +94,82 @@ pub fn write_replacing(
     fs::rename(&temporary, path).inspect_err(|_| {
         let _ = fs::remove_file(&temporary);
     })
+}
+
+/// The most links followed before giving up, as the kernel does (ELOOP).
+const MAX_LINKS: usize = 40;
+
+/// The file `path` names once every symbolic link on it is followed: the
+/// path itself when it is not a link (or does not exist), else the link's
+/// target, which need not exist yet. A relative target is taken from the
+/// link's directory.
+pub fn through_links(path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match fs::symlink_metadata(&current) {
+            Ok(metadata) if metadata.file_type().is_symlink() => {
+                let target = fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(current),
+        }
+    }
+    Err(io::Error::other(format!(
+        "{}: more than {MAX_LINKS} symbolic links in a row",
+        path.display()
+    )))
+}
+
+/// How long [`lock_beside`] waits for another process to let go: holders
+/// keep the lock only from their read to their write, never while a server
+/// starts, so a wait this long means a stuck process.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Takes the exclusive lock of `path`: a lock file `.NAME.lock` beside the
+/// file (beside the target, for a symbolic link, so every way to the file
+/// shares one lock), created owner-only and never removed, since removing
+/// a lock file lets two processes hold two different ones. Held until the
+/// returned file is dropped, also when the process dies. Waits at most
+/// [`LOCK_WAIT`] for another holder, then fails.
+pub fn lock_beside(path: &Path) -> io::Result<fs::File> {
+    let target = through_links(path)?;
+    let dir = target
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    create_private_dir(dir)?;
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".to_owned());
+    let mut options = fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
+    let lock = options.open(dir.join(format!(".{name}.lock")))?;
+    let started = Instant::now();
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(lock),
+            Err(fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_WAIT => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!(
+                        "another process has held the lock of {} for {}s",
+                        path.display(),
+                        LOCK_WAIT.as_secs()
+                    ),
+                ));
+            }
+            Err(fs::TryLockError::Error(error)) => return Err(error),
+        }
+    }
 }
 
 /// Opens `path` for appending, creating it owner-only (and its directory):
@@ -179,6 +260,67 @@ mod tests {
         }
         let left: Vec<_> = fs::read_dir(root).unwrap().collect();
         assert_eq!(left.len(), 1, "only the file itself: {left:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_file_is_written_through_and_stays_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir(root.join("dotfiles")).unwrap();
+        fs::write(root.join("dotfiles/real.json"), b"old").unwrap();
+        // A relative link to a relative link.
+        std::os::unix::fs::symlink("dotfiles/real.json", root.join("middle")).unwrap();
+        std::os::unix::fs::symlink("middle", root.join("config.json")).unwrap();
+        let link = root.join("config.json");
+        write_private(&link, b"new", Flush::ToDisk).unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            fs::symlink_metadata(root.join("middle"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(root.join("dotfiles/real.json")).unwrap(), b"new");
+        let left: Vec<_> = fs::read_dir(root.join("dotfiles")).unwrap().collect();
+        assert_eq!(left.len(), 1, "the temporary went: {left:?}");
+        // A dangling link gets its target created.
+        std::os::unix::fs::symlink("dotfiles/later.json", root.join("later")).unwrap();
+        write_private(&root.join("later"), b"x", Flush::Later).unwrap();
+        assert_eq!(fs::read(root.join("dotfiles/later.json")).unwrap(), b"x");
+        // A loop is an error, and nothing is written.
+        std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
+        assert!(write_private(&root.join("loop"), b"x", Flush::Later).is_err());
+    }
+
+    #[test]
+    fn a_lock_is_held_until_dropped_and_shared_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let path = root.join("upstreams.json");
+        let other = || fs::File::open(root.join(".upstreams.json.lock")).unwrap();
+        let held = lock_beside(&path).unwrap();
+        assert!(matches!(
+            other().try_lock(),
+            Err(fs::TryLockError::WouldBlock)
+        ));
+        drop(held);
+        other().try_lock().expect("free once dropped");
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&path, root.join("link.json")).unwrap();
+            let _held = lock_beside(&root.join("link.json")).unwrap();
+            assert!(
+                matches!(other().try_lock(), Err(fs::TryLockError::WouldBlock)),
+                "the link's lock is the file's"
+            );
+        }
+        assert!(!path.exists(), "locking creates only the lock file");
     }
 
     #[test]

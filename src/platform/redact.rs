@@ -140,8 +140,37 @@ pub fn looks_secret(name: &str) -> bool {
         "SIGNATURE",
         "CERT",
     ];
+    // Short words that would match inside harmless names (`SHIPPING`,
+    // `BOOTPATH`) count only as a whole word of the name.
+    const WHOLE_WORDS: &[&str] = &["PIN", "OTP", "TOTP", "HOTP", "PINCODE", "MFA"];
     let upper = name.to_ascii_uppercase();
     WORDS.iter().any(|word| upper.contains(word))
+        || name_words(name).any(|word| {
+            WHOLE_WORDS
+                .iter()
+                .any(|short| word.eq_ignore_ascii_case(short))
+        })
+}
+
+/// The words of a variable or header name: split at anything but a letter
+/// or digit, and where a lowercase letter meets an uppercase one
+/// (`userPin`, `X-Otp`, `SIM_PIN`).
+fn name_words(name: &str) -> impl Iterator<Item = &str> {
+    name.split(|c: char| !c.is_ascii_alphanumeric())
+        .flat_map(|part| {
+            let mut words = Vec::new();
+            let mut start = 0;
+            let bytes = part.as_bytes();
+            for i in 1..bytes.len() {
+                if bytes[i - 1].is_ascii_lowercase() && bytes[i].is_ascii_uppercase() {
+                    words.push(&part[start..i]);
+                    start = i;
+                }
+            }
+            words.push(&part[start..]);
+            words
+        })
+        .filter(|word| !word.is_empty())
 }
 
 /// `text` with `secret` replaced where it stands as a whole token: not
@@ -326,6 +355,26 @@ mod tests {
         assert_eq!(redactor.redact("sent tok123456!"), "sent [redacted]!");
         assert!(redactor.finds_in("(ab12)"));
         assert!(!redactor.finds_in("1 2 3"));
+    }
+
+    #[test]
+    fn a_short_pin_or_one_time_code_is_a_credential() {
+        for name in [
+            "PIN", "SIM_PIN", "userPin", "X-Otp", "MFA_CODE", "TOTP", "OTP_CODE",
+        ] {
+            assert!(looks_secret(name), "{name}");
+        }
+        for name in ["SHIPPING_MODE", "BOOTPATH", "SPINNER", "DEBUG", "OPTION"] {
+            assert!(!looks_secret(name), "{name}");
+        }
+        let mut redactor = Redactor::default();
+        redactor.add_named("SMARTCARD_PIN", "4711");
+        redactor.add_named("OTP", "90210");
+        let redactor = redactor.sorted();
+        assert_eq!(
+            redactor.redact("pin 4711 and code 90210 rejected"),
+            "pin [redacted] and code [redacted] rejected"
+        );
     }
 
     #[test]

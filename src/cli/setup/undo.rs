@@ -134,6 +134,17 @@ pub fn run(client: ClientKind, records: &Records) -> anyhow::Result<ExitCode> {
     }
     let dirs = crate::gateway::disk::GatewayDirs::from_env();
     if let Some(bytes) = &gateway_before {
+        // Checked again under the file's lock: another writer may have
+        // changed it since the check above.
+        let _lock = private_file::lock_beside(&journal.gateway_file)
+            .with_context(|| format!("cannot lock {}", journal.gateway_file.display()))?;
+        if !records.as_setup_left(Kept::Gateway, &journal.gateway_file) {
+            bail!(
+                "{} changed while undo ran; run `zenmode setup {} --undo` again",
+                journal.gateway_file.display(),
+                client.arg()
+            );
+        }
         restore(&journal.gateway_file, bytes.as_deref())?;
         let names: Vec<String> = journal.gateway_added.keys().cloned().collect();
         crate::cli::upstream::forget_state(&dirs, &names);

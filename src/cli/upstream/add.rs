@@ -7,7 +7,9 @@ use anyhow::{Context, bail};
 use serde_json::{Map, Value, json};
 
 use super::{
-    file::{PICKUP_WAIT, fetch, gateway_servers, read_document, servers_mut, write_document},
+    file::{
+        PICKUP_WAIT, fetch, gateway_servers, read_document, servers_mut, update_upstreams_file,
+    },
     review::save_approval,
 };
 use crate::gateway::{
@@ -147,12 +149,11 @@ pub async fn add_entries(
     entries: Map<String, Value>,
     how: &Adding,
 ) -> anyhow::Result<ExitCode> {
-    let mut document = if file.exists() {
+    let mut candidate = if file.exists() {
         read_document(file)?
     } else {
         json!({"mcpServers": {}})
     };
-    let mut candidate = document.clone();
     let servers = servers_mut(&mut candidate, file)?;
     for (name, entry) in &entries {
         if servers.contains_key(name) && !how.replace {
@@ -176,8 +177,7 @@ pub async fn add_entries(
         }
     }
     let is_failed = |name: &str| failed.iter().any(|(n, _)| n == name);
-    let servers = servers_mut(&mut document, file)?;
-    let mut written = Vec::new();
+    let mut kept = Vec::new();
     for (name, mut entry) in entries {
         if is_failed(&name) {
             if !how.keep {
@@ -188,12 +188,31 @@ pub async fn add_entries(
                 fields.insert("enabled".into(), json!(false));
             }
         }
-        servers.insert(name.clone(), entry);
-        written.push(name);
+        kept.push((name, entry));
     }
-    if !written.is_empty() {
-        write_document(file, &document)?;
-    }
+    // The file as it is now, not as it was before the servers started:
+    // another command may have changed it meanwhile.
+    let written = if kept.is_empty() {
+        Vec::new()
+    } else {
+        update_upstreams_file(file, |document| {
+            let servers = servers_mut(document, file)?;
+            for (name, _) in &kept {
+                if servers.contains_key(name) && !how.replace {
+                    bail!(
+                        "{}: a server named {name:?} was added meanwhile; nothing was written; pass --replace to overwrite it",
+                        file.display()
+                    );
+                }
+            }
+            let mut written = Vec::new();
+            for (name, entry) in kept {
+                servers.insert(name.clone(), entry);
+                written.push(name);
+            }
+            Ok(written)
+        })?
+    };
     for name in &written {
         let note = if is_failed(name) {
             " (disabled, since its server did not start: set \"enabled\": true once it does)"

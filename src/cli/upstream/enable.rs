@@ -5,7 +5,7 @@ use std::{path::Path, process::ExitCode};
 use anyhow::bail;
 use serde_json::{Value, json};
 
-use super::file::{PICKUP_WAIT, read_document, servers_mut, write_document};
+use super::file::{PICKUP_WAIT, servers_mut, update_upstreams_file};
 use crate::gateway::{disk::GatewayDirs, serving};
 
 /// `upstream enable|disable NAME`: the entry's `enabled` changes, nothing else.
@@ -15,14 +15,14 @@ pub fn set_enabled(
     name: &str,
     enabled: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut document = read_document(file)?;
-    let servers = servers_mut(&mut document, file)?;
-    let Some(Value::Object(entry)) = servers.get_mut(name) else {
-        bail!("{}: no server named {name:?}", file.display());
-    };
-    entry.shift_remove("disabled");
-    entry.insert("enabled".into(), json!(enabled));
-    write_document(file, &document)?;
+    update_upstreams_file(file, |document| {
+        let Some(Value::Object(entry)) = servers_mut(document, file)?.get_mut(name) else {
+            bail!("{}: no server named {name:?}", file.display());
+        };
+        entry.shift_remove("disabled");
+        entry.insert("enabled".into(), json!(enabled));
+        Ok(())
+    })?;
     println!(
         "{} {name:?} in {}",
         if enabled { "enabled" } else { "disabled" },

@@ -46,10 +46,36 @@ pub fn servers_mut<'a>(
         .with_context(|| format!("{}: \"mcpServers\" is not an object", file.display()))
 }
 
+/// The one way the upstreams `file` is changed: its lock is taken, the
+/// file read (a missing one is `{"mcpServers": {}}`), `change` applied and
+/// the result written back before the lock is let go, so two commands at
+/// once (two `upstream add`, an `add` and a `remove`) never write back a
+/// copy that lacks the other's edit. Nothing is written when `change`
+/// fails or leaves the document as it was. `change` must be quick: a
+/// server is started before, never while the lock is held.
+pub fn update_upstreams_file<T>(
+    file: &Path,
+    change: impl FnOnce(&mut Value) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let _lock = private_file::lock_beside(file)
+        .with_context(|| format!("cannot lock {}", file.display()))?;
+    let before = if file.exists() {
+        read_document(file)?
+    } else {
+        json!({"mcpServers": {}})
+    };
+    let mut document = before.clone();
+    let outcome = change(&mut document)?;
+    if document != before {
+        write_document(file, &document)?;
+    }
+    Ok(outcome)
+}
+
 /// Writes the file only if it loads, so a bad edit never breaks start-up.
 /// It can hold secrets: the file is 0600 (also when it was not) in a
 /// directory created 0700.
-pub fn write_document(file: &Path, document: &Value) -> anyhow::Result<()> {
+fn write_document(file: &Path, document: &Value) -> anyhow::Result<()> {
     let checked = config::parse(document)
         .map_err(|problem| anyhow::anyhow!("{}: {problem}", file.display()))?;
     for warning in checked.warnings {

@@ -28,7 +28,7 @@ use crate::gateway::GatewayDirs;
 
 pub use add::move_in;
 pub use doctor::doctor;
-pub use file::gateway_servers;
+pub use file::{gateway_servers, update_upstreams_file};
 pub use remove::{forget_state, remove_entries};
 pub use status::status;
 

@@ -4,17 +4,17 @@ use std::{path::Path, process::ExitCode};
 
 use anyhow::bail;
 
-use super::file::{PICKUP_WAIT, read_document, servers_mut, write_document};
+use super::file::{PICKUP_WAIT, servers_mut, update_upstreams_file};
 use crate::gateway::{catalog_cache, disk::GatewayDirs, pins, serving};
 
 /// `upstream remove`: the entry, its cached catalog and its pins.
 pub fn run(file: &Path, dirs: &GatewayDirs, name: &str) -> anyhow::Result<ExitCode> {
-    let mut document = read_document(file)?;
-    let servers = servers_mut(&mut document, file)?;
-    if servers.shift_remove(name).is_none() {
-        bail!("{}: no server named {name:?}", file.display());
-    }
-    write_document(file, &document)?;
+    update_upstreams_file(file, |document| {
+        if servers_mut(document, file)?.shift_remove(name).is_none() {
+            bail!("{}: no server named {name:?}", file.display());
+        }
+        Ok(())
+    })?;
     catalog_cache::forget_catalog(dirs, name);
     pins::forget_pins(dirs, name);
     println!("removed {name:?} from {}", file.display());
@@ -25,15 +25,13 @@ pub fn run(file: &Path, dirs: &GatewayDirs, name: &str) -> anyhow::Result<ExitCo
 /// Removes the named entries (those present) with their cached catalogs
 /// and pins, for `setup --undo`; the others stay as they are.
 pub fn remove_entries(file: &Path, dirs: &GatewayDirs, names: &[String]) -> anyhow::Result<()> {
-    let mut document = read_document(file)?;
-    let servers = servers_mut(&mut document, file)?;
-    let before = servers.len();
-    for name in names {
-        servers.shift_remove(name);
-    }
-    if servers.len() != before {
-        write_document(file, &document)?;
-    }
+    update_upstreams_file(file, |document| {
+        let servers = servers_mut(document, file)?;
+        for name in names {
+            servers.shift_remove(name);
+        }
+        Ok(())
+    })?;
     forget_state(dirs, names);
     Ok(())
 }

@@ -76,12 +76,24 @@ pub(super) enum Signal {
     Kill,
 }
 
+/// Signals a stdio server's process group and every descendant of its
+/// leader, the guard: helpers that left the group (`setsid`, a double
+/// fork) are still the guard's descendants, since it is a subreaper. The
+/// descendants go first, while the guard still holds them.
 pub(super) fn signal_group(group: Option<u32>, signal: Signal) {
     #[cfg(unix)]
-    if let Some(pgid) = group.and_then(|g| libc::pid_t::try_from(g).ok()) {
+    if let Some(leader) = group
+        && let Ok(pgid) = libc::pid_t::try_from(leader)
+    {
         let signal = match signal {
-            Signal::Terminate => libc::SIGTERM,
-            Signal::Kill => libc::SIGKILL,
+            Signal::Terminate => {
+                crate::platform::process::terminate_descendants(leader);
+                libc::SIGTERM
+            }
+            Signal::Kill => {
+                crate::platform::process::kill_descendants(leader);
+                libc::SIGKILL
+            }
         };
         // SAFETY: killpg has no memory effects; a group that is gone gives ESRCH.
         unsafe {
@@ -90,4 +102,39 @@ pub(super) fn signal_group(group: Option<u32>, signal: Signal) {
     }
     #[cfg(not(unix))]
     let _ = (group, signal);
+}
+
+/// A just-spawned stdio server: its group and descendants are killed when
+/// this is dropped before [`Spawned::defuse`], so a start that fails, or
+/// times out and is dropped, leaves nothing running (dropping the child
+/// alone would kill only the guard and orphan the rest). The group goes
+/// before the child's own kill of the guard, while the guard still holds
+/// what it started.
+pub(super) struct Spawned {
+    group: Option<u32>,
+    child: Option<tokio::process::Child>,
+}
+
+impl Spawned {
+    pub(super) fn new(child: tokio::process::Child) -> Self {
+        Spawned {
+            group: child.id(),
+            child: Some(child),
+        }
+    }
+
+    pub(super) fn child(&mut self) -> Option<&mut tokio::process::Child> {
+        self.child.as_mut()
+    }
+
+    /// The group and the child, for the connection that now ends them.
+    pub(super) fn defuse(mut self) -> (Option<u32>, Option<tokio::process::Child>) {
+        (self.group.take(), self.child.take())
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        signal_group(self.group, Signal::Kill);
+    }
 }

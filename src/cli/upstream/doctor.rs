@@ -113,7 +113,10 @@ pub fn check_upstreams(
     // Side by side, each bounded: one hanging server costs `wait` once,
     // not once per server after it.
     let runtime = crate::cli::runtime::runtime(false)?;
-    let checks = loaded.servers.iter().map(|config| check_server(config, dirs, wait));
+    let checks = loaded
+        .servers
+        .iter()
+        .map(|config| check_server(config, dirs, wait));
     let outcomes = runtime.block_on(futures_util::future::join_all(checks));
     for (config, outcome) in loaded.servers.iter().zip(outcomes) {
         let name = &config.name;

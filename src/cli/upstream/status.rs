@@ -54,9 +54,9 @@ pub fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
     let state_name = match &recorded {
         _ if !config.enabled => "disabled".to_owned(),
         _ if blocked.is_some() => {
-            note = blocked.clone().map(|why| {
-                format!("{why} (checked in this environment, without starting it)")
-            });
+            note = blocked
+                .clone()
+                .map(|why| format!("{why} (checked in this environment, without starting it)"));
             "cannot start".to_owned()
         }
         Some(recorded) if changed && !live => {

@@ -24,10 +24,7 @@ impl UpstreamConfig {
                 if let Some(dir) = cwd
                     && !dir.is_dir()
                 {
-                    return Some(format!(
-                        "its \"cwd\" {} is not a directory",
-                        dir.display()
-                    ));
+                    return Some(format!("its \"cwd\" {} is not a directory", dir.display()));
                 }
                 let path = env
                     .get("PATH")
@@ -107,7 +104,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert!(missing_command("tool", None, &path).is_some(), "not executable");
+            assert!(
+                missing_command("tool", None, &path).is_some(),
+                "not executable"
+            );
             std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         assert_eq!(missing_command("tool", None, &path), None);

@@ -118,7 +118,9 @@ pub async fn offers_sign_in(url: &str, challenge: Option<&str>) -> Result<(), St
         .map_err(|e| explain(&e))?;
     match manager.resolve_metadata_from_challenge(challenge).await {
         Ok(resolution) if resolution.source.is_discovered() => Ok(()),
-        Ok(resolution) => default_endpoint_answers(&resolution.metadata.authorization_endpoint).await,
+        Ok(resolution) => {
+            default_endpoint_answers(&resolution.metadata.authorization_endpoint).await
+        }
         Err(_) => discover(&manager, url, challenge).await.map(|_| ()),
     }
 }
@@ -386,4 +388,28 @@ pub async fn sign_in_as_machine(
         .await
         .map_err(|e| format!("client-credentials sign-in: {}", explain(&e)))?;
     Ok(manager)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_credential_advice_names_a_variable_and_is_told_apart_from_sign_in() {
+        assert_eq!(token_variable("github"), "GITHUB_TOKEN");
+        assert_eq!(token_variable("my-api.v2"), "MY_API_V2_TOKEN");
+        let advice = needs_credential_message("gh", "https://user:pw@api.example/mcp");
+        assert!(
+            advice.contains("--header 'Authorization: Bearer ${GH_TOKEN}'"),
+            "{advice}"
+        );
+        assert!(!advice.contains("pw@"), "{advice}");
+        assert_eq!(failure_state("gh", &advice), NEEDS_CREDENTIAL);
+        assert_eq!(
+            failure_state("gh", &needs_sign_in_message("gh")),
+            NEEDS_SIGN_IN
+        );
+        assert_eq!(failure_state("gh", "server \"gh\" exited"), "failed");
+        assert_eq!(failure_state("other", &advice), "failed");
+    }
 }

@@ -41,13 +41,20 @@ pub fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
         .as_ref()
         .and_then(|r| r.fingerprint.as_deref())
         .is_some_and(|recorded| recorded != fingerprint);
-    let live = recorded.as_ref().is_some_and(|r| {
-        matches!(r.state.as_str(), "running" | "starting")
-            && crate::platform::process::is_alive(r.zenmode_pid)
-    });
-    // Why it cannot start, unless it runs: then the serving zenmode's
-    // environment evidently differs from this one.
-    let blocked = (config.enabled && !live)
+    let alive = recorded
+        .as_ref()
+        .is_some_and(|r| crate::platform::process::is_alive(r.zenmode_pid));
+    let live = alive
+        && recorded
+            .as_ref()
+            .is_some_and(|r| matches!(r.state.as_str(), "running" | "starting"));
+    // Why it cannot start, unless a serving zenmode that is still up has
+    // started it: its environment evidently differs from this one.
+    let started_there = alive
+        && recorded
+            .as_ref()
+            .is_some_and(|r| matches!(r.state.as_str(), "running" | "starting" | "idle"));
+    let blocked = (config.enabled && !started_there)
         .then(|| config.cannot_start())
         .flatten();
     let mut note = None;

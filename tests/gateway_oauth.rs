@@ -331,3 +331,171 @@ fn browser_sign_in_is_asked_for_then_login_stores_tokens_that_refresh() {
         assert!(!log.contains(token), "a token reached the log");
     }
 }
+
+/// A bearer-token API as many are: every request without a token gets 401
+/// with a bare `Bearer` challenge, no metadata anywhere (404 under
+/// `/.well-known`). Records each request line; stops when dropped.
+struct BearerOnlyServer {
+    base: String,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl BearerOnlyServer {
+    fn start() -> Self {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (seen, stopping) = (requests.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                let Ok((mut stream, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                // The head, then the body its content-length announces.
+                let mut data = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let head_end = loop {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => break None,
+                        Ok(n) => data.extend_from_slice(&chunk[..n]),
+                    }
+                    if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break Some(at + 4);
+                    }
+                };
+                let Some(head_end) = head_end else { continue };
+                let head = String::from_utf8_lossy(&data[..head_end]).to_string();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                while data.len() < head_end + length {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => data.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let line = head.lines().next().unwrap_or_default().to_owned();
+                let path = line.split_whitespace().nth(1).unwrap_or_default();
+                let answer = if path.starts_with("/.well-known/") {
+                    "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                } else {
+                    "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer realm=\"api\"\r\ncontent-type: application/json\r\ncontent-length: 24\r\nconnection: close\r\n\r\n{\"error\":\"unauthorized\"}"
+                };
+                seen.lock().unwrap().push(line);
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        BearerOnlyServer {
+            base,
+            requests,
+            stop,
+        }
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for BearerOnlyServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Issue 44 item 3: a server that answers 401 but names no authorization
+/// server is not sent to OAuth. Status, the call's error, doctor, `upstream
+/// add` and `upstream login` all give the header form with a `${VAR}`;
+/// login registers nothing. (A server with metadata still gets the sign-in
+/// advice: `browser_sign_in_is_asked_for_then_login_stores_tokens_that_refresh`.)
+#[test]
+fn a_bearer_token_server_without_oauth_metadata_is_told_to_take_a_header() {
+    let server = BearerOnlyServer::start();
+    let url = format!("{}/mcp", server.base);
+    let setup = Setup::new(json!({"api": {"url": url}}));
+    let run = |args: &[&str]| {
+        let output = setup
+            .command(args)
+            .env("ZEN_CONFIG_DIR", setup.path("config"))
+            .env("HOME", setup.path("home"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let header = "--header 'Authorization: Bearer ${API_TOKEN}'";
+
+    // login fails at once with the advice, before any registration.
+    let (code, stdout, stderr) = run(&["upstream", "login", "api", "--no-browser"]);
+    assert_ne!(code, 0, "{stdout}\n{stderr}");
+    assert!(stderr.contains("wants a credential"), "{stderr}");
+    assert!(stderr.contains(header), "{stderr}");
+    assert!(!stderr.contains("Registration"), "{stderr}");
+    assert!(
+        !server.requests().iter().any(|r| r.contains("/register")),
+        "{:?}",
+        server.requests()
+    );
+
+    // Serving: the recorded state and the call's error say the same.
+    let mut client = serve(&setup);
+    let status = || {
+        let (_, stdout, _) = run(&["status", "--json"]);
+        let status: Value = serde_json::from_str(&stdout).unwrap();
+        status["servers"][0].clone()
+    };
+    assert!(
+        wait_until(Duration::from_secs(20), || status()["state"]
+            == "needs credential"),
+        "{}",
+        status()
+    );
+    let row = status();
+    let error = row["last_error"].as_str().unwrap();
+    assert!(error.contains(header), "{row}");
+    assert!(!error.contains("needs sign-in"), "{row}");
+    let (_, plain, _) = run(&["status"]);
+    assert!(
+        plain.contains("needs credential") && plain.contains(header),
+        "{plain}"
+    );
+    assert!(!plain.contains("upstream login api"), "{plain}");
+    let reply = execute(&mut client, "api__echo", json!({"text": "hi"}));
+    let text = common::text_of(&reply);
+    assert!(text.contains(header), "{reply}");
+    assert!(!text.contains("sign-in (OAuth)"), "{reply}");
+    client.finish();
+
+    // doctor and `upstream add` name the header form too.
+    let (code, report, _) = run(&["doctor", "--upstream-wait-secs", "10"]);
+    assert_ne!(code, 0, "{report}");
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("FAIL") && l.contains("api") && l.contains(header)),
+        "{report}"
+    );
+    let (code, stdout, stderr) = run(&["upstream", "add", "api2", "--url", &url]);
+    assert_ne!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("--header 'Authorization: Bearer ${API2_TOKEN}'"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("upstream login api2"), "{stderr}");
+}

@@ -46,7 +46,7 @@ pub fn explain(text: &str) -> String {
     let detail = without_type_names(text);
     let lower = text.to_ascii_lowercase();
     let advice = match status_in(text).or_else(|| lower.contains("auth required").then_some(401)) {
-        Some(401) => "401: the server wants credentials; add --header 'Authorization: Bearer ...' (`zenmode upstream add NAME --url URL --header ... --replace`, or \"headers\" in the entry) or sign in to get a token".to_owned(),
+        Some(401) => "401: the server wants credentials (or refused the ones sent); give a token as a header kept in the environment, --header 'Authorization: Bearer ${NAME_TOKEN}' (`zenmode upstream add NAME --url URL --header ... --replace`, or \"headers\" in the entry), or, where the server offers OAuth, sign in with `zenmode upstream login NAME`".to_owned(),
         Some(403) => "403: the server knows who is asking but refuses; check that the token has the permission (scopes, account access) this server needs".to_owned(),
         Some(404) => "404: nothing answers at this URL; check the URL and its path (MCP servers often answer at /mcp)".to_owned(),
         Some(405) => "405: this URL does not take MCP requests by POST; it is probably not a Streamable HTTP endpoint (an old SSE-only server or a web page): check the URL".to_owned(),

@@ -58,6 +58,10 @@ pub struct ServerState {
     pub last_call: Option<LastCall>,
     /// When this was written, in milliseconds since the epoch.
     pub updated_ms: u64,
+    /// The fingerprint of the entry this was about, so `status` can tell
+    /// an entry edited since (`None` in files of older versions).
+    #[serde(default)]
+    pub fingerprint: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -88,6 +92,26 @@ pub fn load(dirs: &GatewayDirs, server: &str) -> Option<ServerState> {
     serde_json::from_str(&text).ok()
 }
 
+/// Writes `fingerprint` into `server`'s state file when the file has none
+/// (it was written by an older zenmode), so that a later edit of the entry
+/// shows; the rest of the file is kept. Never fails the caller: a serving
+/// zenmode that writes at the same time simply wins.
+pub fn adopt_fingerprint(dirs: &GatewayDirs, server: &str, fingerprint: &str) {
+    let Some(mut state) = load(dirs, server) else {
+        return;
+    };
+    if state.fingerprint.is_some() {
+        return;
+    }
+    state.fingerprint = Some(fingerprint.to_owned());
+    let written = serde_json::to_vec_pretty(&state)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| write_private(&state_path(dirs, server), &bytes, Flush::Later));
+    if let Err(error) = written {
+        tracing::debug!(server, %error, "could not note the entry's fingerprint");
+    }
+}
+
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -101,12 +125,15 @@ pub struct StateFile {
 }
 
 impl StateFile {
-    pub fn new(dirs: GatewayDirs, server: &str) -> Self {
+    /// The view of `server`, whose entry has `fingerprint`; nothing is
+    /// written until the first update.
+    pub fn new(dirs: GatewayDirs, server: &str, fingerprint: String) -> Self {
         StateFile {
             dirs,
             state: Mutex::new(ServerState {
                 server: server.to_owned(),
                 zenmode_pid: std::process::id(),
+                fingerprint: Some(fingerprint),
                 ..ServerState::default()
             }),
         }
@@ -224,7 +251,7 @@ mod tests {
     fn state_round_trips_and_the_log_rotates_to_one_older_file() {
         let root = tempfile::tempdir().unwrap();
         let dirs = GatewayDirs::under(root.path());
-        let file = StateFile::new(dirs.clone(), "a/b");
+        let file = StateFile::new(dirs.clone(), "a/b", "f1".into());
         file.update(|s| {
             s.state = "running".into();
             s.tools = Some(3);
@@ -233,6 +260,7 @@ mod tests {
         assert_eq!(loaded.state, "running");
         assert_eq!(loaded.tools, Some(3));
         assert_eq!(loaded.zenmode_pid, std::process::id());
+        assert_eq!(loaded.fingerprint.as_deref(), Some("f1"));
 
         let path = log_path(&dirs, "a/b");
         let mut writer = LogWriter::new(path.clone());

@@ -47,9 +47,26 @@ pub fn run(
         keep,
         wait,
     };
+    let before = serving::Stamp::of(file);
     let outcome = runtime.block_on(add_entries(file, dirs, added, &how))?;
-    println!("{}", serving::pickup_report(dirs, file, PICKUP_WAIT));
+    report_pickup(dirs, file, before.as_ref());
     Ok(outcome)
+}
+
+/// Says whether running zenmode servers picked the file up, but only when
+/// this command changed it (`before` is its stamp beforehand): after a
+/// failed add nothing was written, and a line about "the next start" using
+/// it would contradict the error.
+pub fn report_pickup(dirs: &GatewayDirs, file: &Path, before: Option<&serving::Stamp>) {
+    let after = serving::Stamp::of(file);
+    let changed = match (before, after.as_ref()) {
+        (Some(before), Some(after)) => !before.same_file(after),
+        (None, after) => after.is_some(),
+        (Some(_), None) => true,
+    };
+    if changed {
+        println!("{}", serving::pickup_report(dirs, file, PICKUP_WAIT));
+    }
 }
 
 /// Adds `entries` to the upstreams `file` as `upstream import` does (each

@@ -1,10 +1,11 @@
-//! `zenmode doctor`: the upstreams file, each server started, file
-//! permissions and the clients' configurations checked; says what to fix.
+//! `zenmode doctor`: the upstreams file, each server started (side by
+//! side, each within the wait), file permissions and the clients'
+//! configurations checked; says what to fix.
 
 use std::{
     path::{Path, PathBuf},
     process::ExitCode,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use crate::platform::client_files::CLIENT_FILES;
@@ -13,10 +14,14 @@ use serde_json::Value;
 use super::file::fetch;
 use crate::gateway::{
     Verdict,
-    config::{self},
+    config::{self, UpstreamConfig},
     disk::GatewayDirs,
     pins,
 };
+
+/// How long a server that listed its tools (or ran out of time) may take
+/// to stop, on top of the wait.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// The findings of `zenmode doctor`, printed one per line as they come.
 #[derive(Default)]
@@ -105,20 +110,30 @@ pub fn check_upstreams(
     for warning in &loaded.warnings {
         findings.warn(warning);
     }
+    // Side by side, each bounded: one hanging server costs `wait` once,
+    // not once per server after it.
     let runtime = crate::cli::runtime::runtime(false)?;
-    for config in &loaded.servers {
+    let checks = loaded
+        .servers
+        .iter()
+        .map(|config| check_server(config, dirs, wait));
+    let outcomes = runtime.block_on(futures_util::future::join_all(checks));
+    for (config, outcome) in loaded.servers.iter().zip(outcomes) {
         let name = &config.name;
-        if !config.enabled {
-            findings.ok(format!("{name}: disabled, not checked"));
-            continue;
-        }
-        let started = std::time::Instant::now();
-        match runtime.block_on(fetch(config, dirs, wait)) {
-            Ok(tools) => {
+        match outcome {
+            Checked::Disabled => findings.ok(format!("{name}: disabled, not checked")),
+            Checked::CannotStart(why) => findings.problem(
+                format!("{name}: cannot start: {why}"),
+                format!(
+                    "correct its entry ({}) or its environment, or turn it off with `zenmode upstream disable {name}`",
+                    config.describe()
+                ),
+            ),
+            Checked::Listed(tools, took) => {
                 findings.ok(format!(
                     "{name}: started and listed {} tools in {:.1}s",
                     tools.len(),
-                    started.elapsed().as_secs_f64()
+                    took.as_secs_f64()
                 ));
                 let pins = pins::load_pins(dirs, name);
                 let held = tools
@@ -134,7 +149,7 @@ pub fn check_upstreams(
                     ));
                 }
             }
-            Err(problem) => findings.problem(
+            Checked::Failed(problem) => findings.problem(
                 format!("{name}: {problem}"),
                 format!(
                     "correct its entry ({}), or turn it off with `zenmode upstream disable {name}`",
@@ -144,6 +159,34 @@ pub fn check_upstreams(
         }
     }
     Ok(())
+}
+
+/// What checking one server found.
+enum Checked {
+    Disabled,
+    CannotStart(String),
+    Listed(Vec<Value>, Duration),
+    Failed(String),
+}
+
+/// Starts one server and lists its tools, within `wait` (and a little more
+/// for stopping it); what cannot start is reported without trying.
+async fn check_server(config: &UpstreamConfig, dirs: &GatewayDirs, wait: Duration) -> Checked {
+    if !config.enabled {
+        return Checked::Disabled;
+    }
+    if let Some(why) = config.cannot_start() {
+        return Checked::CannotStart(why);
+    }
+    let started = Instant::now();
+    match tokio::time::timeout(wait + STOP_GRACE, fetch(config, dirs, wait)).await {
+        Ok(Ok(tools)) => Checked::Listed(tools, started.elapsed()),
+        Ok(Err(problem)) => Checked::Failed(problem),
+        Err(_) => Checked::Failed(format!(
+            "did not list its tools within {}s",
+            wait.as_secs_f64()
+        )),
+    }
 }
 
 /// Each client file (`platform::client_files`) whose entries run zenmode: is the

@@ -21,8 +21,8 @@ use crate::platform::client_files::CLIENT_FILES;
 use serde_json::{Map, Value};
 
 use super::{
-    add::{Adding, add_entries},
-    file::{PICKUP_WAIT, read_document},
+    add::{self, Adding, add_entries},
+    file::read_document,
 };
 use crate::gateway::{
     config::{self},
@@ -158,8 +158,9 @@ pub fn run(
     if discovered && !yes && !confirmed(entries.len())? {
         return Ok(ExitCode::SUCCESS);
     }
+    let before = serving::Stamp::of(file);
     let outcome = runtime.block_on(add_entries(file, dirs, entries, &how))?;
-    println!("{}", serving::pickup_report(dirs, file, PICKUP_WAIT));
+    add::report_pickup(dirs, file, before.as_ref());
     Ok(outcome)
 }
 

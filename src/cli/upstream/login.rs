@@ -23,16 +23,35 @@ pub fn login(file: &Path, name: &str, no_browser: bool) -> anyhow::Result<ExitCo
         }
         bail!("{}: no server named {name:?}", file.display());
     };
+    // The URL as written (placeholders unfilled), for advice to show.
+    let raw = match &entry.transport {
+        Transport::Http { url, .. } => url.clone(),
+        Transport::Stdio { .. } => String::new(),
+    };
     let entry = entry
         .expanded()
         .map_err(|problem| anyhow::anyhow!("server {name:?}: {problem}"))?;
     let Transport::Http { url, .. } = &entry.transport else {
         bail!("server {name:?} runs a command; only http servers (with \"url\") sign in");
     };
+
     let tokens = oauth::token_file(name, url);
     let runtime = crate::cli::runtime::runtime(false)?;
     runtime.block_on(async {
         let challenge = oauth::challenge_of(url).await;
+        // Before any registration: a server without an authorization server
+        // wants a token in a header, and registering could only fail.
+        if let Err(why) = oauth::offers_sign_in(url, challenge.as_deref()).await {
+            if challenge.is_some() {
+                tracing::debug!("no OAuth sign-in offered: {why}");
+                bail!("{}", oauth::needs_credential_message(name, &raw));
+            }
+            bail!(
+                "server {name:?} offers no OAuth sign-in ({why}); if it wants a token, send it as a header: `zenmode upstream add {name} --url '{}' --header 'Authorization: Bearer ${{{}}}' --replace`",
+                crate::platform::redact::url_for_display(&raw),
+                oauth::token_variable(name)
+            );
+        }
         let signed = match entry.oauth.as_ref().filter(|s| s.client_credentials) {
             Some(settings) => {
                 oauth::sign_in_as_machine(url, settings, &tokens, challenge.as_deref(), None).await

@@ -28,10 +28,51 @@ pub fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
             .collect(),
         _ => Vec::new(),
     };
-    let recorded = status_file::load(dirs, &config.name);
+    let fingerprint = config.fingerprint();
+    let mut recorded = status_file::load(dirs, &config.name);
+    if let Some(recorded) = recorded.as_mut()
+        && recorded.fingerprint.is_none()
+    {
+        // Written by an older zenmode: from now on an edit shows.
+        status_file::adopt_fingerprint(dirs, &config.name, &fingerprint);
+        recorded.fingerprint = Some(fingerprint.clone());
+    }
+    let changed = recorded
+        .as_ref()
+        .and_then(|r| r.fingerprint.as_deref())
+        .is_some_and(|recorded| recorded != fingerprint);
+    let alive = recorded
+        .as_ref()
+        .is_some_and(|r| crate::platform::process::is_alive(r.zenmode_pid));
+    let live = alive
+        && recorded
+            .as_ref()
+            .is_some_and(|r| matches!(r.state.as_str(), "running" | "starting"));
+    // Why it cannot start, unless a serving zenmode that is still up has
+    // started it: its environment evidently differs from this one.
+    let started_there = alive
+        && recorded
+            .as_ref()
+            .is_some_and(|r| matches!(r.state.as_str(), "running" | "starting" | "idle"));
+    let blocked = (config.enabled && !started_there)
+        .then(|| config.cannot_start())
+        .flatten();
     let mut note = None;
     let state_name = match &recorded {
         _ if !config.enabled => "disabled".to_owned(),
+        _ if blocked.is_some() => {
+            note = blocked
+                .clone()
+                .map(|why| format!("{why} (checked in this environment, without starting it)"));
+            "cannot start".to_owned()
+        }
+        Some(recorded) if changed && !live => {
+            note = Some(format!(
+                "its entry changed after its last run (which left it {}); what follows is from that run, and the next start uses the new entry",
+                recorded.state
+            ));
+            "changed".to_owned()
+        }
         None => "never started".to_owned(),
         Some(recorded)
             if matches!(recorded.state.as_str(), "running" | "starting")
@@ -43,7 +84,14 @@ pub fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
             ));
             "stopped".to_owned()
         }
-        Some(recorded) => recorded.state.clone(),
+        Some(recorded) => {
+            if changed {
+                note = Some(
+                    "its entry changed since this run started; the running zenmode restarts it with the new entry once it reads the file again".into(),
+                );
+            }
+            recorded.state.clone()
+        }
     };
     let running = state_name == "running";
     json!({
@@ -51,6 +99,8 @@ pub fn server_status(config: &UpstreamConfig, dirs: &GatewayDirs) -> Value {
         "enabled": config.enabled,
         "state": state_name,
         "note": note,
+        "entry_changed": changed,
+        "cannot_start": blocked,
         "target": config.describe(),
         "tools": recorded.as_ref().and_then(|r| r.tools).or(cached.as_ref().map(Vec::len)),
         "quarantined": quarantined,
@@ -147,7 +197,12 @@ pub fn status(file: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
                 text("server")
             );
         }
-        if row["state"] == "failed"
+        if row["state"] == crate::gateway::oauth::NEEDS_CREDENTIAL
+            && let Some(error) = row["last_error"].as_str()
+        {
+            println!("      {error}");
+        }
+        if matches!(row["state"].as_str(), Some("failed" | "changed"))
             && let Some(error) = row["last_error"].as_str()
         {
             println!("      last error: {error}");

@@ -22,6 +22,7 @@
 //!
 //! The files, from the top down (each uses only files below it):
 //!
+//! - `preflight`: why an entry cannot start, found without starting it;
 //! - `parse`: reading and checking the file, entry by entry;
 //! - `runs_itself`: recognising an entry that would run zenmode itself;
 //! - `placeholders`: `${VAR}` filled from zenmode's environment;
@@ -33,6 +34,7 @@ mod entry;
 mod fingerprint;
 mod parse;
 mod placeholders;
+mod preflight;
 mod runs_itself;
 #[cfg(test)]
 mod tests;

@@ -224,6 +224,16 @@ impl Upstream {
                     if keeper.as_ref().is_some_and(|k| k.needs_sign_in()) {
                         return crate::gateway::oauth::needs_sign_in_message(self.name());
                     }
+                    if keeper.as_ref().is_some_and(|k| k.needs_credential()) {
+                        // The URL as the entry gives it, placeholders unfilled.
+                        let shown = match &self.config.transport {
+                            Transport::Http { url, .. } => url.as_str(),
+                            Transport::Stdio { .. } => url.as_str(),
+                        };
+                        return self.redactor.redact(
+                            &crate::gateway::oauth::needs_credential_message(self.name(), shown),
+                        );
+                    }
                     format!(
                         "server {:?} ({}): {}",
                         self.name(),

@@ -136,7 +136,11 @@ impl Upstream {
     /// Keeps the server's state file and stderr log in the state directory.
     pub fn recording_state(mut self) -> Self {
         self.recorder = Some(Recorder {
-            state: Arc::new(StateFile::new(self.dirs.clone(), &self.config.name)),
+            state: Arc::new(StateFile::new(
+                self.dirs.clone(),
+                &self.config.name,
+                self.config.fingerprint(),
+            )),
             log: Arc::default(),
         });
         self
@@ -158,14 +162,9 @@ impl Upstream {
             .map(|tail| tail.iter().cloned().collect())
             .unwrap_or_default();
         let message = self.redactor.redact(message);
-        let needs_sign_in = message == crate::gateway::oauth::needs_sign_in_message(self.name());
+        let failed_as = crate::gateway::oauth::failure_state(self.name(), &message);
         self.record(|state| {
-            state.state = if needs_sign_in {
-                crate::gateway::oauth::NEEDS_SIGN_IN
-            } else {
-                "failed"
-            }
-            .into();
+            state.state = failed_as.into();
             state.pid = None;
             state.last_error = Some(message);
             state.stderr_tail = tail;

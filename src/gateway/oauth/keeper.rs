@@ -71,6 +71,8 @@ pub struct Keeper {
     /// The manager once one exists; its lock is the one renewal lock.
     manager: tokio::sync::Mutex<(bool, Option<AuthorizationManager>)>,
     needs_sign_in: AtomicBool,
+    /// It answered 401 but offers no sign-in (see [`super::offers_sign_in`]).
+    needs_credential: AtomicBool,
     renewals: AtomicU64,
 }
 
@@ -91,6 +93,7 @@ impl Keeper {
             current: Mutex::new(None),
             manager: tokio::sync::Mutex::new((false, None)),
             needs_sign_in: AtomicBool::new(false),
+            needs_credential: AtomicBool::new(false),
             renewals: AtomicU64::new(0),
         }
     }
@@ -98,6 +101,12 @@ impl Keeper {
     /// Whether the server asked for sign-in that only a person can give.
     pub fn needs_sign_in(&self) -> bool {
         self.needs_sign_in.load(Ordering::Relaxed)
+    }
+
+    /// Whether the server asked for credentials but offers no OAuth sign-in:
+    /// a person gives it a token in a header instead.
+    pub fn needs_credential(&self) -> bool {
+        self.needs_credential.load(Ordering::Relaxed)
     }
 
     /// Tokens obtained by refresh or re-sign-in since start.
@@ -275,7 +284,15 @@ impl Keeper {
         }
         let signed = match self.sign_in {
             SignIn::Stored => {
-                self.needs_sign_in.store(true, Ordering::Relaxed);
+                // Sign-in is offered only where there is somewhere to sign in.
+                let flag = match super::offers_sign_in(&self.url, challenge).await {
+                    Ok(()) => &self.needs_sign_in,
+                    Err(why) => {
+                        tracing::debug!(server = %self.server, "no OAuth sign-in offered: {why}");
+                        &self.needs_credential
+                    }
+                };
+                flag.store(true, Ordering::Relaxed);
                 return Err(AuthError::AuthorizationRequired);
             }
             SignIn::Machine => match &self.settings {

@@ -29,6 +29,10 @@ use super::config::OAuthSettings;
 /// The state `zenmode status` shows for a server waiting for sign-in.
 pub const NEEDS_SIGN_IN: &str = "needs sign-in";
 
+/// The state `zenmode status` shows for a server that answered 401 but
+/// offers no sign-in: it wants a credential in a header.
+pub const NEEDS_CREDENTIAL: &str = "needs credential";
+
 /// The client name zenmode registers under.
 const CLIENT_NAME: &str = "zenmode";
 
@@ -59,6 +63,91 @@ pub fn needs_sign_in_message(server: &str) -> String {
     format!(
         "server {server:?} needs sign-in (OAuth): run `zenmode upstream login {server}` once; zenmode keeps the tokens and refreshes them"
     )
+}
+
+/// The environment variable suggested to hold `server`'s token, e.g.
+/// `GITHUB_TOKEN` for `github` (letters and digits kept, the rest `_`).
+pub fn token_variable(server: &str) -> String {
+    let stem: String = server
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{}_TOKEN", stem.trim_matches('_'))
+}
+
+/// The error text for a server that answered 401 without offering OAuth:
+/// the `--header` form with a `${VAR}` placeholder, so the token stays in
+/// the environment and out of the file. `url` is shown as the entry gives
+/// it (credentials in it hidden).
+pub fn needs_credential_message(server: &str, url: &str) -> String {
+    let variable = token_variable(server);
+    let url = crate::platform::redact::url_for_display(url);
+    format!(
+        "server {server:?} wants a credential (401 without OAuth sign-in): give it --header 'Authorization: Bearer ${{{variable}}}' with {variable} set where zenmode starts: `zenmode upstream add {server} --url '{url}' --header 'Authorization: Bearer ${{{variable}}}' --replace` (`zenmode upstream login` cannot help: the server names no authorization server)"
+    )
+}
+
+/// The state to record for `server` after a start failed with `message`:
+/// [`NEEDS_SIGN_IN`], [`NEEDS_CREDENTIAL`] or `failed`.
+pub fn failure_state(server: &str, message: &str) -> &'static str {
+    if message == needs_sign_in_message(server) {
+        NEEDS_SIGN_IN
+    } else if message.starts_with(&format!("server {server:?} wants a credential ")) {
+        NEEDS_CREDENTIAL
+    } else {
+        "failed"
+    }
+}
+
+/// Whether the server at `url` offers OAuth sign-in: `Ok` when discovery
+/// (seeded by its 401 `challenge`) finds an authorization server's
+/// metadata, or, for a 2025-03-26 server without metadata, when its origin
+/// answers at the default `/authorize` endpoint; `Err(why)` otherwise.
+/// rmcp falls back to those default endpoints whatever the server is, which
+/// sent bearer-token servers to a registration that could only fail.
+pub async fn offers_sign_in(url: &str, challenge: Option<&str>) -> Result<(), String> {
+    super::tls::install_tls_provider();
+    let manager = AuthorizationManager::new(url)
+        .await
+        .map_err(|e| explain(&e))?;
+    match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) if resolution.source.is_discovered() => Ok(()),
+        Ok(resolution) => {
+            default_endpoint_answers(&resolution.metadata.authorization_endpoint).await
+        }
+        Err(_) => discover(&manager, url, challenge).await.map(|_| ()),
+    }
+}
+
+/// Whether a GET of the synthesized authorization endpoint (no redirect
+/// followed) reaches something: an authorization server answers a request
+/// without parameters with an error page, a form or a redirect; a server
+/// without one answers 404, or 401 as it does for every path.
+async fn default_endpoint_answers(endpoint: &str) -> Result<(), String> {
+    let none = || "it publishes no OAuth metadata and has no authorization endpoint".to_owned();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let status = client
+        .get(endpoint)
+        .send()
+        .await
+        .map_err(|_| none())?
+        .status()
+        .as_u16();
+    if matches!(status, 401 | 403 | 404 | 405 | 410) {
+        Err(none())
+    } else {
+        Ok(())
+    }
 }
 
 /// A readable form of an rmcp auth error (no type names, no secrets).
@@ -299,4 +388,28 @@ pub async fn sign_in_as_machine(
         .await
         .map_err(|e| format!("client-credentials sign-in: {}", explain(&e)))?;
     Ok(manager)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_credential_advice_names_a_variable_and_is_told_apart_from_sign_in() {
+        assert_eq!(token_variable("github"), "GITHUB_TOKEN");
+        assert_eq!(token_variable("my-api.v2"), "MY_API_V2_TOKEN");
+        let advice = needs_credential_message("gh", "https://user:pw@api.example/mcp");
+        assert!(
+            advice.contains("--header 'Authorization: Bearer ${GH_TOKEN}'"),
+            "{advice}"
+        );
+        assert!(!advice.contains("pw@"), "{advice}");
+        assert_eq!(failure_state("gh", &advice), NEEDS_CREDENTIAL);
+        assert_eq!(
+            failure_state("gh", &needs_sign_in_message("gh")),
+            NEEDS_SIGN_IN
+        );
+        assert_eq!(failure_state("gh", "server \"gh\" exited"), "failed");
+        assert_eq!(failure_state("other", &advice), "failed");
+    }
 }

@@ -117,6 +117,14 @@ impl Redactor {
                 .any(|s| replace_whole_tokens(text, s) != text)
     }
 
+    /// This redactor and `other`'s secrets together.
+    pub fn merged(mut self, other: &Redactor) -> Self {
+        if !other.is_empty() {
+            self.merge(other);
+        }
+        self
+    }
+
     fn merge(&mut self, other: &Redactor) {
         self.anywhere.extend(other.anywhere.iter().cloned());
         self.whole_tokens.extend(other.whole_tokens.iter().cloned());

@@ -21,6 +21,7 @@ use rmcp::{
 use crate::{
     call::ProgressSink,
     gateway::{
+        config::Redactor,
         events::{EventSender, UpstreamEvent},
         flowback::{self, Callers, RootsResult, SamplingParams, SamplingResult},
     },
@@ -37,6 +38,8 @@ pub(super) struct ClientSide {
     pub(super) callers: Callers,
     /// Where resource and prompt notifications go (see [`EventSender`]).
     pub(super) events: Option<EventSender>,
+    /// The server's own secrets, hidden in the progress messages relayed.
+    pub(super) redactor: Redactor,
 }
 
 impl ClientHandler for ClientSide {
@@ -58,7 +61,10 @@ impl ClientHandler for ClientSide {
             .ok()
             .and_then(|routes| routes.get(&params.progress_token).cloned());
         if let Some(sink) = sink {
-            sink.report_detail(params.progress, params.total, params.message)
+            let message = params
+                .message
+                .map(|text| super::upstream::secrets_of(&self.redactor).redact(&text));
+            sink.report_detail(params.progress, params.total, message)
                 .await;
         }
     }

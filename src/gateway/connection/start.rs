@@ -100,6 +100,7 @@ impl Upstream {
             routes: self.routes.clone(),
             callers: self.callers.clone(),
             events: self.events.clone(),
+            redactor: self.redactor.clone(),
         };
         let (service, group, child) = match self.launch.as_ref().map_err(Clone::clone)? {
             Transport::Stdio {

@@ -157,7 +157,7 @@ impl Upstream {
             .lock()
             .map(|tail| tail.iter().cloned().collect())
             .unwrap_or_default();
-        let message = self.redactor.redact(message);
+        let message = self.secrets().redact(message);
         let needs_sign_in = message == crate::gateway::oauth::needs_sign_in_message(self.name());
         self.record(|state| {
             state.state = if needs_sign_in {
@@ -172,6 +172,14 @@ impl Upstream {
         });
     }
 
+    /// What is hidden in everything relayed from this server (results,
+    /// errors, progress): its entry's secrets and every OAuth token, refresh
+    /// token and client secret this process holds, whichever server they
+    /// belong to.
+    pub(super) fn secrets(&self) -> Redactor {
+        secrets_of(&self.redactor)
+    }
+
     pub fn name(&self) -> &str {
         &self.config.name
     }
@@ -181,4 +189,10 @@ impl Upstream {
             *slot = Some(pins);
         }
     }
+}
+
+/// `own` with the OAuth secrets the process holds now.
+pub(super) fn secrets_of(own: &Redactor) -> Redactor {
+    own.clone()
+        .merged(&crate::gateway::oauth::token_file::held())
 }

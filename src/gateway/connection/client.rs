@@ -61,9 +61,9 @@ impl ClientHandler for ClientSide {
             .ok()
             .and_then(|routes| routes.get(&params.progress_token).cloned());
         if let Some(sink) = sink {
-            let message = params
-                .message
-                .map(|text| super::upstream::secrets_of(&self.redactor).redact(&text));
+            let message = params.message.map(|text| {
+                crate::gateway::oauth::token_file::with_held(&self.redactor).redact(&text)
+            });
             sink.report_detail(params.progress, params.total, message)
                 .await;
         }

@@ -177,7 +177,7 @@ impl Upstream {
     /// token and client secret this process holds, whichever server they
     /// belong to.
     pub(super) fn secrets(&self) -> Redactor {
-        secrets_of(&self.redactor)
+        crate::gateway::oauth::token_file::with_held(&self.redactor)
     }
 
     pub fn name(&self) -> &str {
@@ -189,10 +189,4 @@ impl Upstream {
             *slot = Some(pins);
         }
     }
-}
-
-/// `own` with the OAuth secrets the process holds now.
-pub(super) fn secrets_of(own: &Redactor) -> Redactor {
-    own.clone()
-        .merged(&crate::gateway::oauth::token_file::held())
 }

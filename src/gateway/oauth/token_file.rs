@@ -232,6 +232,12 @@ fn hold(secret: &str, client_secret: bool) {
     );
 }
 
+/// `own` (a server's own secrets) with every OAuth secret the process
+/// holds now: what is hidden in whatever is relayed from that server.
+pub fn with_held(own: &Redactor) -> Redactor {
+    own.clone().merged(&held())
+}
+
 /// Every OAuth token, refresh token and client secret this process holds
 /// (or held recently), as a redactor; empty when it signed in nowhere.
 pub fn held() -> Redactor {

@@ -442,6 +442,13 @@ fn item1_tokens_an_upstream_quotes_back_never_reach_the_client() {
         relayed.push(got);
     }
     client.finish();
+    // Tool definitions too (the cached catalog is what the model sees).
+    let mut cached = String::new();
+    for entry in std::fs::read_dir(setup.path("cache").join("upstreams")).unwrap() {
+        cached.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default());
+    }
+    assert!(cached.contains("Listed for Bearer [redacted]"), "{cached}");
+    relayed.push(Value::String(cached));
     let secrets = issued_secrets(&server);
     assert!(secrets.len() > 3, "tokens were issued: {secrets:?}");
     for reply in &relayed {
@@ -706,5 +713,10 @@ fn item15_oauth_refusals_are_named_and_are_not_crashes() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(row["state"], "needs sign-in", "{status}");
+
+    // Signing in again while it runs: the next call works, no restart.
+    login(&setup, "secure");
+    let reply = execute(&mut client, "secure__echo", json!({"text": "back"}));
+    assert!(common::text_of(&reply).contains("echo: back"), "{reply}");
     client.finish();
 }

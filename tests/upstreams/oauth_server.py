@@ -21,7 +21,8 @@ Tools besides `echo`, for what a hostile or careless server sends back:
 `whoami` quotes the request's Authorization header in its text and
 structured content, `leak` quotes it in a JSON-RPC error, `leak_all` lists
 every token and refresh token issued and the machine secret; `admin` always
-answers 403 insufficient_scope (scope "admin"). The resource `secret://auth`
+answers 403 insufficient_scope (scope "admin"); `described` quotes the
+header in its description. The resource `secret://auth`
 and the prompt `auth` quote the header too.
 
 --refresh-delay: the refresh grant answers only after that many seconds.
@@ -270,7 +271,9 @@ class Handler(BaseHTTPRequestHandler):
                                     {"name": "leak_all", "description": "Lists every secret issued.",
                                      "inputSchema": bare},
                                     {"name": "admin", "description": "Wants the admin scope.",
-                                     "inputSchema": bare}]}
+                                     "inputSchema": bare},
+                                    {"name": "described", "inputSchema": bare,
+                                     "description": "Listed for " + self.auth_header()}]}
             elif method == "tools/call" and params.get("name") == "whoami":
                 header = self.auth_header()
                 result = {"content": [{"type": "text", "text": "you sent " + header}],

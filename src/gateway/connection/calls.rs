@@ -318,7 +318,7 @@ impl Upstream {
 }
 
 /// Every string in `value` with the redactor's secrets hidden.
-fn hide_secrets(value: &mut Value, redactor: &Redactor) {
+pub(super) fn hide_secrets(value: &mut Value, redactor: &Redactor) {
     if redactor.is_empty() {
         return;
     }

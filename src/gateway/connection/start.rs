@@ -248,9 +248,16 @@ impl Upstream {
                 ));
             }
         };
+        let held = crate::gateway::oauth::token_file::held();
         let tools: Vec<Value> = tools
             .into_iter()
             .filter_map(|tool| serde_json::to_value(tool).ok())
+            .map(|mut tool| {
+                // A definition quoting the request's token reaches neither
+                // the cache nor the model.
+                super::calls::hide_secrets(&mut tool, &held);
+                tool
+            })
             .collect();
         self.refresh_cache(&tools);
         let capabilities = service

@@ -80,7 +80,7 @@ pub struct Keeper {
     sign_in: SignIn,
     current: Mutex<Option<Current>>,
     /// The manager once one exists; its lock is the one renewal lock.
-    manager: tokio::sync::Mutex<(bool, Option<AuthorizationManager>)>,
+    manager: tokio::sync::Mutex<Option<AuthorizationManager>>,
     needs_sign_in: AtomicBool,
     renewals: AtomicU64,
     /// Renewals and sign-ins tried (under the lock), and how the last one
@@ -133,7 +133,7 @@ impl Keeper {
             file,
             sign_in,
             current: Mutex::new(None),
-            manager: tokio::sync::Mutex::new((false, None)),
+            manager: tokio::sync::Mutex::new(None),
             needs_sign_in: AtomicBool::new(false),
             renewals: AtomicU64::new(0),
             attempts: AtomicU64::new(0),
@@ -248,12 +248,13 @@ impl Keeper {
             return Err(failure);
         }
         let _shared = self.lock_file().await?;
-        // Another process may have renewed while this one waited.
-        guard.0 = true;
+        // Another process (or a new `upstream login`) may have renewed
+        // while this one waited.
         if self.adopt_file()
             && let Some(token) = self.fresh()
             && Some(token.as_str()) != stale
         {
+            self.needs_sign_in.store(false, Ordering::Relaxed);
             return Ok(Some(token));
         }
         let outcome = self.renew_locked(&mut guard).await;
@@ -270,7 +271,7 @@ impl Keeper {
     /// client) client credentials again, else a full sign-in.
     async fn renew_locked(
         &self,
-        guard: &mut (bool, Option<AuthorizationManager>),
+        guard: &mut Option<AuthorizationManager>,
     ) -> Result<Option<String>, AuthError> {
         let has_refresh = self
             .current
@@ -280,10 +281,12 @@ impl Keeper {
             .is_some_and(|c| c.has_refresh);
         let mut refresh_failure = None;
         if has_refresh {
-            if guard.1.is_none() {
-                guard.1 = self.restore_manager().await;
+            // A person's sign-in is rebuilt from the file each time: a new
+            // `upstream login` may have registered another client.
+            if guard.is_none() || self.sign_in == SignIn::Stored {
+                *guard = self.restore_manager().await;
             }
-            if let Some(manager) = guard.1.as_ref() {
+            if let Some(manager) = guard.as_ref() {
                 let refreshed = tokio::time::timeout(MAX_RENEWAL, manager.refresh_token())
                     .await
                     .unwrap_or_else(|_| {
@@ -311,7 +314,7 @@ impl Keeper {
             }
         }
         if self.sign_in == SignIn::Machine
-            && let (Some(manager), Some(settings)) = (guard.1.as_ref(), self.settings.as_ref())
+            && let (Some(manager), Some(settings)) = (guard.as_ref(), self.settings.as_ref())
             && let (Some(client_id), Some(client_secret)) =
                 (&settings.client_id, &settings.client_secret)
         {
@@ -414,7 +417,7 @@ impl Keeper {
     /// One sign-in, under both locks.
     async fn sign_in_locked(
         &self,
-        guard: &mut (bool, Option<AuthorizationManager>),
+        guard: &mut Option<AuthorizationManager>,
         challenge: Option<&str>,
         extra_scope: Option<&str>,
     ) -> Result<(), AuthError> {
@@ -458,8 +461,7 @@ impl Keeper {
             });
         match signed {
             Ok(manager) => {
-                guard.0 = true;
-                guard.1 = Some(manager);
+                *guard = Some(manager);
                 self.adopt_file();
                 Ok(())
             }

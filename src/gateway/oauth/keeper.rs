@@ -247,6 +247,11 @@ impl Keeper {
         if let Some(failure) = self.failed_since(queued) {
             return Err(failure);
         }
+        if !self.has_token_or_file() && !self.file.path().exists() {
+            // Nothing to renew (a server that has not asked for sign-in):
+            // no lock, no file.
+            return Ok(None);
+        }
         let _shared = self.lock_file().await?;
         // Another process (or a new `upstream login`) may have renewed
         // while this one waited.

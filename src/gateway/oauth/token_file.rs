@@ -204,17 +204,18 @@ struct Held {
 
 static HELD: RwLock<Option<Held>> = RwLock::new(None);
 
-/// Adds one secret to the log redactor and to [`held`].
+/// Adds one secret to the log redactor and to [`held`] (once: the file is
+/// read again before every renewal).
 fn hold(secret: &str, client_secret: bool) {
     if secret.is_empty() {
         return;
     }
-    redact::register(&Redactor::new(vec![secret.to_owned()]));
     let mut held = HELD.write().unwrap_or_else(PoisonError::into_inner);
     let held = held.get_or_insert_with(Held::default);
     if held.client_secrets.iter().any(|s| s == secret) || held.tokens.iter().any(|s| s == secret) {
         return;
     }
+    redact::register(&Redactor::new(vec![secret.to_owned()]));
     if client_secret {
         held.client_secrets.push(secret.to_owned());
     } else {

@@ -25,7 +25,6 @@ use crate::gateway::error::FailureKind;
 use crate::{
     call::CallContext,
     gateway::{
-        config::Redactor,
         error::GatewayError,
         pins::{self, Verdict},
         request_state,
@@ -76,7 +75,7 @@ impl Upstream {
                 format!("unreadable result: {e}"),
             )
         })?;
-        hide_secrets(&mut result, &self.secrets());
+        self.secrets().redact_json(&mut result);
         Ok(result)
     }
 
@@ -200,7 +199,11 @@ impl Upstream {
                     }
                     let responses = self
                         .callers
-                        .fulfil(self.name(), asked.input_requests.unwrap_or_default())
+                        .fulfil(
+                            self.name(),
+                            self.secrets()
+                                .redact_typed(asked.input_requests.unwrap_or_default()),
+                        )
                         .await
                         .map_err(|e| {
                             self.error(FailureKind::InputRefused, e.message.into_owned())
@@ -230,7 +233,7 @@ impl Upstream {
             // An upstream that echoes its own credentials (an error
             // quoting the request, a tool printing its environment)
             // does not hand them to the client.
-            hide_secrets(&mut result, &self.secrets());
+            self.secrets().redact_json(&mut result);
             return Ok(result);
         }
     }
@@ -314,32 +317,6 @@ impl Upstream {
     /// for (the session's queue, a token renewal, the answer).
     fn deadline(&self) -> tokio::time::Instant {
         tokio::time::Instant::now() + self.config.timeout + TIMEOUT_GRACE
-    }
-}
-
-/// Every string in `value` with the redactor's secrets hidden.
-pub(super) fn hide_secrets(value: &mut Value, redactor: &Redactor) {
-    if redactor.is_empty() {
-        return;
-    }
-    match value {
-        Value::String(text) if redactor.finds_in(text) => *text = redactor.redact(text),
-        Value::Array(items) => items
-            .iter_mut()
-            .for_each(|item| hide_secrets(item, redactor)),
-        Value::Object(members) => {
-            // A member's name is relayed too.
-            if members.keys().any(|name| redactor.finds_in(name)) {
-                *members = std::mem::take(members)
-                    .into_iter()
-                    .map(|(name, member)| (redactor.redact(&name), member))
-                    .collect();
-            }
-            members
-                .values_mut()
-                .for_each(|member| hide_secrets(member, redactor));
-        }
-        _ => {}
     }
 }
 

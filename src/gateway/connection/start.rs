@@ -255,7 +255,7 @@ impl Upstream {
             .map(|mut tool| {
                 // A definition quoting the request's token reaches neither
                 // the cache nor the model.
-                super::calls::hide_secrets(&mut tool, &held);
+                held.redact_json(&mut tool);
                 tool
             })
             .collect();

@@ -26,6 +26,11 @@ struct OAuthServer {
 
 impl OAuthServer {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// The server with more of its options (see its docstring).
+    fn start_with(options: &[&str]) -> Self {
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/upstreams/oauth_server.py"
@@ -38,6 +43,7 @@ impl OAuthServer {
                 "--machine-secret",
                 MACHINE_SECRET,
             ])
+            .args(options)
             .stdout(Stdio::piped())
             .stdin(Stdio::null())
             .spawn()
@@ -51,6 +57,17 @@ impl OAuthServer {
             child,
             base: format!("http://127.0.0.1:{port}"),
         }
+    }
+
+    fn post(&self, path: &str) {
+        let runtime = common::http::runtime();
+        runtime.block_on(async {
+            common::http::client()
+                .post(format!("{}{path}", self.base))
+                .send()
+                .await
+                .unwrap()
+        });
     }
 
     fn stats(&self) -> Value {
@@ -247,40 +264,8 @@ fn browser_sign_in_is_asked_for_then_login_stores_tokens_that_refresh() {
     client.finish();
 
     // `upstream login --no-browser`: the test is the browser.
-    let mut login = setup
-        .command(&["upstream", "login", "secure", "--no-browser"])
-        .env("ZEN_CONFIG_DIR", setup.path("config"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (found, url) = std::sync::mpsc::channel();
-    let stderr = BufReader::new(login.stderr.take().unwrap());
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            if line.trim_start().starts_with("http://") {
-                let _ = found.send(line.trim().to_owned());
-            }
-        }
-    });
-    let url = url
-        .recv_timeout(Duration::from_secs(30))
-        .expect("login printed the authorization URL");
+    login(&setup, "secure");
     let runtime = common::http::runtime();
-    let page = runtime.block_on(async {
-        // Following the redirect lands on zenmode's loopback callback.
-        common::http::client()
-            .get(&url)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    });
-    assert!(page.contains("signed in"), "{page}");
-    let status_code = login.wait().unwrap();
-    assert!(status_code.success());
 
     // Serving again: calls succeed across several expiries, by refresh.
     let mut client = serve(&setup);
@@ -498,4 +483,408 @@ fn a_bearer_token_server_without_oauth_metadata_is_told_to_take_a_header() {
         "{stderr}"
     );
     assert!(!stderr.contains("upstream login api2"), "{stderr}");
+}
+
+/// `zenmode upstream login NAME --no-browser`, the test being the browser.
+fn login(setup: &Setup, name: &str) {
+    let mut login = setup
+        .command(&["upstream", "login", name, "--no-browser"])
+        .env("ZEN_CONFIG_DIR", setup.path("config"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (found, url) = std::sync::mpsc::channel();
+    let stderr = BufReader::new(login.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if line.trim_start().starts_with("http://") {
+                let _ = found.send(line.trim().to_owned());
+            }
+        }
+    });
+    let url = url
+        .recv_timeout(Duration::from_secs(30))
+        .expect("login printed the authorization URL");
+    let runtime = common::http::runtime();
+    let page = runtime.block_on(async {
+        // Following the redirect lands on zenmode's loopback callback.
+        common::http::client()
+            .get(&url)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    assert!(page.contains("signed in"), "{page}");
+    let status_code = login.wait().unwrap();
+    assert!(status_code.success());
+}
+
+/// Every secret the server issued (tokens, refresh tokens) and the machine
+/// client's secret.
+fn issued_secrets(server: &OAuthServer) -> Vec<String> {
+    let stats = server.stats();
+    let mut secrets = vec![MACHINE_SECRET.to_owned()];
+    for issued in stats["issued"].as_array().unwrap() {
+        for field in ["token", "refresh"] {
+            if let Some(secret) = issued[field].as_str() {
+                secrets.push(secret.to_owned());
+            }
+        }
+    }
+    secrets
+}
+
+/// Issue 45 item 1: an HTTP upstream that quotes the request's
+/// `Authorization` header (or lists what it issued) hands no token,
+/// refresh token or client secret to the client: not in a tool's text, its
+/// structured content (values or names), a JSON-RPC error, a resource read
+/// or a prompt; not even another server's.
+#[test]
+fn item1_tokens_an_upstream_quotes_back_never_reach_the_client() {
+    let server = OAuthServer::start();
+    let setup = Setup::new(json!({
+        "secure": {"url": format!("{}/mcp", server.base)},
+        "machine": {
+            "url": format!("{}/mcp", server.base),
+            "oauth": {"client_id": "machine", "client_secret": MACHINE_SECRET, "grant": "client_credentials"}
+        }
+    }));
+    login(&setup, "secure");
+    let mut client = serve(&setup);
+    let mut relayed = Vec::new();
+    for server_name in ["secure", "machine"] {
+        let whoami = execute(&mut client, &format!("{server_name}__whoami"), json!({}));
+        assert!(
+            common::text_of(&whoami).contains("you sent Bearer [redacted]"),
+            "the header was quoted, its token hidden: {whoami}"
+        );
+        relayed.push(whoami);
+        let leak = execute(&mut client, &format!("{server_name}__leak"), json!({}));
+        assert!(
+            common::text_of(&leak).contains("bad request: Bearer [redacted]"),
+            "{leak}"
+        );
+        relayed.push(leak);
+        relayed.push(execute(
+            &mut client,
+            &format!("{server_name}__leak_all"),
+            json!({}),
+        ));
+    }
+    let mut uris = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let params = match &cursor {
+            Value::Null => json!({}),
+            cursor => json!({"cursor": cursor}),
+        };
+        let page = client.call("resources/list", params);
+        for resource in page["resources"].as_array().unwrap() {
+            uris.push(resource["uri"].as_str().unwrap().to_owned());
+        }
+        cursor = page["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert_eq!(uris.len(), 2, "{uris:?}");
+    for uri in uris {
+        let read = client.call("resources/read", json!({"uri": uri}));
+        assert!(
+            read.to_string().contains("read with Bearer [redacted]"),
+            "{read}"
+        );
+        relayed.push(read);
+    }
+    let prompts = client.call("prompts/list", json!({}));
+    for prompt in prompts["prompts"].as_array().unwrap() {
+        let got = client.call("prompts/get", json!({"name": prompt["name"]}));
+        assert!(
+            got.to_string().contains("prompt for Bearer [redacted]"),
+            "{got}"
+        );
+        relayed.push(got);
+    }
+    client.finish();
+    // Tool definitions too (the cached catalog is what the model sees).
+    let mut cached = String::new();
+    for entry in std::fs::read_dir(setup.path("cache").join("upstreams")).unwrap() {
+        cached.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default());
+    }
+    assert!(cached.contains("Listed for Bearer [redacted]"), "{cached}");
+    relayed.push(Value::String(cached));
+    let secrets = issued_secrets(&server);
+    assert!(secrets.len() > 3, "tokens were issued: {secrets:?}");
+    for reply in &relayed {
+        let text = reply.to_string();
+        for secret in &secrets {
+            assert!(
+                !text.contains(secret.as_str()),
+                "a secret reached the client: {text}"
+            );
+        }
+    }
+}
+
+/// A `zenmode serve` of `setup` whose stderr goes to `log`.
+fn serve_logging_to(setup: &Setup, log: &str) -> Client {
+    let mut command = setup.command(&["serve"]);
+    command
+        .env("ZEN_CONFIG_DIR", setup.path("config"))
+        .env("RUST_LOG", "debug")
+        .stderr(std::fs::File::create(setup.path(log)).unwrap());
+    let mut client = Client::spawn_keeping_stderr(command);
+    client.initialize();
+    client
+}
+
+/// Issue 45 item 5: two `zenmode serve` processes (two client sessions)
+/// share one token file. The authorization server rotates refresh tokens,
+/// takes 0.5 s to answer a refresh, and signs the whole family out when a
+/// refresh token is used twice (as Auth0 and Okta do). Both processes call
+/// across several expiries; only one renews each time, the other takes
+/// its token from the file, and no call fails.
+#[test]
+fn item5_two_serve_processes_on_one_token_file_renew_one_at_a_time() {
+    let server = OAuthServer::start_with(&["--reuse-detection", "--refresh-delay", "1.5"]);
+    let setup = Setup::new(json!({"secure": {"url": format!("{}/mcp", server.base)}}));
+    login(&setup, "secure");
+    let clients = [
+        serve_logging_to(&setup, "first.log"),
+        serve_logging_to(&setup, "second.log"),
+    ];
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let running: Vec<_> = clients
+            .into_iter()
+            .enumerate()
+            .map(|(which, mut client)| {
+                scope.spawn(move || {
+                    let mut failures = Vec::new();
+                    let started = Instant::now();
+                    let mut n = 0;
+                    // Tokens live 2 s: about five expiries.
+                    while started.elapsed() < Duration::from_secs(9) {
+                        n += 1;
+                        let text = format!("process {which} call {n}");
+                        let reply = execute(&mut client, "secure__echo", json!({"text": text}));
+                        if !common::text_of(&reply).contains(&format!("echo: {text}")) {
+                            failures.push(format!("{:?}: {reply}", started.elapsed()));
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    client.finish();
+                    failures
+                })
+            })
+            .collect();
+        running
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect()
+    });
+    let stats = server.stats();
+    assert!(failures.is_empty(), "calls failed: {failures:#?}\n{stats}");
+    assert_eq!(stats["reuse_detected"], 0, "{stats}");
+    assert_eq!(stats["refused_refresh"], 0, "{stats}");
+    let (times, _) = issued(&stats, "refresh_token");
+    assert!(times.len() >= 3, "renewed across expiries: {stats}");
+}
+
+/// Issue 45 item 6: a slow refresh endpoint that fails. Six calls that
+/// find the token expired wait for one refresh and fail with it, within
+/// their timeout; they do not each try again in turn.
+#[test]
+fn item6_a_failed_refresh_fails_the_calls_waiting_for_it_within_their_timeout() {
+    let server = OAuthServer::start_with(&["--refresh-delay", "2"]);
+    let setup =
+        Setup::new(json!({"secure": {"url": format!("{}/mcp", server.base), "timeout": 5}}));
+    login(&setup, "secure");
+    let mut client = serve(&setup);
+    let reply = execute(&mut client, "secure__echo", json!({"text": "warm"}));
+    assert!(common::text_of(&reply).contains("echo: warm"), "{reply}");
+    server.post("/fail-refresh");
+    let before = server.stats()["refresh_requests"].as_u64().unwrap();
+    // The access token (2 s) has aged out.
+    std::thread::sleep(Duration::from_millis(2500));
+    let sent = Instant::now();
+    let ids: Vec<Value> = (0..6u64).map(|i| json!(9000 + i)).collect();
+    for id in &ids {
+        client.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "zen_execute", "arguments": {"mode": "secure__echo",
+            "request": {"text": "in the storm"}}}}));
+    }
+    let replies: Vec<(Duration, Value)> = ids
+        .iter()
+        .map(|id| {
+            let reply = client.wait_for(|m| &m["id"] == id && m.get("method").is_none());
+            (sent.elapsed(), reply)
+        })
+        .collect();
+    let refreshes = server.stats()["refresh_requests"].as_u64().unwrap() - before;
+    let waits: Vec<Duration> = replies.iter().map(|(waited, _)| *waited).collect();
+    assert!(
+        refreshes <= 2,
+        "{refreshes} refresh requests for one expiry; the calls ended after {waits:?}"
+    );
+    for (waited, reply) in &replies {
+        // The timeout (5 s) bounds the whole call; 2 s more for a loaded machine.
+        assert!(
+            *waited < Duration::from_secs(7),
+            "a call ended after {waited:?}: {reply}"
+        );
+        let text = common::text_of(&reply["result"]);
+        assert!(reply["result"]["isError"] == true, "{reply}");
+        assert!(text.contains("renewing its access token failed"), "{reply}");
+    }
+    client.finish();
+}
+
+/// Issue 45 item 7: zenmode's own discovery fallback (a server whose
+/// metadata names an issuer under a path of its origin) reads at most
+/// 1 MiB of metadata, as rmcp does; a 2 MiB document is refused.
+#[test]
+fn item7_the_discovery_fallback_refuses_metadata_over_one_mebibyte() {
+    let server = OAuthServer::start_with(&["--tenant-issuer"]);
+    let setup = Setup::new(json!({"secure": {"url": format!("{}/mcp", server.base)}}));
+    let mut login = setup
+        .command(&["upstream", "login", "secure", "--no-browser"])
+        .env("ZEN_CONFIG_DIR", setup.path("config"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    let stderr = BufReader::new(login.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let mut said = String::new();
+    while let Ok(line) = received.recv_timeout(Duration::from_secs(60)) {
+        if line.trim_start().starts_with("http://") {
+            let _ = login.kill();
+            let _ = login.wait();
+            panic!("the 2 MiB metadata was taken and sign-in began:\n{said}{line}");
+        }
+        said.push_str(&line);
+        said.push('\n');
+    }
+    let status = login.wait().unwrap();
+    assert!(!status.success(), "{said}");
+    assert!(said.contains("over its limit of 1048576 bytes"), "{said}");
+    assert!(
+        server.stats()["issued"].as_array().unwrap().is_empty(),
+        "nothing was issued"
+    );
+}
+
+/// Issue 45 item 13: a token directory that is a symbolic link (to a
+/// shared directory with the sticky bit, say) is not zenmode's: saving
+/// tokens leaves its mode alone, says why, and the token file is still
+/// owner-only.
+#[cfg(unix)]
+#[test]
+fn item13_a_linked_token_directory_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = OAuthServer::start();
+    let setup = Setup::new(json!({"machine": {
+        "url": format!("{}/mcp", server.base),
+        "oauth": {"client_id": "machine", "client_secret": MACHINE_SECRET, "grant": "client_credentials"}
+    }}));
+    let shared = setup.path("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::fs::create_dir_all(setup.path("config")).unwrap();
+    std::os::unix::fs::symlink(&shared, setup.path("config").join("oauth")).unwrap();
+    let output = setup
+        .command(&["upstream", "login", "machine"])
+        .env("ZEN_CONFIG_DIR", setup.path("config"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let mode = std::fs::metadata(&shared).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o1777, "the linked directory's mode changed");
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    let file = std::fs::read_dir(&shared)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|e| e == "json"))
+        .expect("the token file is in the linked directory");
+    assert_eq!(mode_of(&file), 0o600);
+}
+
+/// Issue 45 item 15: OAuth refusals on a running server say what happened
+/// and do not count as crashes: a scope the step-ups did not get is
+/// `insufficient_scope` (and the next call runs at once, no crash
+/// backoff); a refresh token the server no longer takes is `needs_sign_in`,
+/// which `zenmode status` shows too.
+#[test]
+fn item15_oauth_refusals_are_named_and_are_not_crashes() {
+    let server = OAuthServer::start();
+    let setup = Setup::new(json!({
+        "secure": {"url": format!("{}/mcp", server.base)},
+        "machine": {
+            "url": format!("{}/mcp", server.base),
+            "oauth": {"client_id": "machine", "client_secret": MACHINE_SECRET, "grant": "client_credentials"}
+        }
+    }));
+    login(&setup, "secure");
+    let mut client = serve(&setup);
+    for _ in 0..3 {
+        let reply = execute(&mut client, "machine__admin", json!({}));
+        let text = common::text_of(&reply);
+        assert!(reply["isError"] == true, "{reply}");
+        assert!(text.contains("insufficient scope"), "{reply}");
+        assert!(text.contains(r#"wants \"admin\""#), "{reply}");
+        assert!(!text.contains("stopped during the call"), "{reply}");
+    }
+    let reply = execute(&mut client, "machine__echo", json!({"text": "still here"}));
+    assert!(
+        common::text_of(&reply).contains("echo: still here"),
+        "no crash backoff: {reply}"
+    );
+
+    let reply = execute(&mut client, "secure__echo", json!({"text": "signed in"}));
+    assert!(
+        common::text_of(&reply).contains("echo: signed in"),
+        "{reply}"
+    );
+    server.post("/revoke-refresh");
+    // The access token (2 s) has aged out; its refresh is refused.
+    std::thread::sleep(Duration::from_millis(2500));
+    for _ in 0..2 {
+        let reply = execute(&mut client, "secure__echo", json!({"text": "lost"}));
+        let text = common::text_of(&reply);
+        assert!(text.contains("needs sign-in"), "{reply}");
+        assert!(text.contains("zenmode upstream login secure"), "{reply}");
+        assert!(!text.contains("stopped during the call"), "{reply}");
+        assert!(!text.contains("retries it in"), "{reply}");
+    }
+    let output = setup
+        .command(&["status", "--json"])
+        .env("ZEN_CONFIG_DIR", setup.path("config"))
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let row = status["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["server"] == "secure")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(row["state"], "needs sign-in", "{status}");
+
+    // Signing in again while it runs: the next call works, no restart.
+    login(&setup, "secure");
+    let reply = execute(&mut client, "secure__echo", json!({"text": "back"}));
+    assert!(common::text_of(&reply).contains("echo: back"), "{reply}");
+    client.finish();
 }

@@ -17,6 +17,12 @@ pub enum FailureKind {
     InvalidRequest,
     /// A `requestState` zenmode did not issue, or not for this call.
     InvalidRequestState,
+    /// The server wants a scope the sign-in did not get, even after
+    /// signing in again with it.
+    InsufficientScope,
+    /// The server's sign-in is gone (its refresh token refused, or no
+    /// tokens): a person signs in again with `zenmode upstream login`.
+    NeedsSignIn,
     /// The tool's live definition differs from the approved one.
     Quarantined,
     UnknownPrompt,
@@ -44,6 +50,8 @@ impl FailureKind {
             FailureKind::InvalidReference => "invalid_reference",
             FailureKind::InvalidRequest => "invalid_request",
             FailureKind::InvalidRequestState => "invalid_request_state",
+            FailureKind::InsufficientScope => "insufficient_scope",
+            FailureKind::NeedsSignIn => "needs_sign_in",
             FailureKind::Quarantined => "quarantined",
             FailureKind::UnknownPrompt => "unknown_prompt",
             FailureKind::UnknownResource => "unknown_resource",

@@ -185,6 +185,20 @@ pub fn open_private_append(path: &Path) -> io::Result<fs::File> {
     options.open(path)
 }
 
+/// Opens (creating it owner-only, with its directory) the lock file at
+/// `path`, for an advisory lock (`File::lock`) that processes share. Its
+/// content is nothing; only the lock matters.
+pub fn open_lock_file(path: &Path) -> io::Result<fs::File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir)?;
+    }
+    let mut options = fs::OpenOptions::new();
+    options.create(true).read(true).write(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
+    options.open(path)
+}
+
 fn write_new(temporary: &Path, bytes: &[u8], mode: Option<u32>, flush: Flush) -> io::Result<()> {
     let mut options = fs::OpenOptions::new();
     options.write(true).create_new(true);

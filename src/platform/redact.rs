@@ -108,6 +108,51 @@ impl Redactor {
         text
     }
 
+    /// `value` with every known secret hidden in its strings and in the
+    /// names of its members (a JSON answer relayed whole).
+    pub fn redact_json(&self, value: &mut serde_json::Value) {
+        use serde_json::Value;
+        if self.is_empty() {
+            return;
+        }
+        match value {
+            Value::String(text) if self.finds_in(text) => *text = self.redact(text),
+            Value::Array(items) => items.iter_mut().for_each(|item| self.redact_json(item)),
+            Value::Object(members) => {
+                if members.keys().any(|name| self.finds_in(name)) {
+                    *members = std::mem::take(members)
+                        .into_iter()
+                        .map(|(name, member)| (self.redact(&name), member))
+                        .collect();
+                }
+                members
+                    .values_mut()
+                    .for_each(|member| self.redact_json(member));
+            }
+            _ => {}
+        }
+    }
+
+    /// `value` (a request or answer in its typed form) with every known
+    /// secret hidden, through its JSON form; unchanged when nothing is
+    /// found or the hidden form no longer reads as the type.
+    pub fn redact_typed<T>(&self, value: T) -> T
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        if self.is_empty() {
+            return value;
+        }
+        let Ok(mut json) = serde_json::to_value(&value) else {
+            return value;
+        };
+        if !self.finds_in(&json.to_string()) {
+            return value;
+        }
+        self.redact_json(&mut json);
+        serde_json::from_value(json).unwrap_or(value)
+    }
+
     /// Whether `text` holds a secret this redactor would hide.
     pub fn finds_in(&self, text: &str) -> bool {
         self.anywhere.iter().any(|s| text.contains(s.as_str()))
@@ -115,6 +160,14 @@ impl Redactor {
                 .whole_tokens
                 .iter()
                 .any(|s| replace_whole_tokens(text, s) != text)
+    }
+
+    /// This redactor and `other`'s secrets together.
+    pub fn merged(mut self, other: &Redactor) -> Self {
+        if !other.is_empty() {
+            self.merge(other);
+        }
+        self
     }
 
     fn merge(&mut self, other: &Redactor) {
@@ -411,6 +464,41 @@ mod tests {
             !redactor
                 .redact("key real-key-value-123")
                 .contains("real-key")
+        );
+    }
+
+    #[test]
+    fn json_is_cleaned_in_values_and_member_names_and_typed_values_keep_their_type() {
+        let redactor = Redactor::new(vec!["tok-secret-1234".into()]);
+        let mut value = serde_json::json!({
+            "text": "Bearer tok-secret-1234",
+            "list": [1, "tok-secret-1234"],
+            "Bearer tok-secret-1234": {"nested": "x tok-secret-1234"}
+        });
+        redactor.redact_json(&mut value);
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "text": "Bearer [redacted]",
+                "list": [1, "[redacted]"],
+                "Bearer [redacted]": {"nested": "x [redacted]"}
+            })
+        );
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct Asked {
+            message: String,
+            count: u32,
+        }
+        let asked = Asked {
+            message: "you sent tok-secret-1234".into(),
+            count: 2,
+        };
+        assert_eq!(
+            redactor.redact_typed(asked),
+            Asked {
+                message: "you sent [redacted]".into(),
+                count: 2
+            }
         );
     }
 

@@ -149,65 +149,102 @@ pub fn query_value(url: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
+/// How long one connection to the callback port may take to send its
+/// request line. A browser sends it at once; a connection that sends
+/// nothing is dropped after this, and never delays the others.
+const CALLBACK_READ_WAIT: Duration = Duration::from_secs(2);
+
 /// Answers requests on the loopback port until one is the callback with
 /// the expected `state`; returns its full URL. Others get an error page.
+/// Connections are served side by side, so idle or slow ones cannot hold
+/// up the browser's.
 pub async fn wait_for_callback(
     listener: &tokio::net::TcpListener,
     state: &str,
     port: u16,
 ) -> Result<String, String> {
+    let mut serving = tokio::task::JoinSet::new();
     loop {
-        let (mut stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
-        let mut head = vec![0u8; 8192];
-        let read = match tokio::time::timeout(Duration::from_secs(10), stream.read(&mut head)).await
-        {
-            Ok(Ok(n)) => n,
-            _ => continue,
-        };
-        let text = String::from_utf8_lossy(&head[..read]);
-        let target = text
-            .lines()
-            .next()
-            .and_then(|line| line.split_whitespace().nth(1))
-            .unwrap_or_default()
-            .to_owned();
-        let full = format!("http://127.0.0.1:{port}{target}");
-        let reply = |status: &str, body: &str| {
-            format!(
-                "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            )
-        };
-        let (answer, outcome) = if !target.starts_with("/callback") {
-            (reply("404 Not Found", "not the sign-in callback"), None)
-        } else if query_value(&full, "state").as_deref() != Some(state) {
-            (
-                reply(
-                    "400 Bad Request",
-                    "this answer does not belong to the sign-in zenmode started (state differs)",
-                ),
-                None,
-            )
-        } else if let Some(error) = query_value(&full, "error") {
-            let why = query_value(&full, "error_description").unwrap_or_default();
-            (
-                reply("200 OK", "sign-in refused; see the terminal"),
-                Some(Err(format!(
-                    "the authorization server refused: {error} {why}"
-                ))),
-            )
-        } else {
-            (
-                reply("200 OK", "zenmode is signed in; you can close this tab."),
-                Some(Ok(full)),
-            )
-        };
-        let _ = stream.write_all(answer.as_bytes()).await;
-        let _ = stream.shutdown().await;
-        if let Some(outcome) = outcome {
-            return outcome;
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = accepted.map_err(|e| e.to_string())?;
+                serving.spawn(answer_callback(stream, state.to_owned(), port));
+            }
+            Some(served) = serving.join_next(), if !serving.is_empty() => {
+                if let Ok(Some(outcome)) = served {
+                    return outcome;
+                }
+            }
         }
     }
+}
+
+/// Reads one request from `stream` (within [`CALLBACK_READ_WAIT`]) and
+/// answers it; `Some` when it was the callback that ends the wait.
+async fn answer_callback(
+    mut stream: tokio::net::TcpStream,
+    state: String,
+    port: u16,
+) -> Option<Result<String, String>> {
+    let mut head = Vec::with_capacity(1024);
+    let read = tokio::time::timeout(CALLBACK_READ_WAIT, async {
+        let mut buffer = [0u8; 1024];
+        // The request line is all that is read: up to its end or 8 KiB.
+        while !head.contains(&b'\n') && head.len() < 8192 {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&buffer[..n]),
+            }
+        }
+    })
+    .await;
+    if read.is_err() || head.is_empty() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&head);
+    let target = text
+        .lines()
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
+        .unwrap_or_default()
+        .to_owned();
+    let full = format!("http://127.0.0.1:{port}{target}");
+    let reply = |status: &str, body: &str| {
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let (answer, outcome) = if !target.starts_with("/callback") {
+        (reply("404 Not Found", "not the sign-in callback"), None)
+    } else if query_value(&full, "state").as_deref() != Some(state.as_str()) {
+        (
+            reply(
+                "400 Bad Request",
+                "this answer does not belong to the sign-in zenmode started (state differs)",
+            ),
+            None,
+        )
+    } else if let Some(error) = query_value(&full, "error") {
+        let why = query_value(&full, "error_description").unwrap_or_default();
+        (
+            reply("200 OK", "sign-in refused; see the terminal"),
+            Some(Err(format!(
+                "the authorization server refused: {error} {why}"
+            ))),
+        )
+    } else {
+        (
+            reply("200 OK", "zenmode is signed in; you can close this tab."),
+            Some(Ok(full)),
+        )
+    };
+    let _ = tokio::time::timeout(CALLBACK_READ_WAIT, async {
+        let _ = stream.write_all(answer.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+    outcome
 }
 
 #[cfg(test)]
@@ -247,5 +284,36 @@ mod tests {
         get(port, "/callback?error=access_denied&state=s2").await;
         let error = waiting.await.unwrap().unwrap_err();
         assert!(error.contains("access_denied"), "{error}");
+    }
+
+    /// Issue 45 item 14: connections that never send a request (a port
+    /// scanner, a browser's speculative connection) are served beside the
+    /// browser's, not before it. Each one used to hold the listener for
+    /// 10 s, so thirty of them outlasted the whole login.
+    #[tokio::test]
+    async fn idle_connections_do_not_hold_up_the_callback() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let waiting = tokio::spawn(async move { wait_for_callback(&listener, "s3", port).await });
+        let mut idle = Vec::new();
+        for _ in 0..30 {
+            idle.push(
+                tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .unwrap(),
+            );
+        }
+        // Thirty idle connections held the old listener for 300 s; a
+        // minute is far more than serving them side by side takes.
+        let good = tokio::time::timeout(
+            Duration::from_secs(60),
+            get(port, "/callback?code=c3&state=s3"),
+        )
+        .await
+        .expect("the callback was answered while idle connections were open");
+        assert!(good.starts_with("HTTP/1.1 200"), "{good}");
+        let url = waiting.await.unwrap().unwrap();
+        assert_eq!(query_value(&url, "code").as_deref(), Some("c3"));
+        drop(idle);
     }
 }

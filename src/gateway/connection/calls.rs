@@ -5,7 +5,10 @@
 //! completion). Each is bounded by the entry's timeout, and the server's
 //! secrets are hidden in what comes back.
 
-use std::{sync::atomic::Ordering, time::Instant};
+use std::{
+    sync::atomic::Ordering,
+    time::{Duration, Instant},
+};
 
 use rmcp::{
     model::{
@@ -13,7 +16,7 @@ use rmcp::{
         DEFAULT_MRTR_MAX_ROUNDS, InputRequiredResult, PaginatedRequestParams, Request,
         RequestOptionalParam, ServerResult,
     },
-    service::PeerRequestOptions,
+    service::{PeerRequestOptions, ServiceError},
 };
 use serde_json::{Map, Value};
 
@@ -22,7 +25,6 @@ use crate::gateway::error::FailureKind;
 use crate::{
     call::CallContext,
     gateway::{
-        config::Redactor,
         error::GatewayError,
         pins::{self, Verdict},
         request_state,
@@ -44,14 +46,21 @@ impl Upstream {
         connection.in_flight.fetch_add(1, Ordering::SeqCst);
         connection.touch();
         let options = PeerRequestOptions::with_timeout(self.config.timeout);
-        let answer = match connection
-            .peer
-            .send_request_with_option(request, options)
-            .await
-        {
-            Ok(handle) => handle.await_response().await,
-            Err(error) => Err(error),
+        let sent = async {
+            match connection
+                .peer
+                .send_request_with_option(request, options)
+                .await
+            {
+                Ok(handle) => handle.await_response().await,
+                Err(error) => Err(error),
+            }
         };
+        let answer = tokio::time::timeout_at(self.deadline(), sent)
+            .await
+            .unwrap_or(Err(ServiceError::Timeout {
+                timeout: self.config.timeout,
+            }));
         connection.in_flight.fetch_sub(1, Ordering::SeqCst);
         connection.touch();
         let answer = answer.map_err(|e| self.service_error(e));
@@ -66,7 +75,7 @@ impl Upstream {
                 format!("unreadable result: {e}"),
             )
         })?;
-        hide_secrets(&mut result, &self.redactor);
+        self.secrets().redact_json(&mut result);
         Ok(result)
     }
 
@@ -98,6 +107,11 @@ impl Upstream {
                 duration_ms: started.elapsed().as_millis() as u64,
                 outcome: result.to_owned(),
             });
+            // Signed in again (`zenmode upstream login` while it ran).
+            if outcome.is_ok() && state.state == crate::gateway::oauth::NEEDS_SIGN_IN {
+                state.state = "running".into();
+                state.last_error = None;
+            }
         });
         outcome
     }
@@ -185,7 +199,11 @@ impl Upstream {
                     }
                     let responses = self
                         .callers
-                        .fulfil(self.name(), asked.input_requests.unwrap_or_default())
+                        .fulfil(
+                            self.name(),
+                            self.secrets()
+                                .redact_typed(asked.input_requests.unwrap_or_default()),
+                        )
                         .await
                         .map_err(|e| {
                             self.error(FailureKind::InputRefused, e.message.into_owned())
@@ -215,7 +233,7 @@ impl Upstream {
             // An upstream that echoes its own credentials (an error
             // quoting the request, a tool printing its environment)
             // does not hand them to the client.
-            hide_secrets(&mut result, &self.redactor);
+            self.secrets().redact_json(&mut result);
             return Ok(result);
         }
     }
@@ -248,11 +266,17 @@ impl Upstream {
     ) -> Result<ServerResult, GatewayError> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let options = PeerRequestOptions::with_timeout(self.config.timeout);
-        let handle = connection
-            .peer
-            .send_cancellable_request(request, options)
-            .await
-            .map_err(|e| self.service_error(e))?;
+        let deadline = self.deadline();
+        let timed_out = || ServiceError::Timeout {
+            timeout: self.config.timeout,
+        };
+        let handle = tokio::time::timeout_at(
+            deadline,
+            connection.peer.send_cancellable_request(request, options),
+        )
+        .await
+        .unwrap_or_else(|_| Err(timed_out()))
+        .map_err(|e| self.service_error(e))?;
         let token = handle.progress_token.clone();
         let id = handle.id.clone();
         if let Some(sink) = &call.progress
@@ -261,7 +285,9 @@ impl Upstream {
             routes.insert(token.clone(), sink.clone());
         }
         let answer = tokio::select! {
-            answer = handle.await_response() => Some(answer),
+            answer = tokio::time::timeout_at(deadline, handle.await_response()) => {
+                Some(answer.unwrap_or_else(|_| Err(timed_out())))
+            }
             _ = call.cancel.cancelled() => None,
         };
         if let Ok(mut routes) = self.routes.lock() {
@@ -279,20 +305,18 @@ impl Upstream {
     }
 }
 
-/// Every string in `value` with the redactor's secrets hidden.
-fn hide_secrets(value: &mut Value, redactor: &Redactor) {
-    if redactor.is_empty() {
-        return;
-    }
-    match value {
-        Value::String(text) if redactor.finds_in(text) => *text = redactor.redact(text),
-        Value::Array(items) => items
-            .iter_mut()
-            .for_each(|item| hide_secrets(item, redactor)),
-        Value::Object(members) => members
-            .values_mut()
-            .for_each(|member| hide_secrets(member, redactor)),
-        _ => {}
+/// How long past a request's timeout its caller still waits. rmcp's own
+/// timeout ends the wait for the answer, but then waits until its
+/// cancellation reaches the server, which an HTTP server's token renewal
+/// can hold up for as long as the renewal takes; the caller does not wait
+/// for that.
+const TIMEOUT_GRACE: Duration = Duration::from_millis(500);
+
+impl Upstream {
+    /// When a request sent now has waited long enough, whatever it waits
+    /// for (the session's queue, a token renewal, the answer).
+    fn deadline(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + self.config.timeout + TIMEOUT_GRACE
     }
 }
 

@@ -21,6 +21,7 @@ use rmcp::{
 use crate::{
     call::ProgressSink,
     gateway::{
+        config::Redactor,
         events::{EventSender, UpstreamEvent},
         flowback::{self, Callers, RootsResult, SamplingParams, SamplingResult},
     },
@@ -37,6 +38,8 @@ pub(super) struct ClientSide {
     pub(super) callers: Callers,
     /// Where resource and prompt notifications go (see [`EventSender`]).
     pub(super) events: Option<EventSender>,
+    /// The server's own secrets, hidden in what it sends the client.
+    pub(super) redactor: Redactor,
 }
 
 impl ClientHandler for ClientSide {
@@ -58,7 +61,8 @@ impl ClientHandler for ClientSide {
             .ok()
             .and_then(|routes| routes.get(&params.progress_token).cloned());
         if let Some(sink) = sink {
-            sink.report_detail(params.progress, params.total, params.message)
+            let message = params.message.map(|text| self.secrets().redact(&text));
+            sink.report_detail(params.progress, params.total, message)
                 .await;
         }
     }
@@ -87,6 +91,7 @@ impl ClientHandler for ClientSide {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
+        let request = self.hidden(request);
         self.callers.elicit(&self.server, request).await
     }
 
@@ -95,6 +100,7 @@ impl ClientHandler for ClientSide {
         params: SamplingParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<SamplingResult, ErrorData> {
+        let params = self.hidden(params);
         self.callers.create_message(&self.server, params).await
     }
 
@@ -107,6 +113,17 @@ impl ClientHandler for ClientSide {
 }
 
 impl ClientSide {
+    /// What is hidden in what the server sends the client: its own secrets
+    /// and every OAuth secret the process holds.
+    fn secrets(&self) -> Redactor {
+        crate::gateway::oauth::token_file::with_held(&self.redactor)
+    }
+
+    /// `value` (a request the server sends the client) with them hidden.
+    fn hidden<T: serde::Serialize + serde::de::DeserializeOwned>(&self, value: T) -> T {
+        self.secrets().redact_typed(value)
+    }
+
     fn relay(&self, event: UpstreamEvent) {
         if let Some(events) = &self.events {
             // No session listening is not an error.

@@ -100,6 +100,7 @@ impl Upstream {
             routes: self.routes.clone(),
             callers: self.callers.clone(),
             events: self.events.clone(),
+            redactor: self.redactor.clone(),
         };
         let (service, spawned) = match self.launch.as_ref().map_err(Clone::clone)? {
             Transport::Stdio {
@@ -168,7 +169,7 @@ impl Upstream {
                         format!(
                             "server {:?} did not complete the MCP handshake: {}{}",
                             self.name(),
-                            self.redactor.redact(&e.to_string()),
+                            self.secrets().redact(&e.to_string()),
                             self.stderr_note()
                         )
                     })?;
@@ -230,7 +231,7 @@ impl Upstream {
                             Transport::Http { url, .. } => url.as_str(),
                             Transport::Stdio { .. } => url.as_str(),
                         };
-                        return self.redactor.redact(
+                        return self.secrets().redact(
                             &crate::gateway::oauth::needs_credential_message(self.name(), shown),
                         );
                     }
@@ -238,7 +239,7 @@ impl Upstream {
                         "server {:?} ({}): {}",
                         self.name(),
                         self.config.describe(),
-                        self.redactor
+                        self.secrets()
                             .redact(&crate::gateway::http_errors::explain_handshake(&e))
                     )
                 })?;
@@ -256,9 +257,16 @@ impl Upstream {
                 ));
             }
         };
+        let held = crate::gateway::oauth::token_file::held();
         let tools: Vec<Value> = tools
             .into_iter()
             .filter_map(|tool| serde_json::to_value(tool).ok())
+            .map(|mut tool| {
+                // A definition quoting the request's token reaches neither
+                // the cache nor the model.
+                held.redact_json(&mut tool);
+                tool
+            })
             .collect();
         self.refresh_cache(&tools);
         let capabilities = service

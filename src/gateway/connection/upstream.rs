@@ -161,7 +161,7 @@ impl Upstream {
             .lock()
             .map(|tail| tail.iter().cloned().collect())
             .unwrap_or_default();
-        let message = self.redactor.redact(message);
+        let message = self.secrets().redact(message);
         let failed_as = crate::gateway::oauth::failure_state(self.name(), &message);
         self.record(|state| {
             state.state = failed_as.into();
@@ -169,6 +169,14 @@ impl Upstream {
             state.last_error = Some(message);
             state.stderr_tail = tail;
         });
+    }
+
+    /// What is hidden in everything relayed from this server (results,
+    /// errors, progress): its entry's secrets and every OAuth token, refresh
+    /// token and client secret this process holds, whichever server they
+    /// belong to.
+    pub(super) fn secrets(&self) -> Redactor {
+        crate::gateway::oauth::token_file::with_held(&self.redactor)
     }
 
     pub fn name(&self) -> &str {

@@ -5,7 +5,12 @@
 //! 30 s, before expiry), and once when the server answers 401 to it. All
 //! renewals and sign-ins of a server go through one lock: a call that finds
 //! the token stale waits for the renewal already under way and then uses
-//! its token, so many concurrent calls cause one refresh. A 403 with
+//! its token, so many concurrent calls cause one refresh; when that renewal
+//! failed, the calls that waited for it fail with its error instead of each
+//! trying again in turn. Across processes, the lock file beside the token
+//! file does the same ([`TokenFile::lock_renewal`]), and the file is read
+//! again under it: another process may have renewed (and, with rotating
+//! refresh tokens, replaced the refresh token this one holds). A 403 with
 //! `insufficient_scope` signs in again with the named scope, at most
 //! [`MAX_STEP_UPS`] times per request.
 
@@ -38,6 +43,12 @@ use crate::gateway::config::OAuthSettings;
 pub const MAX_STEP_UPS: u32 = 2;
 /// The longest a token is renewed before it expires.
 const MAX_MARGIN: Duration = Duration::from_secs(30);
+/// The longest one refresh or sign-in may take: the lock is held for it,
+/// and every call of the server (in every process) waits on that lock.
+const MAX_RENEWAL: Duration = Duration::from_secs(30);
+/// The longest a process waits for another's renewal (one renewal, and
+/// a margin for reading and writing the file).
+const MAX_LOCK_WAIT: Duration = Duration::from_secs(40);
 
 /// What the keeper may do when it has no usable token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,11 +80,44 @@ pub struct Keeper {
     sign_in: SignIn,
     current: Mutex<Option<Current>>,
     /// The manager once one exists; its lock is the one renewal lock.
-    manager: tokio::sync::Mutex<(bool, Option<AuthorizationManager>)>,
+    manager: tokio::sync::Mutex<Option<AuthorizationManager>>,
     needs_sign_in: AtomicBool,
     /// It answered 401 but offers no sign-in (see [`super::offers_sign_in`]).
     needs_credential: AtomicBool,
     renewals: AtomicU64,
+    /// Renewals and sign-ins tried (under the lock), and how the last one
+    /// failed, if it did: a call that waited for the lock learns whether
+    /// the attempt it waited for failed.
+    attempts: AtomicU64,
+    last_failure: Mutex<Option<Failure>>,
+}
+
+/// A failed renewal, kept for the calls that waited for it.
+#[derive(Clone)]
+enum Failure {
+    /// The authorization server refused the refresh token: only a new
+    /// sign-in helps.
+    Rejected(String),
+    Failed(String),
+    SignInNeeded,
+}
+
+impl Failure {
+    fn of(error: &AuthError) -> Failure {
+        match error {
+            AuthError::TokenRefreshRejected(why) => Failure::Rejected(why.clone()),
+            AuthError::AuthorizationRequired => Failure::SignInNeeded,
+            other => Failure::Failed(super::explain(other)),
+        }
+    }
+
+    fn error(&self) -> AuthError {
+        match self {
+            Failure::Rejected(why) => AuthError::TokenRefreshRejected(why.clone()),
+            Failure::Failed(why) => AuthError::TokenRefreshFailed(why.clone()),
+            Failure::SignInNeeded => AuthError::AuthorizationRequired,
+        }
+    }
 }
 
 impl Keeper {
@@ -91,11 +135,41 @@ impl Keeper {
             file,
             sign_in,
             current: Mutex::new(None),
-            manager: tokio::sync::Mutex::new((false, None)),
+            manager: tokio::sync::Mutex::new(None),
             needs_sign_in: AtomicBool::new(false),
             needs_credential: AtomicBool::new(false),
             renewals: AtomicU64::new(0),
+            attempts: AtomicU64::new(0),
+            last_failure: Mutex::new(None),
         }
+    }
+
+    /// The failure of an attempt that ended after `queued` (the attempt
+    /// count when the caller started waiting for the lock), if it failed.
+    fn failed_since(&self, queued: u64) -> Option<AuthError> {
+        if self.attempts.load(Ordering::SeqCst) == queued {
+            return None;
+        }
+        let failure = self.last_failure.lock().unwrap_or_else(|p| p.into_inner());
+        failure.as_ref().map(Failure::error)
+    }
+
+    /// Records how an attempt under the lock ended.
+    fn note_attempt<T>(&self, outcome: &Result<T, AuthError>) {
+        let failure = outcome.as_ref().err().map(Failure::of);
+        if matches!(failure, Some(Failure::Rejected(_) | Failure::SignInNeeded)) {
+            self.needs_sign_in.store(true, Ordering::Relaxed);
+        }
+        *self.last_failure.lock().unwrap_or_else(|p| p.into_inner()) = failure;
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Takes the lock shared with other processes.
+    async fn lock_file(&self) -> Result<std::fs::File, AuthError> {
+        self.file
+            .lock_renewal(MAX_LOCK_WAIT)
+            .await
+            .map_err(AuthError::CredentialStoreError)
     }
 
     /// Whether the server asked for sign-in that only a person can give.
@@ -131,6 +205,15 @@ impl Keeper {
             return false;
         };
         self.file.adopt(&saved);
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(same) = current.as_mut().filter(|c| c.token == fields.access) {
+            same.has_refresh = fields.refresh.is_some();
+            // The file is read again before every renewal; the token's
+            // renewal time stays the one set when it was first seen (the
+            // file counts its age in whole seconds, too coarse to recount
+            // it late in a short life).
+            return true;
+        }
         let renew_at = fields.expires_in.map(|life| {
             let now = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -141,7 +224,7 @@ impl Keeper {
             let left = life.saturating_sub(Duration::from_secs(age));
             Instant::now() + left.saturating_sub(MAX_MARGIN.min(life / 4))
         });
-        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(Current {
+        *current = Some(Current {
             token: fields.access,
             has_refresh: fields.refresh.is_some(),
             renew_at,
@@ -160,51 +243,92 @@ impl Keeper {
     }
 
     /// Renews the token (`stale` is the one the server refused, if any);
-    /// waits for a renewal under way instead of starting a second one.
+    /// waits for a renewal under way instead of starting a second one, and
+    /// fails with it when it failed.
     pub async fn renew(&self, stale: Option<&str>) -> Result<Option<String>, AuthError> {
+        let queued = self.attempts.load(Ordering::SeqCst);
         let mut guard = self.manager.lock().await;
         if let Some(token) = self.fresh()
             && Some(token.as_str()) != stale
         {
             return Ok(Some(token));
         }
-        if !guard.0 {
-            guard.0 = true;
-            if self.adopt_file()
-                && let Some(token) = self.fresh()
-                && Some(token.as_str()) != stale
-            {
-                return Ok(Some(token));
-            }
+        if let Some(failure) = self.failed_since(queued) {
+            return Err(failure);
         }
+        if !self.has_token_or_file() && !self.file.path().exists() {
+            // Nothing to renew (a server that has not asked for sign-in):
+            // no lock, no file.
+            return Ok(None);
+        }
+        let _shared = self.lock_file().await?;
+        // Another process (or a new `upstream login`) may have renewed
+        // while this one waited.
+        if self.adopt_file()
+            && let Some(token) = self.fresh()
+            && Some(token.as_str()) != stale
+        {
+            self.needs_sign_in.store(false, Ordering::Relaxed);
+            return Ok(Some(token));
+        }
+        let outcome = self.renew_locked(&mut guard).await;
+        if !matches!(outcome, Ok(None)) {
+            self.note_attempt(&outcome);
+        }
+        if matches!(outcome, Ok(Some(_))) {
+            self.needs_sign_in.store(false, Ordering::Relaxed);
+        }
+        outcome
+    }
+
+    /// One renewal, under both locks: a refresh, else (for a machine
+    /// client) client credentials again, else a full sign-in.
+    async fn renew_locked(
+        &self,
+        guard: &mut Option<AuthorizationManager>,
+    ) -> Result<Option<String>, AuthError> {
         let has_refresh = self
             .current
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .is_some_and(|c| c.has_refresh);
+        let mut refresh_failure = None;
         if has_refresh {
-            if guard.1.is_none() {
-                guard.1 = self.restore_manager().await;
+            // A person's sign-in is rebuilt from the file each time: a new
+            // `upstream login` may have registered another client.
+            if guard.is_none() || self.sign_in == SignIn::Stored {
+                *guard = self.restore_manager().await;
             }
-            if let Some(manager) = guard.1.as_ref() {
-                match manager.refresh_token().await {
+            if let Some(manager) = guard.as_ref() {
+                let refreshed = tokio::time::timeout(MAX_RENEWAL, manager.refresh_token())
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(AuthError::TokenRefreshFailed(format!(
+                            "the authorization server did not answer within {}s",
+                            MAX_RENEWAL.as_secs()
+                        )))
+                    });
+                match refreshed {
                     Ok(_) => {
                         self.renewals.fetch_add(1, Ordering::Relaxed);
                         self.adopt_file();
                         tracing::debug!(server = %self.server, "access token refreshed");
                         return Ok(self.fresh());
                     }
-                    Err(error) => tracing::info!(
-                        server = %self.server,
-                        error = %super::explain(&error),
-                        "token refresh failed; signing in again where possible"
-                    ),
+                    Err(error) => {
+                        tracing::info!(
+                            server = %self.server,
+                            error = %super::explain(&error),
+                            "token refresh failed; signing in again where possible"
+                        );
+                        refresh_failure = Some(error);
+                    }
                 }
             }
         }
         if self.sign_in == SignIn::Machine
-            && let (Some(manager), Some(settings)) = (guard.1.as_ref(), self.settings.as_ref())
+            && let (Some(manager), Some(settings)) = (guard.as_ref(), self.settings.as_ref())
             && let (Some(client_id), Some(client_secret)) =
                 (&settings.client_id, &settings.client_secret)
         {
@@ -219,19 +343,25 @@ impl Keeper {
                 scopes,
                 resource: Some(self.url.clone()),
             };
-            if manager.exchange_client_credentials(&config).await.is_ok() {
+            let exchanged =
+                tokio::time::timeout(MAX_RENEWAL, manager.exchange_client_credentials(&config))
+                    .await;
+            if matches!(exchanged, Ok(Ok(_))) {
                 self.renewals.fetch_add(1, Ordering::Relaxed);
                 self.adopt_file();
                 return Ok(self.fresh());
             }
         }
         if self.sign_in == SignIn::Machine && self.has_token_or_file() {
-            drop(guard);
-            self.sign_in(None, None, stale).await?;
+            self.sign_in_locked(guard, None, None).await?;
             self.renewals.fetch_add(1, Ordering::Relaxed);
             return Ok(self.fresh());
         }
-        Ok(None)
+        match refresh_failure {
+            // The server's challenge decides what a call without a token gets.
+            None => Ok(None),
+            Some(error) => Err(error),
+        }
     }
 
     fn has_token_or_file(&self) -> bool {
@@ -268,13 +398,14 @@ impl Keeper {
 
     /// Signs in after the server's `challenge` (401, or 403 with
     /// `extra_scope`), unless another call already did since `stale` was
-    /// sent.
+    /// sent; fails at once when the sign-in this call waited for failed.
     pub async fn sign_in(
         &self,
         challenge: Option<&str>,
         extra_scope: Option<&str>,
         stale: Option<&str>,
     ) -> Result<(), AuthError> {
+        let queued = self.attempts.load(Ordering::SeqCst);
         let mut guard = self.manager.lock().await;
         if extra_scope.is_none()
             && let Some(token) = self.fresh()
@@ -282,49 +413,77 @@ impl Keeper {
         {
             return Ok(());
         }
-        let signed = match self.sign_in {
-            SignIn::Stored => {
-                // Sign-in is offered only where there is somewhere to sign in.
-                let flag = match super::offers_sign_in(&self.url, challenge).await {
-                    Ok(()) => &self.needs_sign_in,
-                    Err(why) => {
-                        tracing::debug!(server = %self.server, "no OAuth sign-in offered: {why}");
-                        &self.needs_credential
+        if self.sign_in == SignIn::Stored {
+            // Sign-in is offered only where there is somewhere to sign in.
+            let flag = match super::offers_sign_in(&self.url, challenge).await {
+                Ok(()) => &self.needs_sign_in,
+                Err(why) => {
+                    tracing::debug!(server = %self.server, "no OAuth sign-in offered: {why}");
+                    &self.needs_credential
+                }
+            };
+            flag.store(true, Ordering::Relaxed);
+            return Err(AuthError::AuthorizationRequired);
+        }
+        if let Some(failure) = self.failed_since(queued) {
+            return Err(failure);
+        }
+        let _shared = self.lock_file().await?;
+        let outcome = self
+            .sign_in_locked(&mut guard, challenge, extra_scope)
+            .await;
+        self.note_attempt(&outcome);
+        outcome
+    }
+
+    /// One sign-in, under both locks.
+    async fn sign_in_locked(
+        &self,
+        guard: &mut Option<AuthorizationManager>,
+        challenge: Option<&str>,
+        extra_scope: Option<&str>,
+    ) -> Result<(), AuthError> {
+        let signing = async {
+            match self.sign_in {
+                SignIn::Stored => Err("only `zenmode upstream login` signs in".to_owned()),
+                SignIn::Machine => match &self.settings {
+                    Some(settings) => {
+                        super::sign_in_as_machine(
+                            &self.url,
+                            settings,
+                            &self.file,
+                            challenge,
+                            extra_scope,
+                        )
+                        .await
                     }
-                };
-                flag.store(true, Ordering::Relaxed);
-                return Err(AuthError::AuthorizationRequired);
-            }
-            SignIn::Machine => match &self.settings {
-                Some(settings) => {
-                    super::sign_in_as_machine(
+                    None => Err("no client credentials in the entry".into()),
+                },
+                SignIn::Headless => {
+                    super::sign_in_with_code(
                         &self.url,
-                        settings,
+                        self.settings.as_ref(),
                         &self.file,
                         challenge,
                         extra_scope,
+                        HEADLESS_REDIRECT,
+                        follow_without_browser,
                     )
                     .await
                 }
-                None => Err("no client credentials in the entry".into()),
-            },
-            SignIn::Headless => {
-                super::sign_in_with_code(
-                    &self.url,
-                    self.settings.as_ref(),
-                    &self.file,
-                    challenge,
-                    extra_scope,
-                    HEADLESS_REDIRECT,
-                    follow_without_browser,
-                )
-                .await
             }
         };
+        let signed = tokio::time::timeout(MAX_RENEWAL * 2, signing)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "sign-in did not finish within {}s",
+                    (MAX_RENEWAL * 2).as_secs()
+                ))
+            });
         match signed {
             Ok(manager) => {
-                guard.0 = true;
-                guard.1 = Some(manager);
+                *guard = Some(manager);
                 self.adopt_file();
                 Ok(())
             }

@@ -198,6 +198,30 @@ async fn manager_for(url: &str, file: &TokenFile) -> Result<AuthorizationManager
     Ok(manager)
 }
 
+/// The most zenmode reads of an authorization server's metadata: the cap
+/// rmcp puts on every OAuth answer it reads.
+const MAX_METADATA_BYTES: usize = 1024 * 1024;
+
+/// The body of `response`, refused (without reading the rest) once it
+/// passes `max` bytes.
+async fn read_capped(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
+    let too_large = || format!("the metadata document is over its limit of {max} bytes");
+    if response
+        .content_length()
+        .is_some_and(|len| len > max as u64)
+    {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if chunk.len() > max - body.len() {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// The authorization server's metadata for `url`, found by rmcp. One
 /// fallback of the 2025-03-26 spec is added: a server without protected-
 /// resource metadata whose own origin publishes authorization-server
@@ -226,14 +250,15 @@ async fn discover(
         .timeout(std::time::Duration::from_secs(30))
         .build()
         .map_err(|e| e.to_string())?;
-    let metadata: AuthorizationMetadata = client
+    let response = client
         .get(format!("{origin}/.well-known/oauth-authorization-server"))
         .send()
         .await
-        .map_err(|_| failed())?
-        .json()
-        .await
         .map_err(|_| failed())?;
+    let body = read_capped(response, MAX_METADATA_BYTES)
+        .await
+        .map_err(|why| format!("discovering the authorization server: {why}"))?;
+    let metadata: AuthorizationMetadata = serde_json::from_slice(&body).map_err(|_| failed())?;
     let same_origin = |endpoint: &str| {
         reqwest::Url::parse(endpoint).is_ok_and(|u| u.origin().ascii_serialization() == origin)
     };

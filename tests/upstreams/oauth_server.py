@@ -30,7 +30,8 @@ and the prompt `auth` quote the header too.
 of its client (as Auth0 and Okta do).
 --tenant-issuer: no protected-resource metadata; the origin's metadata names
 the issuer <origin>/tenant (which rmcp refuses, so zenmode's own discovery
-fallback reads it again), and from its second read on is padded to 2 MiB.
+fallback reads it again), and every second read (the fallback's) is padded
+to 2 MiB.
 
 POST /revoke-all: every access token stops working at once.
 POST /revoke-refresh: every refresh token is forgotten (a lost sign-in).
@@ -106,7 +107,9 @@ class Handler(BaseHTTPRequestHandler):
                 issuer = base + "/tenant"
                 with LOCK:
                     FLAGS["metadata_reads"] += 1
-                    if FLAGS["metadata_reads"] >= 2:
+                    # Even reads: those of zenmode's fallback, each after
+                    # rmcp's own read was refused for the issuer.
+                    if FLAGS["metadata_reads"] % 2 == 0:
                         padding = {"padding": "x" * (2 * 1024 * 1024)}
             return self.reply(200, {
                 **padding,

@@ -121,9 +121,18 @@ pub async fn offers_sign_in(url: &str, challenge: Option<&str>) -> Result<(), St
         Ok(resolution) => {
             default_endpoint_answers(&resolution.metadata.authorization_endpoint).await
         }
-        Err(_) => discover(&manager, url, challenge).await.map(|_| ()),
+        Err(error) => match same_origin_fallback(&error, url).await {
+            Ok(_) => Ok(()),
+            // Metadata that is there but refused (too large) still offers a
+            // sign-in: `upstream login` then says why it cannot use it.
+            Err(why) if why.contains(OVER_LIMIT) => Ok(()),
+            Err(why) => Err(why),
+        },
     }
 }
+
+/// How a metadata document over its size limit is reported.
+const OVER_LIMIT: &str = "the metadata document is over its limit";
 
 /// Whether a GET of the synthesized authorization endpoint (no redirect
 /// followed) reaches something: an authorization server answers a request
@@ -205,7 +214,7 @@ const MAX_METADATA_BYTES: usize = 1024 * 1024;
 /// The body of `response`, refused (without reading the rest) once it
 /// passes `max` bytes.
 async fn read_capped(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
-    let too_large = || format!("the metadata document is over its limit of {max} bytes");
+    let too_large = || format!("{OVER_LIMIT} of {max} bytes");
     if response
         .content_length()
         .is_some_and(|len| len > max as u64)
@@ -233,11 +242,18 @@ async fn discover(
     url: &str,
     challenge: Option<&str>,
 ) -> Result<AuthorizationMetadata, String> {
-    let error = match manager.resolve_metadata_from_challenge(challenge).await {
-        Ok(resolution) => return Ok(resolution.metadata),
-        Err(error) => error,
-    };
-    let failed = || format!("discovering the authorization server: {}", explain(&error));
+    match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) => Ok(resolution.metadata),
+        Err(error) => same_origin_fallback(&error, url).await,
+    }
+}
+
+/// The fallback of [`discover`], after rmcp's discovery failed with `error`.
+async fn same_origin_fallback(
+    error: &AuthError,
+    url: &str,
+) -> Result<AuthorizationMetadata, String> {
+    let failed = || format!("discovering the authorization server: {}", explain(error));
     if !error.to_string().contains("issuer mismatch") {
         return Err(failed());
     }

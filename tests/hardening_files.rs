@@ -286,8 +286,11 @@ fn item17_a_lasting_removal_or_an_empty_file_removes_the_servers() {
         "the server stops once the file stays away: {}",
         setup.log_text()
     );
+    // The log is written by a thread of its own: poll for the line.
     assert!(
-        setup.log_text().contains("has been missing"),
+        wait_until(Duration::from_secs(10), || setup
+            .log_text()
+            .contains("has been missing")),
         "{}",
         setup.log_text()
     );

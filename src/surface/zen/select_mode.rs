@@ -80,15 +80,9 @@ fn design_fields(reply: &mut Value) {
         Value::Object(fields) => fields.keys().map(|k| json!(k)).collect(),
         _ => Vec::new(),
     };
-    // An alternative whose required fields are the same list says nothing
-    // new: leaving it out pays for the two names added here.
-    if let Some(alternatives) = reply.get_mut("alternatives").and_then(Value::as_array_mut) {
-        for alternative in alternatives.iter_mut().filter_map(Value::as_object_mut) {
-            if alternative.get("required").and_then(Value::as_array) == Some(&required) {
-                alternative.remove("required");
-            }
-        }
-    }
+    // Every alternative keeps its own required fields, also when they are
+    // the recommended mode's: a reply read for its alternatives (the top two
+    // close, or the first pick wrong) must not send the model back for them.
     reply["recommended_mode"] = json!(mode);
     reply["required_fields"] = Value::Array(required);
 }

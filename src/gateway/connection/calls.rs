@@ -5,7 +5,10 @@
 //! completion). Each is bounded by the entry's timeout, and the server's
 //! secrets are hidden in what comes back.
 
-use std::{sync::atomic::Ordering, time::Instant};
+use std::{
+    sync::atomic::Ordering,
+    time::{Duration, Instant},
+};
 
 use rmcp::{
     model::{
@@ -13,7 +16,7 @@ use rmcp::{
         DEFAULT_MRTR_MAX_ROUNDS, InputRequiredResult, PaginatedRequestParams, Request,
         RequestOptionalParam, ServerResult,
     },
-    service::PeerRequestOptions,
+    service::{PeerRequestOptions, ServiceError},
 };
 use serde_json::{Map, Value};
 
@@ -44,14 +47,17 @@ impl Upstream {
         connection.in_flight.fetch_add(1, Ordering::SeqCst);
         connection.touch();
         let options = PeerRequestOptions::with_timeout(self.config.timeout);
-        let answer = match connection
-            .peer
-            .send_request_with_option(request, options)
-            .await
-        {
-            Ok(handle) => handle.await_response().await,
-            Err(error) => Err(error),
+        let asked = async {
+            match connection
+                .peer
+                .send_request_with_option(request, options)
+                .await
+            {
+                Ok(handle) => handle.await_response().await,
+                Err(error) => Err(error),
+            }
         };
+        let answer = within(self.config.timeout, asked).await;
         connection.in_flight.fetch_sub(1, Ordering::SeqCst);
         connection.touch();
         let answer = answer.map_err(|e| self.service_error(e));
@@ -248,11 +254,16 @@ impl Upstream {
     ) -> Result<ServerResult, GatewayError> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let options = PeerRequestOptions::with_timeout(self.config.timeout);
-        let handle = connection
-            .peer
-            .send_cancellable_request(request, options)
-            .await
-            .map_err(|e| self.service_error(e))?;
+        let deadline = tokio::time::Instant::now() + self.config.timeout + DEADLINE_GRACE;
+        let handle = tokio::time::timeout_at(
+            deadline,
+            connection.peer.send_cancellable_request(request, options),
+        )
+        .await
+        .unwrap_or(Err(ServiceError::Timeout {
+            timeout: self.config.timeout,
+        }))
+        .map_err(|e| self.service_error(e))?;
         let token = handle.progress_token.clone();
         let id = handle.id.clone();
         if let Some(sink) = &call.progress
@@ -263,6 +274,11 @@ impl Upstream {
         let answer = tokio::select! {
             answer = handle.await_response() => Some(answer),
             _ = call.cancel.cancelled() => None,
+            // rmcp's own timeout covers the wait for the answer but not
+            // the cancel it then sends; this covers both.
+            () = tokio::time::sleep_until(deadline) => Some(Err(ServiceError::Timeout {
+                timeout: self.config.timeout,
+            })),
         };
         if let Ok(mut routes) = self.routes.lock() {
             routes.remove(&token);
@@ -272,11 +288,29 @@ impl Upstream {
                 Some(id),
                 Some("the client cancelled the call".to_owned()),
             );
-            let _ = connection.peer.notify_cancelled(cancel).await;
+            let _ =
+                tokio::time::timeout(DEADLINE_GRACE, connection.peer.notify_cancelled(cancel))
+                    .await;
             return Err(self.error(FailureKind::Cancelled, "the call was cancelled".to_owned()));
         };
         answer.map_err(|e| self.service_error(e))
     }
+}
+
+/// How long past its timeout a request to an upstream may take at most,
+/// whatever the upstream does: rmcp sends a cancel when the timeout
+/// strikes and waits for that write, which a server that stops reading
+/// would hold forever.
+const DEADLINE_GRACE: Duration = Duration::from_secs(2);
+
+/// `asked`, or a timeout once `timeout` and [`DEADLINE_GRACE`] have passed.
+async fn within<T>(
+    timeout: Duration,
+    asked: impl Future<Output = Result<T, ServiceError>>,
+) -> Result<T, ServiceError> {
+    tokio::time::timeout(timeout + DEADLINE_GRACE, asked)
+        .await
+        .unwrap_or(Err(ServiceError::Timeout { timeout }))
 }
 
 /// Every string in `value` with the redactor's secrets hidden.

@@ -463,3 +463,115 @@ fn over_http_a_request_is_refused_while_two_sessions_call_the_server_and_answere
     );
     assert_eq!(run["asked"], json!(["B"]));
 }
+
+/// `tests/upstreams/asking_server.py` (standard library only): a server
+/// that asks its client things at awkward moments.
+fn asking_server() -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstreams/asking_server.py");
+    json!({"command": "python3", "args": [script], "timeout": 20, "idle_shutdown": 0})
+}
+
+/// A TCP session that declares sampling and elicitation.
+fn asking_session(address: &str) -> common::Client {
+    let mut client = common::Client::connect(address);
+    client.call(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18",
+            "capabilities": {"sampling": {}, "elicitation": {}},
+            "clientInfo": {"name": "flowback-test", "version": "1"}}),
+    );
+    client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    client
+}
+
+fn execute_call(id: &str, mode: &str, request: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "zen_execute", "arguments": {"mode": mode, "request": request},
+        "_meta": {"progressToken": id}}})
+}
+
+#[test]
+fn a_late_request_for_a_returned_call_never_reaches_another_session() {
+    let setup = Setup::new(json!({"asking": asking_server()}));
+    let server = common::TcpServer::spawn(setup.command(&[
+        "serve",
+        "--transport",
+        "tcp",
+        "--listen",
+        "127.0.0.1:0",
+    ]));
+    let mut a = asking_session(&server.address);
+    let mut b = asking_session(&server.address);
+
+    // B's call is in progress on the server (it reports progress once it
+    // is there) ...
+    b.send(&execute_call("b-wait", "asking__wait", json!({})));
+    b.wait_for(|m| m["method"] == "notifications/progress" && m["params"]["progressToken"] == "b-wait");
+    // ... when A's call returns, and then the server asks for sampling
+    // with A's secret.
+    a.send(&execute_call("a-late", "asking__late", json!({"secret": "A-secret-31337"})));
+    let returned = a.reply_to(&json!("a-late"));
+    assert_eq!(returned["result"]["content"][0]["text"], "ok", "{returned}");
+
+    // B's client answers whatever it is asked, so that a request that
+    // reached it would show in B's result as well as here.
+    let mut b_was_asked = Vec::new();
+    let waited = loop {
+        let message = b.next_message();
+        if message["method"] == "sampling/createMessage" {
+            b_was_asked.push(message.clone());
+            b.send(&json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": "B answers"},
+                "model": "b-model"}}));
+        } else if message["id"] == "b-wait" && message.get("method").is_none() {
+            break message;
+        }
+    };
+    assert!(b_was_asked.is_empty(), "B was asked A's request: {b_was_asked:?}");
+    let text = waited["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("refused:") && text.contains("late one"),
+        "{waited}"
+    );
+    assert!(!a.stray.iter().any(|m| m["method"] == "sampling/createMessage"));
+}
+
+#[test]
+fn one_call_flooding_the_client_gets_most_requests_refused_and_the_rest_withdrawn() {
+    let setup = Setup::new(json!({"asking": asking_server()}));
+    let server = common::TcpServer::spawn(setup.command(&[
+        "serve",
+        "--transport",
+        "tcp",
+        "--listen",
+        "127.0.0.1:0",
+    ]));
+    let mut client = asking_session(&server.address);
+    // The client answers none of them.
+    client.send(&execute_call(
+        "flood",
+        "asking__flood",
+        json!({"count": 50, "report_after": 3}),
+    ));
+    let reply = client.reply_to(&json!("flood"));
+    let report: Value = serde_json::from_str(
+        reply["result"]["content"][0]["text"].as_str().unwrap_or("null"),
+    )
+    .unwrap_or(Value::Null);
+    assert_eq!(report["refused"], 42, "{reply}");
+    let refusal = report["first_refusal"].as_str().unwrap_or_default();
+    assert!(refusal.contains("at most 8 at once"), "{refusal}");
+    let asked: Vec<&Value> = client
+        .stray
+        .iter()
+        .filter(|m| m["method"] == "elicitation/create")
+        .collect();
+    assert_eq!(asked.len(), 8, "the client was asked {} times", asked.len());
+    // The call is over: the 8 waiting on the client are withdrawn.
+    let ids: Vec<Value> = asked.iter().map(|m| m["id"].clone()).collect();
+    for id in ids {
+        client.wait_for(|m| {
+            m["method"] == "notifications/cancelled" && m["params"]["requestId"] == id
+        });
+    }
+}

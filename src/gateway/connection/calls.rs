@@ -27,6 +27,7 @@ use crate::{
     gateway::{
         config::Redactor,
         error::GatewayError,
+        flowback::CallerGuard,
         pins::{self, Verdict},
         request_state,
     },
@@ -116,12 +117,14 @@ impl Upstream {
     ) -> Result<Value, GatewayError> {
         // From here on (a start included: a server asks for roots as it
         // starts), what the server asks goes to this call's client.
-        let _caller = self.callers.enter(call.client.as_ref());
+        let caller = self.callers.enter(call.client.as_ref());
         let connection = self.connection().await?;
         self.check_approved(&connection, tool)?;
         connection.in_flight.fetch_add(1, Ordering::SeqCst);
         connection.touch();
-        let outcome = self.forward(&connection, tool, arguments, call).await;
+        let outcome = self
+            .forward(&connection, tool, arguments, call, &caller)
+            .await;
         connection.in_flight.fetch_sub(1, Ordering::SeqCst);
         connection.touch();
         match &outcome {
@@ -165,6 +168,7 @@ impl Upstream {
         tool: &str,
         arguments: Map<String, Value>,
         call: &CallContext,
+        caller: &CallerGuard,
     ) -> Result<Value, GatewayError> {
         let mut params =
             CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
@@ -176,7 +180,7 @@ impl Upstream {
         }
         let mut rounds = 0;
         loop {
-            let result = match self.send_call(connection, params, call).await? {
+            let result = match self.send_call(connection, params, call, caller).await? {
                 ServerResult::CallToolResult(result) => serde_json::to_value(result),
                 ServerResult::InputRequiredResult(asked) if call.takes_input_required => {
                     let sealed = request_state::seal(self.name(), tool, asked.request_state);
@@ -191,7 +195,11 @@ impl Upstream {
                     }
                     let responses = self
                         .callers
-                        .fulfil(self.name(), asked.input_requests.unwrap_or_default())
+                        .fulfil(
+                            self.name(),
+                            asked.input_requests.unwrap_or_default(),
+                            caller,
+                        )
                         .await
                         .map_err(|e| {
                             self.error(FailureKind::InputRefused, e.message.into_owned())
@@ -251,6 +259,7 @@ impl Upstream {
         connection: &Connection,
         params: CallToolRequestParams,
         call: &CallContext,
+        caller: &CallerGuard,
     ) -> Result<ServerResult, GatewayError> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let options = PeerRequestOptions::with_timeout(self.config.timeout);
@@ -266,6 +275,8 @@ impl Upstream {
         .map_err(|e| self.service_error(e))?;
         let token = handle.progress_token.clone();
         let id = handle.id.clone();
+        // What the server asks on this request's stream is this call's.
+        caller.tie(id.clone());
         if let Some(sink) = &call.progress
             && let Ok(mut routes) = self.routes.lock()
         {

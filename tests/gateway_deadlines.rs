@@ -37,7 +37,11 @@ fn calls_to_a_server_that_stops_reading_end_within_their_timeout() {
     // Started and answering first.
     client.send(&call("warm", "stuck__echo", json!({"text": "hi"})));
     let warm = client.reply_to(&json!("warm"));
-    assert_eq!(warm["result"]["structuredContent"]["error"], Value::Null, "{warm}");
+    assert_eq!(
+        warm["result"]["structuredContent"]["error"],
+        Value::Null,
+        "{warm}"
+    );
 
     let started = Instant::now();
     client.send(&call("deaf", "stuck__deaf", json!({})));

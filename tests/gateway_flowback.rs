@@ -506,10 +506,16 @@ fn a_late_request_for_a_returned_call_never_reaches_another_session() {
     // B's call is in progress on the server (it reports progress once it
     // is there) ...
     b.send(&execute_call("b-wait", "asking__wait", json!({})));
-    b.wait_for(|m| m["method"] == "notifications/progress" && m["params"]["progressToken"] == "b-wait");
+    b.wait_for(|m| {
+        m["method"] == "notifications/progress" && m["params"]["progressToken"] == "b-wait"
+    });
     // ... when A's call returns, and then the server asks for sampling
     // with A's secret.
-    a.send(&execute_call("a-late", "asking__late", json!({"secret": "A-secret-31337"})));
+    a.send(&execute_call(
+        "a-late",
+        "asking__late",
+        json!({"secret": "A-secret-31337"}),
+    ));
     let returned = a.reply_to(&json!("a-late"));
     assert_eq!(returned["result"]["content"][0]["text"], "ok", "{returned}");
 
@@ -527,13 +533,22 @@ fn a_late_request_for_a_returned_call_never_reaches_another_session() {
             break message;
         }
     };
-    assert!(b_was_asked.is_empty(), "B was asked A's request: {b_was_asked:?}");
-    let text = waited["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        b_was_asked.is_empty(),
+        "B was asked A's request: {b_was_asked:?}"
+    );
+    let text = waited["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
     assert!(
         text.starts_with("refused:") && text.contains("late one"),
         "{waited}"
     );
-    assert!(!a.stray.iter().any(|m| m["method"] == "sampling/createMessage"));
+    assert!(
+        !a.stray
+            .iter()
+            .any(|m| m["method"] == "sampling/createMessage")
+    );
 }
 
 #[test]
@@ -555,7 +570,9 @@ fn one_call_flooding_the_client_gets_most_requests_refused_and_the_rest_withdraw
     ));
     let reply = client.reply_to(&json!("flood"));
     let report: Value = serde_json::from_str(
-        reply["result"]["content"][0]["text"].as_str().unwrap_or("null"),
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("null"),
     )
     .unwrap_or(Value::Null);
     assert_eq!(report["refused"], 42, "{reply}");

@@ -436,7 +436,11 @@ fn list_all(client: &mut common::Client) -> Vec<String> {
 
 /// What server `name` counted (listings, subscribes, unsubscribes).
 fn stats(client: &mut common::Client, name: &str) -> Value {
-    serde_json::from_str(&read_text(client, &format!("zenmode://{name}/stats://{name}"))).unwrap()
+    serde_json::from_str(&read_text(
+        client,
+        &format!("zenmode://{name}/stats://{name}"),
+    ))
+    .unwrap()
 }
 
 #[test]
@@ -453,11 +457,20 @@ fn a_read_goes_to_the_most_specific_template_and_a_tie_is_an_error() {
         read_text(&mut client, "res://doc.json"),
         "read by narrow: res://doc.json"
     );
-    assert_eq!(read_text(&mut client, "res://doc"), "read by broad: res://doc");
+    assert_eq!(
+        read_text(&mut client, "res://doc"),
+        "read by broad: res://doc"
+    );
     // Equally specific templates of two servers: neither is guessed.
     let tie = read_text(&mut client, "tie://n.txt");
-    assert!(tie.starts_with("error:") && tie.contains("equally"), "{tie}");
-    assert_eq!(read_text(&mut client, "zenmode://tie2/tie://n.txt"), "read by tie2: tie://n.txt");
+    assert!(
+        tie.starts_with("error:") && tie.contains("equally"),
+        "{tie}"
+    );
+    assert_eq!(
+        read_text(&mut client, "zenmode://tie2/tie://n.txt"),
+        "read by tie2: tie://n.txt"
+    );
 }
 
 #[test]
@@ -472,7 +485,10 @@ fn a_listing_gives_up_what_it_no_longer_holds_and_unknown_uris_relist_rarely() {
     // a no longer lists it: b's copy is the one now.
     let second = list_all(&mut client);
     assert_eq!(second, ["shared://doc"]);
-    assert_eq!(read_text(&mut client, "shared://doc"), "read by b: shared://doc");
+    assert_eq!(
+        read_text(&mut client, "shared://doc"),
+        "read by b: shared://doc"
+    );
 
     // Reads of URIs nobody lists: one reading of every listing, not one each.
     let before = stats(&mut client, "a")["lists"].as_u64().unwrap();
@@ -492,8 +508,10 @@ fn two_subscribes_at_once_to_one_uri_leave_no_hold_behind() {
     let mut client = setup.serve(&[]);
     list_all(&mut client);
     for id in ["s1", "s2"] {
-        client.send(&json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe",
-            "params": {"uri": "shared://doc"}}));
+        client.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe",
+            "params": {"uri": "shared://doc"}}),
+        );
     }
     // In either order.
     for id in ["s1", "s2"] {

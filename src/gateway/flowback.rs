@@ -238,10 +238,15 @@ impl Callers {
     async fn route(&self, server: &str, ask: Ask, origin: &Origin) -> Result<Picked, ErrorData> {
         let picked = match origin {
             Origin::Call(upstream_id) => {
-                self.route_to_call(server, ask, |caller| caller.upstream_ids.contains(upstream_id))
+                self.route_to_call(server, ask, |caller| {
+                    caller.upstream_ids.contains(upstream_id)
+                })
+                .await?
+            }
+            Origin::Own(id) => {
+                self.route_to_call(server, ask, |caller| caller.id == *id)
                     .await?
             }
-            Origin::Own(id) => self.route_to_call(server, ask, |caller| caller.id == *id).await?,
             Origin::Outside if ask != Ask::Roots => {
                 return Err(refusal(
                     server,
@@ -303,11 +308,7 @@ impl Callers {
                 None => {}
             }
         }
-        Err(refusal(
-            server,
-            ask,
-            "the call it belongs to has ended",
-        ))
+        Err(refusal(server, ask, "the call it belongs to has ended"))
     }
 
     /// A request nothing ties to a call goes to the one session whose
@@ -391,14 +392,18 @@ impl Callers {
                 return Err(refusal(
                     server,
                     ask,
-                    &format!("this call has {CALL_WAITING} requests waiting on the client already (at most {CALL_WAITING} at once)"),
+                    &format!(
+                        "this call has {CALL_WAITING} requests waiting on the client already (at most {CALL_WAITING} at once)"
+                    ),
                 ));
             }
             if caller.asked >= CALL_TOTAL {
                 return Err(refusal(
                     server,
                     ask,
-                    &format!("this call made {CALL_TOTAL} requests already (at most {CALL_TOTAL} per call)"),
+                    &format!(
+                        "this call made {CALL_TOTAL} requests already (at most {CALL_TOTAL} per call)"
+                    ),
                 ));
             }
         }
@@ -407,7 +412,10 @@ impl Callers {
             .load()
             .take(SESSION_WAITING, SESSION_PER_MINUTE)
             .map_err(|why| refusal(server, ask, &why))?;
-        for caller in calls.iter_mut().filter(|caller| charged.contains(&caller.id)) {
+        for caller in calls
+            .iter_mut()
+            .filter(|caller| charged.contains(&caller.id))
+        {
             caller.waiting += 1;
             caller.asked += 1;
         }
@@ -464,7 +472,11 @@ impl Callers {
         ticket.wait(client.create_message(params)).await
     }
 
-    pub async fn list_roots(&self, server: &str, asked: Asked) -> Result<ListRootsResult, ErrorData> {
+    pub async fn list_roots(
+        &self,
+        server: &str,
+        asked: Asked,
+    ) -> Result<ListRootsResult, ErrorData> {
         let ticket = self.admit(server, Ask::Roots, asked).await?;
         tracing::debug!(server, "passing roots/list to the client");
         let client = ticket.client.clone();
@@ -587,7 +599,11 @@ fn refusal(server: &str, ask: Ask, why: &str) -> ErrorData {
 
 /// A request passed on whose answer is no longer awaited.
 fn ended_early(server: &str, ask: Ask, why: &str) -> ErrorData {
-    tracing::info!(server, "stopped waiting for the client's answer to {}: {why}", ask.describe());
+    tracing::info!(
+        server,
+        "stopped waiting for the client's answer to {}: {why}",
+        ask.describe()
+    );
     ErrorData::new(
         ErrorCode::INTERNAL_ERROR,
         format!(
@@ -624,15 +640,14 @@ impl Callers {
         let mut responses = InputResponses::new();
         for (key, request) in requests {
             let answer = match request {
-                InputRequest::Elicitation(request) => {
-                    serde_json::to_value(self.elicit(server, request.params, Asked::own(call)).await?)
-                }
-                InputRequest::CreateMessage(request) => {
-                    serde_json::to_value(
-                        self.create_message(server, request.params, Asked::own(call))
-                            .await?,
-                    )
-                }
+                InputRequest::Elicitation(request) => serde_json::to_value(
+                    self.elicit(server, request.params, Asked::own(call))
+                        .await?,
+                ),
+                InputRequest::CreateMessage(request) => serde_json::to_value(
+                    self.create_message(server, request.params, Asked::own(call))
+                        .await?,
+                ),
                 InputRequest::ListRoots(_) => {
                     serde_json::to_value(self.list_roots(server, Asked::own(call)).await?)
                 }

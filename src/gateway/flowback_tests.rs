@@ -42,10 +42,10 @@ impl ClientRequests for Fake {
         Err(ErrorData::internal_error(self.label, None))
     }
     async fn list_roots(&self) -> Result<ListRootsResult, ErrorData> {
-        Ok(serde_json::from_value(
-            json!({"roots": [{"uri": format!("file:///{}", self.label)}]}),
+        Ok(
+            serde_json::from_value(json!({"roots": [{"uri": format!("file:///{}", self.label)}]}))
+                .unwrap(),
         )
-        .unwrap())
     }
 }
 
@@ -120,7 +120,11 @@ async fn after_another_sessions_call_ended_a_stdio_request_is_refused() {
     let (a, b) = (fake(1, "A"), fake(2, "B"));
     let call_a = callers.enter(Some(&a));
     let call_b = callers.enter(Some(&b));
-    assert!(elicited(&callers, Origin::Unknown).await.contains("several client sessions"));
+    assert!(
+        elicited(&callers, Origin::Unknown)
+            .await
+            .contains("several client sessions")
+    );
     // A's call returns; the server's next request may still be A's.
     drop(call_a);
     let refused = elicited(&callers, Origin::Unknown).await;
@@ -139,8 +143,14 @@ async fn an_http_request_goes_to_its_own_call_and_not_after_it() {
     let call_b = callers.enter(Some(&b));
     call_a.tie(RequestId::Number(7));
     call_b.tie(RequestId::Number(8));
-    assert_eq!(elicited(&callers, Origin::Call(RequestId::Number(7))).await, "A");
-    assert_eq!(elicited(&callers, Origin::Call(RequestId::Number(8))).await, "B");
+    assert_eq!(
+        elicited(&callers, Origin::Call(RequestId::Number(7))).await,
+        "A"
+    );
+    assert_eq!(
+        elicited(&callers, Origin::Call(RequestId::Number(8))).await,
+        "B"
+    );
     drop(call_a);
     let refused = elicited(&callers, Origin::Call(RequestId::Number(7))).await;
     assert!(refused.contains("has ended"), "{refused}");
@@ -171,7 +181,10 @@ async fn a_call_has_at_most_its_share_waiting_and_in_all() {
     drop(call);
     for task in waiting {
         let ended = task.await.unwrap();
-        assert!(ended.contains("ended before the client answered"), "{ended}");
+        assert!(
+            ended.contains("ended before the client answered"),
+            "{ended}"
+        );
     }
     assert_eq!(load.waiting(), 0, "each request gave its place back");
 

@@ -87,6 +87,10 @@ impl Owners {
     pub fn len(&self) -> usize {
         self.routes.len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
 }
 
 /// A resource's place: the server that owns it and the URI it knows.

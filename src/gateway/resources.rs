@@ -283,7 +283,6 @@ impl Gateway {
         Ok(json!({"resources": []}))
     }
 
-
     /// Every page of `method` from every upstream offering `section`; the
     /// items of `key` of each, tagged with their server.
     pub(super) async fn list_all(

@@ -12,9 +12,9 @@ use async_trait::async_trait;
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        CancelledNotificationParam, ClientResult, CreateMessageRequest,
-        CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
-        ElicitResult, ErrorCode, ListRootsRequest, ListRootsResult, RequestId, ServerRequest,
+        CancelledNotificationParam, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
+        CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode,
+        ListRootsRequest, ListRootsResult, RequestId, ServerRequest,
     },
     service::{Peer, PeerRequestOptions, ServiceError},
 };

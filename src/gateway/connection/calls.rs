@@ -299,9 +299,8 @@ impl Upstream {
                 Some(id),
                 Some("the client cancelled the call".to_owned()),
             );
-            let _ =
-                tokio::time::timeout(DEADLINE_GRACE, connection.peer.notify_cancelled(cancel))
-                    .await;
+            let _ = tokio::time::timeout(DEADLINE_GRACE, connection.peer.notify_cancelled(cancel))
+                .await;
             return Err(self.error(FailureKind::Cancelled, "the call was cancelled".to_owned()));
         };
         answer.map_err(|e| self.service_error(e))

@@ -106,9 +106,7 @@ impl ClientHandler for ClientSide {
         &self,
         context: RequestContext<RoleClient>,
     ) -> Result<RootsResult, ErrorData> {
-        self.callers
-            .list_roots(&self.server, asked(&context))
-            .await
+        self.callers.list_roots(&self.server, asked(&context)).await
     }
 }
 

@@ -113,8 +113,8 @@ impl AsyncWrite for QueuedStdin {
         }
         if state.queued.len().saturating_add(buf.len()) > MAX_QUEUED_BYTES {
             return Poll::Ready(Err(io::Error::other(format!(
-                    "server {:?} left {} bytes of its input unread; zenmode does not queue more",
-                    self.server,
+                "server {:?} left {} bytes of its input unread; zenmode does not queue more",
+                self.server,
                 state.queued.len()
             ))));
         }

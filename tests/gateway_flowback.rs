@@ -592,3 +592,86 @@ fn one_call_flooding_the_client_gets_most_requests_refused_and_the_rest_withdraw
         });
     }
 }
+
+#[test]
+fn over_a_streamable_http_upstream_a_request_goes_to_the_call_it_came_with() {
+    if !installed() {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut everything = Command::new(npm_bin("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "server-everything listens on {port}");
+    let setup = Setup::new(json!({"remote": {"type": "http",
+        "url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 30}}));
+    let server = common::TcpServer::spawn(setup.command(&[
+        "serve",
+        "--transport",
+        "tcp",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream-wait-secs",
+        "60",
+    ]));
+    let mut a = asking_session(&server.address);
+    let mut b = asking_session(&server.address);
+    b.send(&execute_call(
+        "warm",
+        "remote__get-sum",
+        json!({"a": 1, "b": 1}),
+    ));
+    b.reply_to(&json!("warm"));
+
+    // A's call is in progress on the server (it has reported progress) ...
+    a.send(&execute_call(
+        "a-long",
+        "remote__trigger-long-running-operation",
+        json!({"duration": 4, "steps": 4}),
+    ));
+    a.wait_for(|m| {
+        m["method"] == "notifications/progress" && m["params"]["progressToken"] == "a-long"
+    });
+    // ... while B's call asks for sampling: the request comes on the stream
+    // of B's own call, so it is B's, with A's call in progress or not.
+    b.send(&execute_call(
+        "b-sample",
+        "remote__trigger-sampling-request",
+        json!({"prompt": "hi", "maxTokens": 10}),
+    ));
+    let sampled = loop {
+        let message = b.next_message();
+        if message["method"] == "sampling/createMessage" {
+            b.send(&json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": "answered by B"},
+                "model": "b-model"}}));
+        } else if message["id"] == "b-sample" && message.get("method").is_none() {
+            break message;
+        }
+    };
+    assert!(
+        sampled["result"].to_string().contains("answered by B"),
+        "{sampled}"
+    );
+    let long = a.reply_to(&json!("a-long"));
+    assert_ne!(long["result"]["isError"], true, "{long}");
+    assert!(
+        !a.stray
+            .iter()
+            .any(|m| m["method"] == "sampling/createMessage")
+    );
+    everything.kill().ok();
+    everything.wait().ok();
+}

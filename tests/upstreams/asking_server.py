@@ -9,10 +9,11 @@ Tools:
   late {secret}    answered at once; 0.5 s later the server sends a
                    sampling/createMessage quoting the secret (a request
                    for a call that has returned).
-  flood {count, report_after}
+  flood {count, report_when}
                    sends `count` elicitation/create requests at once and,
-                   `report_after` seconds later, answers with how many came
-                   back answered and refused, and the first refusal.
+                   once `report_when` of them came back (or 15 s passed),
+                   answers with how many came back answered and refused,
+                   and the first refusal.
 """
 
 import json
@@ -67,7 +68,7 @@ def late(secret):
                      "maxTokens": 10}})
 
 
-def flood(request_id, count, report_after):
+def flood(request_id, count, report_when):
     results = []
     for n in range(count):
         ask_id = f"flood-{request_id}-{n}"
@@ -76,7 +77,10 @@ def flood(request_id, count, report_after):
         send({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create",
               "params": {"message": f"question {n}",
                          "requestedSchema": {"type": "object", "properties": {}}}})
-    time.sleep(report_after)
+    waited = 0.0
+    while len(results) < report_when and waited < 15:
+        time.sleep(0.05)
+        waited += 0.05
     refused = [m["error"]["message"] for m in list(results) if "error" in m]
     answered = len(results) - len(refused)
     reply(request_id, json.dumps({"answered": answered, "refused": len(refused),
@@ -122,7 +126,7 @@ for line in sys.stdin:
             threading.Thread(target=late, args=(arguments.get("secret", ""),), daemon=True).start()
         elif name == "flood":
             threading.Thread(target=flood, args=(request_id, int(arguments.get("count", 1)),
-                                                 float(arguments.get("report_after", 1))),
+                                                 int(arguments.get("report_when", 1))),
                              daemon=True).start()
     else:
         send({"jsonrpc": "2.0", "id": request_id,

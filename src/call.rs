@@ -164,12 +164,69 @@ impl Ask {
     }
 }
 
+/// What one session's client has been asked on the upstreams' behalf, for
+/// the gateway's bounds on flow-back requests: the requests waiting on it
+/// now, and those of the current minute. One per session, shared by its
+/// calls.
+#[derive(Debug, Default)]
+pub struct FlowBackLoad(Mutex<LoadCounts>);
+
+#[derive(Debug, Default)]
+struct LoadCounts {
+    waiting: usize,
+    minute_started: Option<std::time::Instant>,
+    this_minute: usize,
+}
+
+impl FlowBackLoad {
+    /// Counts one more request, unless `max_waiting` wait already or
+    /// `max_per_minute` were sent this minute; then says which.
+    pub fn take(&self, max_waiting: usize, max_per_minute: usize) -> Result<(), String> {
+        let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        if counts
+            .minute_started
+            .is_none_or(|started| now.duration_since(started) >= Duration::from_secs(60))
+        {
+            counts.minute_started = Some(now);
+            counts.this_minute = 0;
+        }
+        if counts.waiting >= max_waiting {
+            return Err(format!(
+                "this client session has {} requests waiting on its answer already (at most {max_waiting})",
+                counts.waiting
+            ));
+        }
+        if counts.this_minute >= max_per_minute {
+            return Err(format!(
+                "this client session was sent {max_per_minute} requests in the last minute (at most {max_per_minute} a minute)"
+            ));
+        }
+        counts.waiting += 1;
+        counts.this_minute += 1;
+        Ok(())
+    }
+
+    /// Requests waiting on the client now.
+    pub fn waiting(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).waiting
+    }
+
+    /// One request taken is over (answered or not).
+    pub fn give_back(&self) {
+        let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        counts.waiting = counts.waiting.saturating_sub(1);
+    }
+}
+
 /// zenmode's client, as one session sees it: what it declared and how to
 /// ask it. Implemented by the server layer over its peer.
 #[async_trait]
 pub trait ClientRequests: Send + Sync {
     /// Identifies the session (two calls of one session give the same id).
     fn session(&self) -> usize;
+    /// The session's flow-back requests so far (shared by its calls).
+    fn load(&self) -> &FlowBackLoad;
     /// Whether the client declared the capability `ask` needs.
     fn can(&self, ask: Ask) -> bool;
     /// Whether the session has ended.

@@ -463,3 +463,221 @@ fn over_http_a_request_is_refused_while_two_sessions_call_the_server_and_answere
     );
     assert_eq!(run["asked"], json!(["B"]));
 }
+
+/// `tests/upstreams/asking_server.py` (standard library only): a server
+/// that asks its client things at awkward moments.
+fn asking_server() -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstreams/asking_server.py");
+    json!({"command": "python3", "args": [script], "timeout": 20, "idle_shutdown": 0})
+}
+
+/// A TCP session that declares sampling and elicitation.
+fn asking_session(address: &str) -> common::Client {
+    let mut client = common::Client::connect(address);
+    client.call(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18",
+            "capabilities": {"sampling": {}, "elicitation": {}},
+            "clientInfo": {"name": "flowback-test", "version": "1"}}),
+    );
+    client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    client
+}
+
+fn execute_call(id: &str, mode: &str, request: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "zen_execute", "arguments": {"mode": mode, "request": request},
+        "_meta": {"progressToken": id}}})
+}
+
+#[test]
+fn a_late_request_for_a_returned_call_never_reaches_another_session() {
+    let setup = Setup::new(json!({"asking": asking_server()}));
+    let server = common::TcpServer::spawn(setup.command(&[
+        "serve",
+        "--transport",
+        "tcp",
+        "--listen",
+        "127.0.0.1:0",
+    ]));
+    let mut a = asking_session(&server.address);
+    let mut b = asking_session(&server.address);
+
+    // B's call is in progress on the server (it reports progress once it
+    // is there) ...
+    b.send(&execute_call("b-wait", "asking__wait", json!({})));
+    b.wait_for(|m| {
+        m["method"] == "notifications/progress" && m["params"]["progressToken"] == "b-wait"
+    });
+    // ... when A's call returns, and then the server asks for sampling
+    // with A's secret.
+    a.send(&execute_call(
+        "a-late",
+        "asking__late",
+        json!({"secret": "A-secret-31337"}),
+    ));
+    let returned = a.reply_to(&json!("a-late"));
+    assert_eq!(returned["result"]["content"][0]["text"], "ok", "{returned}");
+
+    // B's client answers whatever it is asked, so that a request that
+    // reached it would show in B's result as well as here.
+    let mut b_was_asked = Vec::new();
+    let waited = loop {
+        let message = b.next_message();
+        if message["method"] == "sampling/createMessage" {
+            b_was_asked.push(message.clone());
+            b.send(&json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": "B answers"},
+                "model": "b-model"}}));
+        } else if message["id"] == "b-wait" && message.get("method").is_none() {
+            break message;
+        }
+    };
+    assert!(
+        b_was_asked.is_empty(),
+        "B was asked A's request: {b_was_asked:?}"
+    );
+    let text = waited["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.starts_with("refused:") && text.contains("late one"),
+        "{waited}"
+    );
+    assert!(
+        !a.stray
+            .iter()
+            .any(|m| m["method"] == "sampling/createMessage")
+    );
+}
+
+#[test]
+fn one_call_flooding_the_client_gets_most_requests_refused_and_the_rest_withdrawn() {
+    let setup = Setup::new(json!({"asking": asking_server()}));
+    let server = common::TcpServer::spawn(setup.command(&[
+        "serve",
+        "--transport",
+        "tcp",
+        "--listen",
+        "127.0.0.1:0",
+    ]));
+    let mut client = asking_session(&server.address);
+    // The client answers none of them.
+    client.send(&execute_call(
+        "flood",
+        "asking__flood",
+        json!({"count": 50, "report_when": 42}),
+    ));
+    let reply = client.reply_to(&json!("flood"));
+    let report: Value = serde_json::from_str(
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("null"),
+    )
+    .unwrap_or(Value::Null);
+    assert_eq!(report["refused"], 42, "{reply}");
+    let refusal = report["first_refusal"].as_str().unwrap_or_default();
+    assert!(refusal.contains("at most 8 at once"), "{refusal}");
+    // The client was asked 8 times (waiting for each, in case one is
+    // written after the call's reply), and no more: a ping's answer comes
+    // after anything sent before it.
+    let ids: Vec<Value> = (0..8)
+        .map(|_| client.wait_for(|m| m["method"] == "elicitation/create")["id"].clone())
+        .collect();
+    client.call("ping", Value::Null);
+    let more = client
+        .stray
+        .iter()
+        .filter(|m| m["method"] == "elicitation/create")
+        .count();
+    assert_eq!(more, 0, "the client was asked {} times", 8 + more);
+    // The call is over: the 8 waiting on the client are withdrawn.
+    for id in ids {
+        client.wait_for(|m| {
+            m["method"] == "notifications/cancelled" && m["params"]["requestId"] == id
+        });
+    }
+}
+
+#[test]
+fn over_a_streamable_http_upstream_a_request_goes_to_the_call_it_came_with() {
+    if !installed() {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut everything = Command::new(npm_bin("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "server-everything listens on {port}");
+    let setup = Setup::new(json!({"remote": {"type": "http",
+        "url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 30}}));
+    let server = common::TcpServer::spawn(setup.command(&[
+        "serve",
+        "--transport",
+        "tcp",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream-wait-secs",
+        "60",
+    ]));
+    let mut a = asking_session(&server.address);
+    let mut b = asking_session(&server.address);
+    b.send(&execute_call(
+        "warm",
+        "remote__get-sum",
+        json!({"a": 1, "b": 1}),
+    ));
+    b.reply_to(&json!("warm"));
+
+    // A's call is in progress on the server (it has reported progress) ...
+    a.send(&execute_call(
+        "a-long",
+        "remote__trigger-long-running-operation",
+        json!({"duration": 4, "steps": 4}),
+    ));
+    a.wait_for(|m| {
+        m["method"] == "notifications/progress" && m["params"]["progressToken"] == "a-long"
+    });
+    // ... while B's call asks for sampling: the request comes on the stream
+    // of B's own call, so it is B's, with A's call in progress or not.
+    b.send(&execute_call(
+        "b-sample",
+        "remote__trigger-sampling-request",
+        json!({"prompt": "hi", "maxTokens": 10}),
+    ));
+    let sampled = loop {
+        let message = b.next_message();
+        if message["method"] == "sampling/createMessage" {
+            b.send(&json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": "answered by B"},
+                "model": "b-model"}}));
+        } else if message["id"] == "b-sample" && message.get("method").is_none() {
+            break message;
+        }
+    };
+    assert!(
+        sampled["result"].to_string().contains("answered by B"),
+        "{sampled}"
+    );
+    let long = a.reply_to(&json!("a-long"));
+    assert_ne!(long["result"]["isError"], true, "{long}");
+    assert!(
+        !a.stray
+            .iter()
+            .any(|m| m["method"] == "sampling/createMessage")
+    );
+    everything.kill().ok();
+    everything.wait().ok();
+}

@@ -385,3 +385,141 @@ fn a_subscription_keeps_its_upstream_running_and_outlives_a_crash() {
     let starts = setup.log_text().matches("upstream started").count();
     assert_eq!(starts, 2, "{}", setup.log_text());
 }
+
+/// `tests/upstreams/resource_server.py` (standard library only) as `name`.
+fn resource_server(name: &str, templates: Value, listings: Value, extra: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstreams/resource_server.py");
+    let mut args = vec![
+        json!(script),
+        json!("--name"),
+        json!(name),
+        json!("--templates"),
+        json!(templates.to_string()),
+        json!("--listings"),
+        json!(listings.to_string()),
+    ];
+    args.extend(extra.iter().map(|arg| json!(arg)));
+    json!({"command": "python3", "args": args, "idle_shutdown": 0})
+}
+
+/// The text a read answered with, or its error message.
+fn read_text(client: &mut common::Client, uri: &str) -> String {
+    let response = client.request("resources/read", json!({"uri": uri}));
+    match response.get("error") {
+        Some(error) => format!("error: {}", error["message"]),
+        None => response["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    }
+}
+
+/// Every page of `resources/list`: the URIs listed.
+fn list_all(client: &mut common::Client) -> Vec<String> {
+    let mut uris = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = match &cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let page = client.call("resources/list", params);
+        for resource in page["resources"].as_array().unwrap() {
+            uris.push(resource["uri"].as_str().unwrap().to_owned());
+        }
+        cursor = page["nextCursor"].as_str().map(str::to_owned);
+        if cursor.is_none() {
+            return uris;
+        }
+    }
+}
+
+/// What server `name` counted (listings, subscribes, unsubscribes).
+fn stats(client: &mut common::Client, name: &str) -> Value {
+    serde_json::from_str(&read_text(
+        client,
+        &format!("zenmode://{name}/stats://{name}"),
+    ))
+    .unwrap()
+}
+
+#[test]
+fn a_read_goes_to_the_most_specific_template_and_a_tie_is_an_error() {
+    let setup = Setup::new(json!({
+        "broad": resource_server("broad", json!(["res://{x}"]), json!([[]]), &[]),
+        "narrow": resource_server("narrow", json!(["res://{x}.json"]), json!([[]]), &[]),
+        "tie1": resource_server("tie1", json!(["tie://{x}.txt"]), json!([[]]), &[]),
+        "tie2": resource_server("tie2", json!(["tie://{y}.txt"]), json!([[]]), &[]),
+    }));
+    let mut client = setup.serve(&[]);
+    // "res://{x}" comes first in text order, but "res://{x}.json" says more.
+    assert_eq!(
+        read_text(&mut client, "res://doc.json"),
+        "read by narrow: res://doc.json"
+    );
+    assert_eq!(
+        read_text(&mut client, "res://doc"),
+        "read by broad: res://doc"
+    );
+    // Equally specific templates of two servers: neither is guessed.
+    let tie = read_text(&mut client, "tie://n.txt");
+    assert!(
+        tie.starts_with("error:") && tie.contains("equally"),
+        "{tie}"
+    );
+    assert_eq!(
+        read_text(&mut client, "zenmode://tie2/tie://n.txt"),
+        "read by tie2: tie://n.txt"
+    );
+}
+
+#[test]
+fn a_listing_gives_up_what_it_no_longer_holds_and_unknown_uris_relist_rarely() {
+    let setup = Setup::new(json!({
+        "a": resource_server("a", json!([]), json!([["shared://doc"], []]), &[]),
+        "b": resource_server("b", json!([]), json!([["shared://doc"]]), &[]),
+    }));
+    let mut client = setup.serve(&[]);
+    let first = list_all(&mut client);
+    assert_eq!(first, ["shared://doc", "zenmode://b/shared://doc"]);
+    // a no longer lists it: b's copy is the one now.
+    let second = list_all(&mut client);
+    assert_eq!(second, ["shared://doc"]);
+    assert_eq!(
+        read_text(&mut client, "shared://doc"),
+        "read by b: shared://doc"
+    );
+
+    // Reads of URIs nobody lists: one reading of every listing, not one each.
+    let before = stats(&mut client, "a")["lists"].as_u64().unwrap();
+    for n in 0..3 {
+        let unknown = read_text(&mut client, &format!("unknown://{n}"));
+        assert!(unknown.starts_with("error:"), "{unknown}");
+    }
+    let after = stats(&mut client, "a")["lists"].as_u64().unwrap();
+    assert_eq!(after, before + 1, "listings read for three unknown URIs");
+}
+
+#[test]
+fn two_subscribes_at_once_to_one_uri_leave_no_hold_behind() {
+    let setup = Setup::new(json!({
+        "a": resource_server("a", json!([]), json!([["shared://doc"]]), &["--subscribe-delay", "0.5"]),
+    }));
+    let mut client = setup.serve(&[]);
+    list_all(&mut client);
+    for id in ["s1", "s2"] {
+        client.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe",
+            "params": {"uri": "shared://doc"}}),
+        );
+    }
+    // In either order.
+    for id in ["s1", "s2"] {
+        let reply = client.wait_for(|m| m["id"] == id && m.get("method").is_none());
+        assert!(reply.get("error").is_none(), "{reply}");
+    }
+    client.call("resources/unsubscribe", json!({"uri": "shared://doc"}));
+    let counted = stats(&mut client, "a");
+    assert_eq!(counted["subscribes"], 1, "{counted}");
+    assert_eq!(counted["unsubscribes"], 1, "{counted}");
+}

@@ -11,8 +11,12 @@
 //! second server lists the same URI (or template), its copy is listed as
 //! `zenmode://<server>/<its URI>`, and any URI of that form is read from
 //! that server. A URI no listing named (one filled from a template) goes to
-//! the server whose template matches it. What is learnt is kept in the
-//! gateway's [`super::resource_hub::Hub`].
+//! the server whose template matches it most specifically (the most
+//! literal characters); two servers' templates matching it equally is an
+//! error, not a guess. What is learnt is kept in the gateway's
+//! [`super::resource_hub::Hub`]; a server's complete listing drops what it
+//! no longer lists, and a URI nobody is known to list makes the gateway
+//! read every listing again at most once per [`RELEARN_EVERY`].
 //!
 //! `resources/list` is paginated with an opaque cursor naming the server
 //! and that server's own cursor, so the pages are the upstreams' pages one
@@ -23,7 +27,7 @@
 //! cached beside their catalog ([`super::capabilities`]), so `initialize`
 //! can advertise resources, prompts and completion without starting anyone.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
@@ -35,13 +39,18 @@ use super::{
     error::GatewayError,
     events::UpstreamEvent,
     hub::Gateway,
-    resource_hub::{Route, lock},
+    resource_hub::{Claim, Route, lock},
 };
 use crate::gateway::error::FailureKind;
 
 /// Listings followed per server, at most (a server that keeps answering
 /// with a next cursor does not hold a request forever).
 const MAX_PAGES: usize = 100;
+
+/// The shortest time between two readings of every listing made to find a
+/// URI nobody is known to list (a client reading unknown URIs in a loop
+/// would otherwise have every server list everything each time).
+pub const RELEARN_EVERY: Duration = Duration::from_secs(10);
 
 /// The scheme of a URI addressed to one server explicitly.
 pub const SERVER_SCHEME: &str = "zenmode://";
@@ -84,6 +93,21 @@ pub(super) fn explicit_route(uri: &str) -> Option<Route> {
     })
 }
 
+/// How specific a template is: its characters outside expressions.
+fn literal_chars(template: &str) -> usize {
+    let mut count = 0;
+    let mut inside = false;
+    for c in template.chars() {
+        match c {
+            '{' => inside = true,
+            '}' => inside = false,
+            _ if !inside => count += 1,
+            _ => {}
+        }
+    }
+    count
+}
+
 /// Whether `uri` could have been filled in from `template` (RFC 6570
 /// expressions in braces; each matches any text, literals must agree).
 fn template_matches(template: &str, uri: &str) -> bool {
@@ -110,6 +134,18 @@ fn template_matches(template: &str, uri: &str) -> bool {
         }
     }
     left.len() >= last.len() && left.ends_with(last)
+}
+
+/// Notes who owns a listed resource; a URI another server owns already is
+/// rewritten to the explicit form (which names its server, so it needs no
+/// entry).
+fn claim_resource(owners: &mut super::resource_hub::Owners, server: &str, resource: &mut Value) {
+    let Some(uri) = resource["uri"].as_str().map(str::to_owned) else {
+        return;
+    };
+    if let Claim::Taken = owners.claim(server, &uri) {
+        resource["uri"] = Value::String(format!("{SERVER_SCHEME}{server}/{uri}"));
+    }
 }
 
 pub(super) fn invalid(kind: FailureKind, message: String) -> GatewayError {
@@ -216,9 +252,17 @@ impl Gateway {
                 }
             };
             let mut resources = page["resources"].as_array().cloned().unwrap_or_default();
-            for resource in &mut resources {
-                self.claim_resource(upstream.name(), resource);
+            let mut owners = lock(&self.hub.owners);
+            if upstream_cursor.is_none() {
+                owners.begin(upstream.name());
             }
+            for resource in &mut resources {
+                claim_resource(&mut owners, upstream.name(), resource);
+            }
+            if page["nextCursor"].as_str().is_none() {
+                owners.end(upstream.name());
+            }
+            drop(owners);
             let next = match page["nextCursor"].as_str() {
                 Some(c) => Some(Cursor {
                     server: upstream.name().to_owned(),
@@ -237,29 +281,6 @@ impl Gateway {
             return Ok(Value::Object(result));
         }
         Ok(json!({"resources": []}))
-    }
-
-    /// Notes who owns a listed resource; a URI another server owns already
-    /// is rewritten to the explicit form.
-    fn claim_resource(&self, server: &str, resource: &mut Value) {
-        let Some(uri) = resource["uri"].as_str().map(str::to_owned) else {
-            return;
-        };
-        let route = Route {
-            server: server.to_owned(),
-            uri: uri.clone(),
-        };
-        let mut owners = lock(&self.hub.owners);
-        match owners.get(&uri) {
-            Some(owner) if owner.server != server => {
-                let explicit = format!("{SERVER_SCHEME}{server}/{uri}");
-                resource["uri"] = Value::String(explicit.clone());
-                owners.insert(explicit, route);
-            }
-            _ => {
-                owners.insert(uri, route);
-            }
-        }
     }
 
     /// Every page of `method` from every upstream offering `section`; the
@@ -337,28 +358,21 @@ impl Gateway {
 
     /// Where `uri` (as a client sees it) lives: an explicit URI, a listed
     /// one, one a template could have made, or the only server with
-    /// resources. Learns the listings once when nothing is known.
+    /// resources. A URI no server is known to list has every listing read
+    /// again first, at most once per [`RELEARN_EVERY`].
     pub async fn route_of(&self, uri: &str) -> Result<Route, GatewayError> {
         if let Some(route) = explicit_route(uri) {
             self.upstream(&route.server)?;
             return Ok(route);
         }
-        if let Some(route) = self.known_route(uri) {
+        if let Some(route) = lock(&self.hub.owners).get(uri) {
             return Ok(route);
         }
-        // Learn every listing, then look again.
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            match self.list_resources(cursor.as_deref()).await {
-                Ok(page) => cursor = page["nextCursor"].as_str().map(str::to_owned),
-                Err(_) => break,
-            }
-            if cursor.is_none() {
-                break;
-            }
+        self.relearn().await;
+        if let Some(route) = lock(&self.hub.owners).get(uri) {
+            return Ok(route);
         }
-        self.list_resource_templates().await;
-        if let Some(route) = self.known_route(uri) {
+        if let Some(route) = self.matching_template(uri)? {
             return Ok(route);
         }
         let with_resources: Vec<Arc<Upstream>> = {
@@ -387,17 +401,63 @@ impl Gateway {
         ))
     }
 
-    fn known_route(&self, uri: &str) -> Option<Route> {
-        if let Some(route) = lock(&self.hub.owners).get(uri) {
-            return Some(route.clone());
+    /// Reads every server's listing and templates again, unless that was
+    /// done less than [`RELEARN_EVERY`] ago; one reading at a time (the
+    /// others wait for it and use what it learnt).
+    async fn relearn(&self) {
+        let mut learnt = self.hub.learnt.lock().await;
+        if learnt.is_some_and(|at| at.elapsed() < RELEARN_EVERY) {
+            return;
         }
-        lock(&self.hub.templates)
-            .iter()
-            .find(|(listed, _)| template_matches(listed, uri))
-            .map(|(_, route)| Route {
-                server: route.server.clone(),
-                uri: uri.to_owned(),
-            })
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            match self.list_resources(cursor.as_deref()).await {
+                Ok(page) => cursor = page["nextCursor"].as_str().map(str::to_owned),
+                Err(_) => break,
+            }
+            if cursor.is_none() {
+                break;
+            }
+        }
+        self.list_resource_templates().await;
+        *learnt = Some(std::time::Instant::now());
+    }
+
+    /// The server whose template matches `uri` most specifically; an error
+    /// when templates of two servers match it equally.
+    fn matching_template(&self, uri: &str) -> Result<Option<Route>, GatewayError> {
+        let templates = lock(&self.hub.templates);
+        let mut best: Vec<(&String, &Route)> = Vec::new();
+        let mut best_chars = 0;
+        for (listed, route) in templates.iter() {
+            if !template_matches(listed, uri) {
+                continue;
+            }
+            let chars = literal_chars(listed);
+            if best.is_empty() || chars > best_chars {
+                best = vec![(listed, route)];
+                best_chars = chars;
+            } else if chars == best_chars {
+                best.push((listed, route));
+            }
+        }
+        let Some((_, first)) = best.first() else {
+            return Ok(None);
+        };
+        if let Some((other, route)) = best.iter().find(|(_, r)| r.server != first.server) {
+            let (mine, _) = best[0];
+            return Err(invalid(
+                FailureKind::UnknownResource,
+                format!(
+                    "the resource {uri:?} matches the templates of two servers equally ({mine:?} of {:?}, {other:?} of {:?}); address one as {SERVER_SCHEME}<server>/<uri>",
+                    first.server, route.server
+                ),
+            ));
+        }
+        Ok(Some(Route {
+            server: first.server.clone(),
+            uri: uri.to_owned(),
+        }))
     }
 
     /// `resources/read`, from the server that owns `uri`.
@@ -550,6 +610,32 @@ mod tests {
         assert!(!template_matches("a://{x}/b/{y}.json", "a://1/b/2.txt"));
         assert!(template_matches("plain://x", "plain://x"));
         assert!(!template_matches("broken://{x", "broken://x"));
+    }
+
+    #[test]
+    fn the_most_literal_template_is_the_most_specific() {
+        assert_eq!(literal_chars("res://{x}"), 6);
+        assert_eq!(literal_chars("res://{x}.json"), 11);
+        assert_eq!(literal_chars("a://{x}/b/{y}.json"), 12);
+    }
+
+    #[test]
+    fn a_later_complete_listing_drops_what_it_no_longer_holds() {
+        let mut owners = crate::gateway::resource_hub::Owners::default();
+        owners.begin("a");
+        for n in 0..3 {
+            assert!(matches!(owners.claim("a", &format!("x://{n}")), Claim::Own));
+        }
+        owners.end("a");
+        owners.begin("b");
+        assert!(matches!(owners.claim("b", "x://0"), Claim::Taken));
+        owners.end("b");
+        owners.begin("a");
+        owners.claim("a", "x://2");
+        owners.end("a");
+        assert_eq!(owners.len(), 1);
+        assert_eq!(owners.get("x://2").unwrap().server, "a");
+        assert!(owners.get("x://0").is_none());
     }
 
     #[test]

@@ -6,21 +6,21 @@
 // opened with `initialize` that this serves.
 #![allow(deprecated)]
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        ClientResult, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
-        ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, ListRootsRequest,
-        ListRootsResult, ServerRequest,
+        CancelledNotificationParam, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
+        CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode,
+        ListRootsRequest, ListRootsResult, RequestId, ServerRequest,
     },
-    service::{Peer, ServiceError},
+    service::{Peer, PeerRequestOptions, ServiceError},
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::call::{Ask, ClientRequests};
+use crate::call::{Ask, ClientRequests, FlowBackLoad};
 
 /// One session's peer. `session` is stable for the session (the address of
 /// its state), so calls of one session are told apart from another's.
@@ -29,6 +29,40 @@ pub struct SessionClient {
     pub session: usize,
     /// The session's end: a request still waiting on the client is dropped.
     pub closed: CancellationToken,
+    /// What the session's client has been asked (shared by its calls).
+    pub load: Arc<FlowBackLoad>,
+}
+
+/// How long telling the client to stop may take (a client that reads
+/// nothing must not hold the task).
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+/// Tells the client a request is withdrawn when the wait for its answer
+/// ends without one (the gateway stopped waiting: its call ended, the
+/// upstream cancelled it): the client can close its dialog, and rmcp
+/// forgets the request.
+struct Withdraw {
+    peer: Peer<RoleServer>,
+    id: Option<RequestId>,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let cancel = CancelledNotificationParam::new(
+                Some(id),
+                Some("the upstream server no longer needs the answer".to_owned()),
+            );
+            let _ = tokio::time::timeout(CANCEL_WAIT, peer.notify_cancelled(cancel)).await;
+        });
+    }
 }
 
 impl SessionClient {
@@ -37,9 +71,20 @@ impl SessionClient {
     }
 
     async fn ask(&self, request: ServerRequest) -> Result<ClientResult, ErrorData> {
-        let asked = self.peer.send_request(request);
+        let handle = self
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(from_service_error)?;
+        let mut withdraw = Withdraw {
+            peer: self.peer.clone(),
+            id: Some(handle.id.clone()),
+        };
         tokio::select! {
-            answer = asked => answer.map_err(from_service_error),
+            answer = handle.await_response() => {
+                withdraw.id = None;
+                answer.map_err(from_service_error)
+            }
             _ = self.closed.cancelled() => Err(ErrorData::new(
                 ErrorCode::INTERNAL_ERROR,
                 "zenmode's client went away before answering",
@@ -73,6 +118,10 @@ fn unexpected() -> ErrorData {
 impl ClientRequests for SessionClient {
     fn session(&self) -> usize {
         self.session
+    }
+
+    fn load(&self) -> &FlowBackLoad {
+        &self.load
     }
 
     fn can(&self, ask: Ask) -> bool {

@@ -27,7 +27,7 @@ use rmcp::{
 
 use super::{client_peer, resources};
 use crate::{
-    call::{CallContext, ClientRequests, ProgressSink, Resume},
+    call::{CallContext, ClientRequests, FlowBackLoad, ProgressSink, Resume},
     engine::{Engine, Outcome},
     server::transport::OwedNotices,
     surface::{Session, SessionView, Strategy, initial_tools, tool_names},
@@ -82,6 +82,8 @@ pub struct ZenServer {
     client: Arc<OnceLock<Arc<dyn ClientRequests>>>,
     /// This session's upstream resource subscriptions.
     resources: Arc<resources::SessionResources>,
+    /// What upstreams have asked of this session's client (for their bounds).
+    flow_back: Arc<FlowBackLoad>,
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -118,6 +120,7 @@ impl ZenServer {
             log_arguments: false,
             owed: Arc::default(),
             client: Arc::default(),
+            flow_back: Arc::default(),
         })
     }
 
@@ -139,6 +142,7 @@ impl ZenServer {
             session: Arc::new(Session::default()),
             owed: Arc::default(),
             client: Arc::default(),
+            flow_back: Arc::default(),
             resources: Arc::new(resources::SessionResources::new(
                 self.engine.services().gateway.clone(),
             )),
@@ -180,6 +184,7 @@ impl ZenServer {
             peer: peer.clone(),
             session: Arc::as_ptr(&self.session) as usize,
             closed: call.clone(),
+            load: self.flow_back.clone(),
         }
         .shared()
     }

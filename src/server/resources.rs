@@ -243,7 +243,16 @@ impl SessionResources {
             .subscribe_resource(&request.uri)
             .await
             .map_err(to_error)?;
-        self.subscribed().insert(request.uri, route);
+        // Two subscribes to one URI at once both took a hold; the session
+        // keeps one, so the other is given back (or the upstream would
+        // never hear the unsubscribe).
+        let duplicate = self.subscribed().insert(request.uri, route.clone());
+        if duplicate.is_some() {
+            self.gateway
+                .unsubscribe_resource(&route)
+                .await
+                .map_err(to_error)?;
+        }
         Ok(())
     }
 

@@ -23,7 +23,14 @@
 //!   sent, or a notification;
 //! - the upstream's secret never reaches stdout or stderr;
 //! - bounded memory: the server's peak resident set (VmHWM) stays under
-//!   [`RSS_CEILING_MIB`].
+//!   [`RSS_CEILING_MIB`];
+//! - every request ends: no request the server admitted goes unanswered for
+//!   [`REQUEST_BOUND`] (checked after every batch and at the end, which
+//!   waits for the last ones), and requests refused as busy stay under
+//!   [`MAX_BUSY_SHARE`] of the inputs. The requests that were stuck are
+//!   printed. (A server whose 256 places in progress stay full answers
+//!   "busy" to everything and still answers pings, so neither shows
+//!   otherwise.)
 //!
 //! Size: `ZEN_FUZZ_INPUTS` (default [`DEFAULT_INPUTS`]; `.ci/run` runs
 //! 1,000,000 in its optimized `ci` build, the last 200,000 with the
@@ -37,7 +44,7 @@ mod common;
 mod mutate;
 
 use std::{
-    collections::{BTreeMap, HashSet},
+    collections::{BTreeMap, HashMap, HashSet},
     io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
     process::{Child, ChildStdin, Stdio},
@@ -69,6 +76,16 @@ const PING_DEADLINE: Duration = Duration::from_secs(5);
 /// longest such pause.
 const BUSY_PAUSE: Duration = Duration::from_millis(5);
 const LONGEST_BUSY_PAUSE: Duration = Duration::from_millis(500);
+/// The longest a request may stay unanswered. The longest bound any
+/// request has in the campaign is the chaos upstream's 2 s timeout (plus
+/// its start and zenmode's 2 s margin); the rest is room for a request
+/// queued behind a full session's worth of model rankings on a loaded
+/// machine. The watchdog allows a minute without progress as well.
+const REQUEST_BOUND: Duration = Duration::from_secs(60);
+/// The share of inputs that may be refused as busy. A campaign where
+/// requests end refuses about 0.5% (3,914 of 800,000); one where requests
+/// stayed in progress for good refused 34%.
+const MAX_BUSY_SHARE: f64 = 0.05;
 /// The first pass over the seeds builds the selection index and compiles
 /// every schema; it gets longer.
 const WARM_UP_DEADLINE: Duration = Duration::from_secs(30);
@@ -217,25 +234,91 @@ struct Shared {
     secret_logged: AtomicBool,
     stderr_tail: Mutex<Vec<String>>,
     stderr_lines: AtomicU64,
+    /// Requests sent and not yet answered: id (as JSON text) -> when, and
+    /// the start of the line.
+    outstanding: Mutex<HashMap<String, (Instant, String)>>,
 }
 
 const THREAD_POOL: usize = 64;
 
 /// The ids a line may get answers for, registered before it is sent. The
 /// server frames on `\n` and trims each line (as `str::trim` does); this
-/// mirrors that.
+/// mirrors that. A well-formed request (a string or integer id, a method,
+/// within the line limit) is also noted as outstanding until its answer
+/// comes; one the line cancels is no longer waited for (a cancelled
+/// request gets no answer).
 fn register_ids(shared: &Shared, line: &[u8]) {
     let mut sent = shared.sent_ids.lock().unwrap();
+    let mut outstanding = shared.outstanding.lock().unwrap();
     for segment in line.split(|byte| *byte == b'\n') {
         let Ok(text) = std::str::from_utf8(segment) else {
             continue;
         };
-        if let Ok(Value::Object(message)) = serde_json::from_str::<Value>(text.trim())
-            && let Some(id) = message.get("id")
+        let Ok(Value::Object(message)) = serde_json::from_str::<Value>(text.trim()) else {
+            continue;
+        };
+        if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+            && let Some(id) = message
+                .get("params")
+                .and_then(|params| params.get("requestId"))
         {
-            sent.insert(id.to_string());
+            outstanding.remove(&id.to_string());
+        }
+        let Some(id) = message.get("id") else {
+            continue;
+        };
+        sent.insert(id.to_string());
+        // A `subscriptions/listen` stream is open for as long as the client
+        // likes: it is the one request that need not end.
+        let method = message.get("method").and_then(Value::as_str);
+        let request = message.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+            && method.is_some_and(|method| method != "subscriptions/listen")
+            && (id.is_string() || id.is_i64())
+            && segment.len() <= MAX_MESSAGE_BYTES;
+        if request {
+            let shown: String = text.trim().chars().take(200).collect();
+            outstanding.insert(id.to_string(), (Instant::now(), shown));
         }
     }
+}
+
+/// The requests unanswered for longer than `bound`, oldest first, as lines
+/// to print.
+fn stuck_requests(shared: &Shared, bound: Duration) -> Vec<String> {
+    let outstanding = shared.outstanding.lock().unwrap();
+    let mut stuck: Vec<(Duration, String)> = outstanding
+        .iter()
+        .filter(|(_, (sent, _))| sent.elapsed() > bound)
+        .map(|(id, (sent, shown))| {
+            (
+                sent.elapsed(),
+                format!(
+                    "id {id}, unanswered for {:.0} s: {shown}",
+                    sent.elapsed().as_secs_f64()
+                ),
+            )
+        })
+        .collect();
+    stuck.sort_by_key(|(age, _)| std::cmp::Reverse(*age));
+    stuck.into_iter().map(|(_, line)| line).collect()
+}
+
+/// Fails the campaign when a request has been unanswered for longer than
+/// [`REQUEST_BOUND`], listing the first of them.
+fn assert_no_stuck_request(shared: &Shared, when: &str) {
+    let stuck = stuck_requests(shared, REQUEST_BOUND);
+    assert!(
+        stuck.is_empty(),
+        "{} request(s) stayed unanswered for over {REQUEST_BOUND:?} ({when}), for example:\n{}\nstderr tail:\n{}",
+        stuck.len(),
+        stuck
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n"),
+        shared.stderr_tail.lock().unwrap().join("\n")
+    );
 }
 
 /// Requests the server has refused as busy so far.
@@ -326,6 +409,9 @@ fn check_line(shared: &Shared, line: &[u8]) -> Option<u64> {
             _ => tally.violation(format!("a malformed error object: {}", shown())),
         },
         _ => tally.violation(format!("neither one result nor one error: {}", shown())),
+    }
+    if !id.is_null() {
+        shared.outstanding.lock().unwrap().remove(&id.to_string());
     }
     if let Some(ping) = id.as_str().and_then(|id| id.strip_prefix("fuzz-ping-")) {
         return ping.parse().ok();
@@ -600,6 +686,7 @@ fn fuzz_campaign_over_stdio() {
         if number.is_multiple_of(10) {
             peak_sampled = peak_sampled.max(server.rss_kib().0);
         }
+        assert_no_stuck_request(&shared, &format!("after {sent} inputs"));
         assert!(
             !shared.panicked.load(Ordering::Relaxed),
             "the server panicked; stderr tail:\n{}",
@@ -619,6 +706,26 @@ fn fuzz_campaign_over_stdio() {
     assert!(
         server.child.try_wait().unwrap().is_none(),
         "the server exited during the campaign"
+    );
+
+    // Every request sent gets its answer: wait for the last ones (each
+    // within its bound) before closing the input.
+    let waiting = Instant::now();
+    while !shared.outstanding.lock().unwrap().is_empty() && waiting.elapsed() < REQUEST_BOUND {
+        progress.fetch_add(1, Ordering::Relaxed);
+        thread::sleep(Duration::from_millis(50));
+    }
+    let unanswered = stuck_requests(&shared, Duration::ZERO);
+    assert!(
+        unanswered.is_empty(),
+        "{} request(s) were still unanswered {REQUEST_BOUND:?} after the last input, for example:\n{}",
+        unanswered.len(),
+        unanswered
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 
     // End of input: the server must drain and exit cleanly.
@@ -672,6 +779,16 @@ fn fuzz_campaign_over_stdio() {
         slowest_ping.as_secs_f64() * 1000.0,
         peak / 1024,
         shared.stderr_lines.load(Ordering::Relaxed),
+    );
+    let busy = tally
+        .error_codes
+        .get(&i64::from(zenmode::server::transport::BUSY_CODE))
+        .copied()
+        .unwrap_or(0);
+    assert!(
+        (busy as f64) <= MAX_BUSY_SHARE * inputs as f64,
+        "{busy} of {inputs} inputs were refused as busy, over {:.0}%: requests stay in progress",
+        MAX_BUSY_SHARE * 100.0
     );
     assert!(
         tally.violations.is_empty(),

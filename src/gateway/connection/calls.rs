@@ -26,6 +26,7 @@ use crate::{
     call::CallContext,
     gateway::{
         error::GatewayError,
+        flowback::CallerGuard,
         pins::{self, Verdict},
         request_state,
     },
@@ -46,7 +47,7 @@ impl Upstream {
         connection.in_flight.fetch_add(1, Ordering::SeqCst);
         connection.touch();
         let options = PeerRequestOptions::with_timeout(self.config.timeout);
-        let sent = async {
+        let asked = async {
             match connection
                 .peer
                 .send_request_with_option(request, options)
@@ -56,11 +57,7 @@ impl Upstream {
                 Err(error) => Err(error),
             }
         };
-        let answer = tokio::time::timeout_at(self.deadline(), sent)
-            .await
-            .unwrap_or(Err(ServiceError::Timeout {
-                timeout: self.config.timeout,
-            }));
+        let answer = within(self.config.timeout, asked).await;
         connection.in_flight.fetch_sub(1, Ordering::SeqCst);
         connection.touch();
         let answer = answer.map_err(|e| self.service_error(e));
@@ -124,12 +121,14 @@ impl Upstream {
     ) -> Result<Value, GatewayError> {
         // From here on (a start included: a server asks for roots as it
         // starts), what the server asks goes to this call's client.
-        let _caller = self.callers.enter(call.client.as_ref());
+        let caller = self.callers.enter(call.client.as_ref());
         let connection = self.connection().await?;
         self.check_approved(&connection, tool)?;
         connection.in_flight.fetch_add(1, Ordering::SeqCst);
         connection.touch();
-        let outcome = self.forward(&connection, tool, arguments, call).await;
+        let outcome = self
+            .forward(&connection, tool, arguments, call, &caller)
+            .await;
         connection.in_flight.fetch_sub(1, Ordering::SeqCst);
         connection.touch();
         match &outcome {
@@ -173,6 +172,7 @@ impl Upstream {
         tool: &str,
         arguments: Map<String, Value>,
         call: &CallContext,
+        caller: &CallerGuard,
     ) -> Result<Value, GatewayError> {
         let mut params =
             CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
@@ -184,7 +184,7 @@ impl Upstream {
         }
         let mut rounds = 0;
         loop {
-            let result = match self.send_call(connection, params, call).await? {
+            let result = match self.send_call(connection, params, call, caller).await? {
                 ServerResult::CallToolResult(result) => serde_json::to_value(result),
                 ServerResult::InputRequiredResult(asked) if call.takes_input_required => {
                     let sealed = request_state::seal(self.name(), tool, asked.request_state);
@@ -203,6 +203,7 @@ impl Upstream {
                             self.name(),
                             self.secrets()
                                 .redact_typed(asked.input_requests.unwrap_or_default()),
+                            caller,
                         )
                         .await
                         .map_err(|e| {
@@ -263,10 +264,11 @@ impl Upstream {
         connection: &Connection,
         params: CallToolRequestParams,
         call: &CallContext,
+        caller: &CallerGuard,
     ) -> Result<ServerResult, GatewayError> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let options = PeerRequestOptions::with_timeout(self.config.timeout);
-        let deadline = self.deadline();
+        let deadline = tokio::time::Instant::now() + self.config.timeout + DEADLINE_GRACE;
         let timed_out = || ServiceError::Timeout {
             timeout: self.config.timeout,
         };
@@ -279,6 +281,8 @@ impl Upstream {
         .map_err(|e| self.service_error(e))?;
         let token = handle.progress_token.clone();
         let id = handle.id.clone();
+        // What the server asks on this request's stream is this call's.
+        caller.tie(id.clone());
         if let Some(sink) = &call.progress
             && let Ok(mut routes) = self.routes.lock()
         {
@@ -289,6 +293,11 @@ impl Upstream {
                 Some(answer.unwrap_or_else(|_| Err(timed_out())))
             }
             _ = call.cancel.cancelled() => None,
+            // rmcp's own timeout covers the wait for the answer but not
+            // the cancel it then sends; this covers both.
+            () = tokio::time::sleep_until(deadline) => Some(Err(ServiceError::Timeout {
+                timeout: self.config.timeout,
+            })),
         };
         if let Ok(mut routes) = self.routes.lock() {
             routes.remove(&token);
@@ -298,26 +307,28 @@ impl Upstream {
                 Some(id),
                 Some("the client cancelled the call".to_owned()),
             );
-            let _ = connection.peer.notify_cancelled(cancel).await;
+            let _ = tokio::time::timeout(DEADLINE_GRACE, connection.peer.notify_cancelled(cancel))
+                .await;
             return Err(self.error(FailureKind::Cancelled, "the call was cancelled".to_owned()));
         };
         answer.map_err(|e| self.service_error(e))
     }
 }
 
-/// How long past a request's timeout its caller still waits. rmcp's own
-/// timeout ends the wait for the answer, but then waits until its
-/// cancellation reaches the server, which an HTTP server's token renewal
-/// can hold up for as long as the renewal takes; the caller does not wait
-/// for that.
-const TIMEOUT_GRACE: Duration = Duration::from_millis(500);
+/// How long past its timeout a request to an upstream may take at most,
+/// whatever the upstream does: rmcp sends a cancel when the timeout
+/// strikes and waits for that write, which a server that stops reading
+/// would hold forever.
+const DEADLINE_GRACE: Duration = Duration::from_secs(2);
 
-impl Upstream {
-    /// When a request sent now has waited long enough, whatever it waits
-    /// for (the session's queue, a token renewal, the answer).
-    fn deadline(&self) -> tokio::time::Instant {
-        tokio::time::Instant::now() + self.config.timeout + TIMEOUT_GRACE
-    }
+/// `asked`, or a timeout once `timeout` and [`DEADLINE_GRACE`] have passed.
+async fn within<T>(
+    timeout: Duration,
+    asked: impl Future<Output = Result<T, ServiceError>>,
+) -> Result<T, ServiceError> {
+    tokio::time::timeout(timeout + DEADLINE_GRACE, asked)
+        .await
+        .unwrap_or(Err(ServiceError::Timeout { timeout }))
 }
 
 /// The request for `method` in rmcp's type, read straight into its params

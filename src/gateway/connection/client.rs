@@ -23,7 +23,7 @@ use crate::{
     gateway::{
         config::Redactor,
         events::{EventSender, UpstreamEvent},
-        flowback::{self, Callers, RootsResult, SamplingParams, SamplingResult},
+        flowback::{self, Asked, Callers, Origin, RootsResult, SamplingParams, SamplingResult},
     },
 };
 
@@ -89,26 +89,38 @@ impl ClientHandler for ClientSide {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let request = self.hidden(request);
-        self.callers.elicit(&self.server, request).await
+        self.callers
+            .elicit(&self.server, request, asked(&context))
+            .await
     }
 
     async fn create_message(
         &self,
         params: SamplingParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<SamplingResult, ErrorData> {
         let params = self.hidden(params);
-        self.callers.create_message(&self.server, params).await
+        self.callers
+            .create_message(&self.server, params, asked(&context))
+            .await
     }
 
     async fn list_roots(
         &self,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<RootsResult, ErrorData> {
-        self.callers.list_roots(&self.server).await
+        self.callers.list_roots(&self.server, asked(&context)).await
+    }
+}
+
+/// Where the request came from, and the server's cancel of it.
+fn asked(context: &RequestContext<RoleClient>) -> Asked {
+    Asked {
+        origin: Origin::of(&context.extensions),
+        stop: context.ct.clone(),
     }
 }
 

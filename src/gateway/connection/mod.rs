@@ -24,7 +24,9 @@
 //! - `stderr`: the server's stderr, read, paced, logged and kept;
 //! - `upstream`: the [`Upstream`] itself, its state and what it holds;
 //! - `running`: a started server: its session and process group;
-//! - `client`: zenmode as the MCP client of the server.
+//! - `client`: zenmode as the MCP client of the server;
+//! - `stdin_queue`: what is written to a stdio server, queued so that
+//!   writing never waits on it.
 
 mod calls;
 mod client;
@@ -33,6 +35,7 @@ mod lifecycle;
 mod running;
 mod start;
 mod stderr;
+mod stdin_queue;
 mod upstream;
 
 pub use upstream::{Started, Upstream};

@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::{
     client::ClientSide,
     running::{Connection, Spawned},
+    stdin_queue,
     upstream::Upstream,
 };
 use crate::gateway::{
@@ -160,6 +161,9 @@ impl Upstream {
                     self.name().to_owned(),
                     self.oversize_note.clone(),
                 ));
+                // Its stdin is written through a queue: writing to it never
+                // waits on the server, so its stdout is always read.
+                let stdin = stdin_queue::queued_stdin(stdin, self.name().to_owned());
                 let transport = AsyncRwTransport::<RoleClient, _, _>::new(from_guard, stdin)
                     .with_max_line_length(limit);
                 let service = handler

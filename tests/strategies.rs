@@ -44,7 +44,7 @@ fn lazy_enables_and_disables_tools_and_says_the_list_changed() {
         &client.tool("manage_tools", json!({"action": "list"})),
         false,
     );
-    assert_eq!(listed["total"], 18);
+    assert_eq!(listed["total"], 19);
     assert!(
         listed["tools"]
             .as_array()
@@ -370,7 +370,7 @@ fn discover_detail_call_batch_and_pipe() {
     );
 
     let all = structured(&client.tool("discover", json!({"limit": 5})), false)["data"].clone();
-    assert_eq!(all["total"], 18);
+    assert_eq!(all["total"], 19);
     assert_eq!(all["returned"], 5);
     assert_eq!(all["hasMore"], true);
     assert!(

@@ -227,19 +227,53 @@ fn writes_are_refused_under_deny_with_the_direct_call_to_make() {
     client.finish();
 }
 
-#[test]
-fn allowed_writes_reach_the_tool() {
-    let setup = gateway();
-    let mut client = setup.serve(&["--script-writes", "allow"]);
-    // `crash` ends the upstream: reaching it is the proof it was called.
+/// `crash` ends the upstream: reaching it is the proof it was called.
+fn crash_from_a_script(client: &mut Client) -> String {
     let ran = script(
-        &mut client,
+        client,
         "try { await tools.call('flaky__crash', {}); return 'ran'; } catch (e) { return e.message; }",
     );
-    let text = body(&ran, false)["result"].to_string();
+    body(&ran, false)["result"].to_string()
+}
+
+#[test]
+fn allowed_writes_reach_the_tool() {
+    // For every server, from the command line.
+    let setup = gateway();
+    let mut client = setup.serve(&["--script-writes", "allow"]);
+    let text = crash_from_a_script(&mut client);
     assert!(!text.contains("may change things"), "{text}");
     still_serving(&mut client);
     client.finish();
+
+    // For one server, in its entry; another server's writes stay refused.
+    let mut allowed = flaky(&[]);
+    allowed["script_writes"] = json!("allow");
+    let setup = Setup::new(json!({"flaky": allowed, "other": flaky(&[])}));
+    let mut client = setup.serve(&[]);
+    let other = script(
+        &mut client,
+        "try { await tools.call('other__crash', {}); return 'ran'; } catch (e) { return e.message; }",
+    );
+    let other = body(&other, false)["result"].to_string();
+    assert!(other.contains("may change things"), "{other}");
+    let text = crash_from_a_script(&mut client);
+    assert!(!text.contains("may change things"), "{text}");
+    still_serving(&mut client);
+    client.finish();
+}
+
+#[test]
+fn a_bad_script_writes_value_leaves_the_entry_out() {
+    let mut entry = flaky(&[]);
+    entry["script_writes"] = json!("sometimes");
+    let setup = Setup::new(json!({"flaky": entry}));
+    let (code, stdout, stderr) = setup.run(&["upstream", "list"]);
+    let all = format!("{code} {stdout} {stderr}");
+    assert!(
+        all.contains("script_writes") && all.contains("\"allow\" or \"deny\""),
+        "{all}"
+    );
 }
 
 fn text_or_json(result: &Value) -> String {

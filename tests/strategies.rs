@@ -207,11 +207,11 @@ fn categories_browse_then_fetch_in_every_sub_mode() {
 
     let mut stripped = serve(&["--strategy", "categories", "--tool-loading", "stripped"]);
     let tools = stripped.call("tools/list", Value::Null)["tools"].clone();
-    assert_eq!(tools.as_array().unwrap().len(), 3 + 18);
+    assert_eq!(tools.as_array().unwrap().len(), 3 + 19);
     assert_eq!(tools[3]["inputSchema"], json!({"type": "object"}));
     let mut eager = serve(&["--strategy", "categories", "--tool-loading", "eager"]);
     let tools = eager.call("tools/list", Value::Null)["tools"].clone();
-    assert_eq!(tools.as_array().unwrap().len(), 3 + 18);
+    assert_eq!(tools.as_array().unwrap().len(), 3 + 19);
     assert!(
         tools[3]["inputSchema"]["properties"].is_object(),
         "full schemas"

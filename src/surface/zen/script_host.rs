@@ -14,7 +14,7 @@ use super::{
 };
 use crate::{
     call::{CallContext, NestedCalls, NestedOutcome},
-    catalog::Mode,
+    catalog::{Mode, Origin},
     engine::{Engine, Outcome},
 };
 
@@ -77,7 +77,13 @@ impl NestedCalls for ScriptHost {
     }
 
     fn write_refusal(&self, mode: &Mode) -> Option<String> {
-        (self.writes == ScriptWrites::Deny).then(|| {
+        let server_allows = match &mode.origin {
+            Origin::Upstream(server) => {
+                self.engine.services().gateway.script_writes_allowed(server)
+            }
+            _ => false,
+        };
+        (self.writes == ScriptWrites::Deny && !server_allows).then(|| {
             format!(
                 "{name:?} may change things, and scripts may only read (serve --script-writes allow lets them write); \
                  call it directly instead: {EXECUTE} {{\"mode\": {name:?}, \"request\": {{...}}}}",

@@ -69,6 +69,25 @@ fn a_script_runs_calls_at_once_and_returns_only_its_value() {
 }
 
 #[test]
+fn a_script_stopped_with_calls_in_flight_ends_alone() {
+    let setup = gateway();
+    let mut client = setup.serve(&[]);
+    let stuck = execute(
+        &mut client,
+        "script",
+        json!({"code": "await Promise.all([tools.call('flaky__hang', {}), tools.call('flaky__hang', {})]);", "timeout_ms": 700}),
+    );
+    assert_eq!(body(&stuck, true)["error"], "script_timeout", "{stuck}");
+    still_serving(&mut client);
+    let echoed = script(
+        &mut client,
+        "return (await tools.call('flaky__echo', {text: 'on'})).echo;",
+    );
+    assert_eq!(body(&echoed, false)["result"], "on");
+    client.finish();
+}
+
+#[test]
 fn a_syntax_error_reports_line_and_column() {
     let mut client = Client::spawn(&["serve"]);
     client.initialize();
@@ -97,6 +116,15 @@ fn runaway_scripts_end_alone_and_the_server_keeps_serving() {
         json!({"code": "for (;;) {}", "timeout_ms": 500}),
     );
     assert_eq!(body(&looped, true)["error"], "script_timeout", "{looped}");
+    still_serving(&mut client);
+
+    // A regular expression that backtracks for ages.
+    let redos = execute(
+        &mut client,
+        "script",
+        json!({"code": "return /^(a+)+$/.test('a'.repeat(40) + 'b');", "timeout_ms": 500}),
+    );
+    assert_eq!(body(&redos, true)["error"], "script_timeout", "{redos}");
     still_serving(&mut client);
 
     let bomb = script(

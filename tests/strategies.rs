@@ -393,7 +393,7 @@ fn discover_detail_call_batch_and_pipe() {
     // Every word appears (any case) in each result's name or description.
     let found = found["commands"].as_array().unwrap();
     assert!(found.iter().any(|c| c["name"] == "planner"), "{found:?}");
-    assert!(found.len() < 18);
+    assert!(found.len() < 19);
     let flagged = structured(
         &client.tool(
             "discover",

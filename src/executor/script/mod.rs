@@ -39,6 +39,9 @@ pub const REQUEST: RequestShape = RequestShape::of::<ScriptRequest>();
 /// The mode's own name: a script may not start another script.
 const MODE: &str = "script";
 
+/// How long past its deadline a script's thread may take to stop.
+const GRACE: Duration = Duration::from_secs(2);
+
 /// The script thread's own stack.
 const THREAD_STACK: usize = 8 << 20;
 
@@ -97,8 +100,20 @@ async fn run(
         })
         .map_err(|e| ExecError::new("script_engine", format!("cannot start a script: {e}")))?;
     let mut in_flight: JoinSet<Answer> = JoinSet::new();
+    // The engine checks its deadline itself; this is the net for a thread
+    // stuck where the engine cannot look (the call answers, the thread is
+    // left to end on its own).
+    let give_up = tokio::time::sleep_until((deadline + GRACE).into());
+    tokio::pin!(give_up);
     let ended = loop {
         tokio::select! {
+            _ = &mut give_up => {
+                cancel.cancel();
+                return Err(ExecError::new(
+                    "script_timeout",
+                    "the script ran past its time limit and did not stop; it was abandoned",
+                ));
+            }
             ended = &mut done => match ended {
                 Ok(ended) => break ended,
                 Err(_) => return Err(ExecError::new("script_engine", "the script's thread ended without an answer")),

@@ -134,9 +134,14 @@ pub fn run(
             })));
             match Context::full(&runtime) {
                 Ok(context) => context.with(|ctx| {
-                    evaluate(
+                    let result = evaluate(
                         &ctx, code, &limits, deadline, &cancel, &asks, &answers, &shared,
-                    )
+                    );
+                    // Promises still awaiting an answer hold engine values;
+                    // they must go before the engine does, or freeing the
+                    // runtime aborts the process.
+                    shared.borrow_mut().pending.clear();
+                    result
                 }),
                 Err(error) => Err(ScriptFailure::new("script_engine", error.to_string())),
             }

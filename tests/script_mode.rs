@@ -408,3 +408,20 @@ fn cancelling_the_call_stops_the_script() {
     still_serving(&mut client);
     client.finish();
 }
+
+#[test]
+fn exec_runs_a_script_as_a_server_would() {
+    let output = common::zenmode(&[
+        "exec",
+        "script",
+        "--request",
+        r#"{"code": "const v = await tools.call('version', {}); console.log('seen'); return typeof v.version;"}"#,
+    ])
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["result"], "string", "{printed}");
+    assert_eq!(printed["console"], "seen\n");
+    assert_eq!(printed["calls"], 1);
+}

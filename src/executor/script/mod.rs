@@ -63,7 +63,7 @@ impl Executor for Script {
         let Some(host) = context.call.nested.clone() else {
             return Err(ExecError::new(
                 "script_unavailable",
-                "scripts run only inside a server session; call the modes one by one here",
+                "this caller cannot run other modes for a script; call the modes one by one",
             ));
         };
         let limits = Limits::DEFAULT;

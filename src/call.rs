@@ -22,9 +22,13 @@ use rmcp::{
         ListRootsResult,
     },
 };
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::providers::{ModelRequest, ModelResponse, Provider, ProviderError};
+use crate::{
+    catalog::Mode,
+    providers::{ModelRequest, ModelResponse, Provider, ProviderError},
+};
 
 /// How often a call waiting on a model reports progress.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -57,6 +61,36 @@ pub struct CallContext {
     pub takes_input_required: bool,
     /// A 2026-07-28 client's retry of an input-required call.
     pub resume: Option<Resume>,
+    /// How a script run by this call reaches other modes; set by the
+    /// layers that know the engine and the select (`None`: no scripts).
+    pub nested: Option<Arc<dyn NestedCalls>>,
+}
+
+/// What a script may ask of the layers above the executors: run a mode as
+/// a direct call would and select as the select tool would. Executors
+/// sit below the engine and cannot call it themselves; the server hands
+/// this in with each call.
+#[async_trait]
+pub trait NestedCalls: Send + Sync {
+    /// The mode `name` as a call would find it (waiting for a server that
+    /// is starting), or `None` when there is none to run.
+    async fn resolve(&self, name: &str) -> Option<Arc<Mode>>;
+    /// Runs `mode` with every check a direct call applies, logged like one.
+    async fn run(&self, mode: &str, request: Value, call: &CallContext) -> NestedOutcome;
+    /// What the select tool answers for `task`.
+    async fn select(&self, task: &str) -> NestedOutcome;
+    /// Why a script may not call `mode`, which changes things, with how
+    /// to call it directly instead; `None` when the user allowed it.
+    fn write_refusal(&self, mode: &Mode) -> Option<String>;
+}
+
+/// A nested call's answer: the body a tool call would carry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NestedOutcome {
+    pub is_error: bool,
+    pub body: Value,
+    /// `body` is an upstream's whole tool result.
+    pub passthrough: bool,
 }
 
 /// What a client's retry brings: its answers and the state it echoes.

@@ -71,7 +71,7 @@ fn modes_subcommands() {
     let list = run(&["modes", "list"]);
     assert!(list.status.success());
     let text = String::from_utf8(list.stdout).unwrap();
-    assert_eq!(text.lines().count(), 18);
+    assert_eq!(text.lines().count(), 19);
     assert!(
         text.lines()
             .any(|l| l.starts_with("planner") && l.contains("ready"))
@@ -91,7 +91,7 @@ fn modes_subcommands() {
     let check = run(&["modes", "check"]);
     assert!(check.status.success());
     assert!(
-        String::from_utf8_lossy(&check.stdout).contains("18 modes checked, 18 passed, 0 failed")
+        String::from_utf8_lossy(&check.stdout).contains("19 modes checked, 19 passed, 0 failed")
     );
 }
 

@@ -643,7 +643,7 @@ fn every_mode_runs_its_example() {
     let project = Project::new();
     let mut client = project.serve(Some(&fake), &[]);
     let catalog = zenmode::catalog::Catalog::builtin().unwrap();
-    assert_eq!(catalog.len(), 18);
+    assert_eq!(catalog.len(), 19);
     for mode in catalog.modes() {
         let mut request = zenmode::catalog::describe::example_request(mode.manifest());
         // Examples name files of an imaginary project; use ours.

@@ -34,7 +34,7 @@ fn full_list_has_every_mode_with_schema_and_annotations() {
         client.initialize();
         let tools = client.call("tools/list", Value::Null)["tools"].clone();
         let tools = tools.as_array().unwrap();
-        assert_eq!(tools.len(), 18, "{args:?}");
+        assert_eq!(tools.len(), 19, "{args:?}");
         for tool in tools {
             assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
             assert!(tool["description"].as_str().unwrap().len() > 80, "{tool}");
@@ -173,7 +173,7 @@ fn execute_runs_validates_and_explains() {
     );
     assert_eq!(unknown["error"], "unknown_mode");
     assert_eq!(unknown["closest"][0], "codereview");
-    assert_eq!(unknown["mode_count"], 18);
+    assert_eq!(unknown["mode_count"], 19);
 
     let invalid = structured(
         &client.tool(

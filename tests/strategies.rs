@@ -44,7 +44,7 @@ fn lazy_enables_and_disables_tools_and_says_the_list_changed() {
         &client.tool("manage_tools", json!({"action": "list"})),
         false,
     );
-    assert_eq!(listed["total"], 18);
+    assert_eq!(listed["total"], 19);
     assert!(
         listed["tools"]
             .as_array()
@@ -207,11 +207,11 @@ fn categories_browse_then_fetch_in_every_sub_mode() {
 
     let mut stripped = serve(&["--strategy", "categories", "--tool-loading", "stripped"]);
     let tools = stripped.call("tools/list", Value::Null)["tools"].clone();
-    assert_eq!(tools.as_array().unwrap().len(), 3 + 18);
+    assert_eq!(tools.as_array().unwrap().len(), 3 + 19);
     assert_eq!(tools[3]["inputSchema"], json!({"type": "object"}));
     let mut eager = serve(&["--strategy", "categories", "--tool-loading", "eager"]);
     let tools = eager.call("tools/list", Value::Null)["tools"].clone();
-    assert_eq!(tools.as_array().unwrap().len(), 3 + 18);
+    assert_eq!(tools.as_array().unwrap().len(), 3 + 19);
     assert!(
         tools[3]["inputSchema"]["properties"].is_object(),
         "full schemas"
@@ -370,7 +370,7 @@ fn discover_detail_call_batch_and_pipe() {
     );
 
     let all = structured(&client.tool("discover", json!({"limit": 5})), false)["data"].clone();
-    assert_eq!(all["total"], 18);
+    assert_eq!(all["total"], 19);
     assert_eq!(all["returned"], 5);
     assert_eq!(all["hasMore"], true);
     assert!(
@@ -393,7 +393,7 @@ fn discover_detail_call_batch_and_pipe() {
     // Every word appears (any case) in each result's name or description.
     let found = found["commands"].as_array().unwrap();
     assert!(found.iter().any(|c| c["name"] == "planner"), "{found:?}");
-    assert!(found.len() < 18);
+    assert!(found.len() < 19);
     let flagged = structured(
         &client.tool(
             "discover",

@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn builtin_catalog_loads_without_parsing_or_compiling_anything() {
         let catalog = Catalog::builtin().expect("embedded manifests load");
-        assert_eq!(catalog.len(), 18);
+        assert_eq!(catalog.len(), 19);
         assert!(catalog.parsed_modes().is_empty());
         assert!(catalog.compiled_modes().is_empty());
     }

@@ -1,6 +1,6 @@
 //! `zenmode exec`: one mode run as `zen_execute` would run it.
 
-use std::process::ExitCode;
+use std::{process::ExitCode, sync::Arc};
 
 use anyhow::Context;
 use serde_json::Value;
@@ -11,7 +11,7 @@ use crate::{
     cli::runtime::{exit_for, runtime, serving_engine},
     surface::{
         self, StrategyKind, SurfaceOptions,
-        zen::{self},
+        zen::{self, ScriptHost, ScriptWrites},
     },
 };
 
@@ -27,12 +27,21 @@ pub fn run(
     let request: Value = serde_json::from_str(request)
         .context("--request must be a JSON object, e.g. --request '{\"prompt\":\"...\"}'")?;
     let runtime = runtime(false)?;
-    let engine = serving_engine(catalog, access, &runtime, true)?;
+    let engine = Arc::new(serving_engine(catalog, access, &runtime, true)?);
     // `exec` answers as the default strategy would (version reports it).
     surface::build(StrategyKind::Zen, &engine, &SurfaceOptions::default())
         .map_err(anyhow::Error::msg)?;
+    // A script run here may read as one in a server may (writes: the
+    // upstreams file's per-server setting only).
+    let call = CallContext {
+        nested: Some(Arc::new(ScriptHost::new(
+            engine.clone(),
+            ScriptWrites::Deny,
+        ))),
+        ..CallContext::default()
+    };
     let outcome = runtime
-        .block_on(engine.execute(mode, request, continuation_id, &CallContext::default()))
+        .block_on(engine.execute(mode, request, continuation_id, &call))
         .unwrap_or_else(zen::unknown_mode);
     runtime.block_on(engine.services().gateway.shutdown());
     println!("{}", serde_json::to_string_pretty(&outcome.body)?);

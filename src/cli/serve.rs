@@ -82,6 +82,9 @@ pub struct ServeArgs {
     /// Put each call's arguments in its activity log line (by default the line has the tool, mode, server, duration, outcome and size only)
     #[arg(long)]
     pub log_arguments: bool,
+    /// Whether a `script` may call tools that change things (deny: read-only tools only; call the others directly)
+    #[arg(long, value_enum, env = settings::SCRIPT_WRITES, default_value = "deny", ignore_case = true)]
+    pub script_writes: ScriptWritesArg,
     /// http: require `Authorization: Bearer <token>`, the token being this file's first line
     #[arg(long, value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
@@ -254,7 +257,11 @@ pub fn serve(
         .map_err(anyhow::Error::msg)?;
     let server = ZenServer::new(engine.clone(), strategy)
         .context("cannot build the tool list")?
-        .with_log_arguments(args.log_arguments);
+        .with_log_arguments(args.log_arguments)
+        .with_script_writes(match args.script_writes {
+            ScriptWritesArg::Deny => surface::zen::ScriptWrites::Deny,
+            ScriptWritesArg::Allow => surface::zen::ScriptWrites::Allow,
+        });
     let result = runtime.block_on(async {
         let shutdown = shutdown::on_signal();
         tokio::spawn(engine.follow_gateway());
@@ -358,3 +365,10 @@ pub async fn watch_upstreams(
 /// How long shutdown waits for blocking work (a pending stdin read, a file
 /// read) after every session has ended.
 pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// `--script-writes`: tools that change things, from a script.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ScriptWritesArg {
+    Deny,
+    Allow,
+}

@@ -20,6 +20,7 @@ mod forward;
 mod listmodels;
 mod planner;
 mod registry;
+pub mod script;
 pub mod support;
 mod version;
 pub mod workflow;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{
     apilookup, challenge, chat, clink, consensus,
     contract::{Executor, RequestShape},
-    forward, listmodels, planner, version, workflow,
+    forward, listmodels, planner, script, version, workflow,
 };
 use crate::catalog::{Manifest, Mode};
 
@@ -62,6 +62,11 @@ pub static REGISTRY: &[Registration] = &[
         key: crate::catalog::gateway_modes::EXECUTOR_KEY,
         construct: |mode| Ok(Arc::new(forward::UpstreamCall::for_mode(mode)?)),
         request: |_| Vec::new(),
+    },
+    Registration {
+        key: "script",
+        construct: |_| Ok(Arc::new(script::Script)),
+        request: |_| vec![script::REQUEST],
     },
     Registration {
         key: "version",

@@ -540,6 +540,15 @@ impl Gateway {
             .find_map(|tools| tools.get(name).cloned())
     }
 
+    /// Whether the entry of `server` lets scripts call its tools that
+    /// change things (`"script_writes": "allow"`).
+    pub fn script_writes_allowed(&self, server: &str) -> bool {
+        self.read()
+            .upstreams
+            .get(server)
+            .is_some_and(|upstream| upstream.config.script_writes)
+    }
+
     /// How each configured server was opened, by name.
     pub fn reports(&self) -> Vec<ServerReport> {
         self.read().reports.values().cloned().collect()

@@ -36,6 +36,8 @@ pub const MODES_DIR: &str = "ZEN_MODES_DIR";
 pub const PINNED_MODES: &str = "ZEN_PINNED_MODES";
 /// The key that signs the gateway's `requestState`s (shared by instances).
 pub const REQUEST_STATE_KEY: &str = "ZEN_REQUEST_STATE_KEY";
+/// `serve --script-writes`: whether a script may call tools that change things.
+pub const SCRIPT_WRITES: &str = "ZEN_SCRIPT_WRITES";
 /// Weights for the model-backed ranking, for tuning experiments.
 pub const SELECT_MODEL_TUNING: &str = "ZEN_SELECT_MODEL_TUNING";
 /// Weights for the table ranking, for tuning experiments.

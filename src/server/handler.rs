@@ -27,10 +27,13 @@ use rmcp::{
 
 use super::{client_peer, resources};
 use crate::{
-    call::{CallContext, ClientRequests, FlowBackLoad, ProgressSink, Resume},
+    call::{CallContext, ClientRequests, FlowBackLoad, NestedCalls, ProgressSink, Resume},
     engine::{Engine, Outcome},
     server::transport::OwedNotices,
-    surface::{Session, SessionView, Strategy, initial_tools, tool_names},
+    surface::{
+        Session, SessionView, Strategy, initial_tools, tool_names,
+        zen::{ScriptHost, ScriptWrites},
+    },
 };
 
 /// How long a client may keep a fixed `tools/list` (a day): the list only
@@ -84,6 +87,8 @@ pub struct ZenServer {
     resources: Arc<resources::SessionResources>,
     /// What upstreams have asked of this session's client (for their bounds).
     flow_back: Arc<FlowBackLoad>,
+    /// How a `script` run by a call reaches other modes.
+    scripts: Arc<dyn NestedCalls>,
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -111,8 +116,10 @@ impl ZenServer {
         let resources = Arc::new(resources::SessionResources::new(
             engine.services().gateway.clone(),
         ));
+        let scripts = Arc::new(ScriptHost::new(engine.clone(), ScriptWrites::Deny));
         Ok(ZenServer {
             resources,
+            scripts,
             engine,
             strategy,
             tools: Arc::new(tools),
@@ -127,6 +134,12 @@ impl ZenServer {
     /// Every call's activity line also carries its arguments (`--log-arguments`).
     pub fn with_log_arguments(mut self, log_arguments: bool) -> Self {
         self.log_arguments = log_arguments;
+        self
+    }
+
+    /// Whether scripts may call tools that change things (`--script-writes`).
+    pub fn with_script_writes(mut self, writes: ScriptWrites) -> Self {
+        self.scripts = Arc::new(ScriptHost::new(self.engine.clone(), writes));
         self
     }
 
@@ -381,6 +394,7 @@ impl ServerHandler for ZenServer {
                 .protocol_version()
                 .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()),
             resume,
+            nested: Some(self.scripts.clone()),
             ..CallContext::default()
         };
         let may_change = list_may_change(&context);

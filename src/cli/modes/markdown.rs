@@ -140,6 +140,6 @@ mod tests {
             table.contains("| `debug` | workflow | guided steps; final report without"),
             "{table}"
         );
-        assert_eq!(table.lines().count(), 2 + 18);
+        assert_eq!(table.lines().count(), 2 + 19);
     }
 }

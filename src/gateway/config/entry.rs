@@ -85,6 +85,9 @@ pub struct UpstreamConfig {
     /// How zenmode signs in to an HTTP server that asks for OAuth (`None`:
     /// the defaults: discovery and registration, the browser flow).
     pub oauth: Option<OAuthSettings>,
+    /// `"script_writes": "allow"`: a script may call this server's tools
+    /// that change things (by default, as `serve --script-writes`, it may not).
+    pub script_writes: bool,
 }
 
 /// An entry's `"oauth"` object: a client registered with the server's

@@ -44,6 +44,7 @@ const KNOWN_KEYS: &[&str] = &[
     "max_reply_bytes",
     "protocol_version",
     "oauth",
+    "script_writes",
 ];
 
 /// A problem in the upstreams file; always names the file and, where it
@@ -244,6 +245,20 @@ fn parse_entry(name: &str, entry: &Value) -> Result<(UpstreamConfig, Vec<String>
                 .ok_or(
                     "\"max_reply_bytes\" must be a whole number of bytes from 1024 to 1073741824",
                 )?,
+        },
+        script_writes: match entry
+            .get("script_writes")
+            .map(|v| string(v, "script_writes"))
+            .transpose()?
+            .as_deref()
+        {
+            None | Some("deny") => false,
+            Some("allow") => true,
+            Some(other) => {
+                return Err(format!(
+                    "\"script_writes\" is {other:?}; it is \"allow\" or \"deny\""
+                ));
+            }
         },
         modern: match entry
             .get("protocol_version")

@@ -10,6 +10,7 @@
 pub mod execute;
 mod meta;
 pub mod mode_index;
+mod script_host;
 pub mod select_mode;
 
 use std::borrow::Cow;
@@ -172,3 +173,4 @@ impl Strategy for Zen {
 
 use meta::META_TOOLS;
 pub use meta::{EXECUTE, SELECT_MODE, unknown_mode};
+pub use script_host::{ScriptHost, ScriptWrites};

@@ -23,6 +23,9 @@ import threading
 import traceback
 import warnings
 from pathlib import Path
+
+# The built-in modes: one manifest each under modes/ (the --full list).
+BUILTIN_MODES = len(list((Path(__file__).resolve().parents[2] / "modes").glob("*.json")))
 from typing import Any, Awaitable, Callable
 
 from mcp import Client, StdioServerParameters
@@ -209,13 +212,13 @@ async def full_suite(era: str) -> None:
         async def list_tools() -> None:
             tools = (await client.list_tools()).tools
             names = {t.name for t in tools}
-            assert len(tools) == 18, f"{len(tools)} tools: {sorted(names)}"
+            assert len(tools) == BUILTIN_MODES, f"{len(tools)} tools: {sorted(names)}"
             assert {"debug", "codereview", "challenge", "version"} <= names, sorted(names)
             for t in tools:
                 assert isinstance(t.input_schema, dict) and t.input_schema.get("type") == "object", t.name
                 assert t.description, f"{t.name} has no description"
 
-        await check(tag + "tools/list has 18 modes with inputSchema", list_tools)
+        await check(tag + f"tools/list has {BUILTIN_MODES} modes with inputSchema", list_tools)
 
         async def version() -> None:
             r = await client.call_tool("version", {})
@@ -406,9 +409,9 @@ async def http_suites() -> None:
         async with Client(server.url(), mode="legacy", read_timeout_seconds=CALL_TIMEOUT) as client:
             async def full_list() -> None:
                 names = {t.name for t in (await client.list_tools()).tools}
-                assert len(names) == 18 and "debug" in names, sorted(names)
+                assert len(names) == BUILTIN_MODES and "debug" in names, sorted(names)
 
-            await check("[http] --full lists the 18 modes", full_list)
+            await check(f"[http] --full lists the {BUILTIN_MODES} modes", full_list)
 
 
 def _expect(pred: Callable[[], bool], msg: str) -> Callable[[], Awaitable[None]]:

@@ -9,7 +9,7 @@
 // and a few calls. Prints one line per check and `ts-sdk: N passed, M failed`;
 // exits non-zero if any check failed.
 
-import { accessSync, constants, readFileSync } from "node:fs";
+import { accessSync, constants, readFileSync, readdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -32,6 +32,8 @@ const FLAVORS = [
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));
+// The built-in modes: one manifest each under modes/ (the --full list).
+const BUILTIN_MODES = readdirSync(resolve(here, "../../modes")).filter((f) => f.endsWith(".json")).length;
 const repo = resolve(here, "..", "..");
 const ZENMODE_BIN = process.env.ZENMODE_BIN || resolve(repo, "target", "release", "zenmode");
 const CALL_TIMEOUT_MS = 20_000;
@@ -190,10 +192,10 @@ async function full(flavor) {
   const { client } = await connect(flavor, ["--full"]);
   const tag = `[${flavor.tag} --full] `;
   try {
-    await check(tag + "tools/list has 18 modes with inputSchema", async () => {
+    await check(tag + `tools/list has ${BUILTIN_MODES} modes with inputSchema`, async () => {
       const { tools } = await client.listTools();
       const names = new Set(tools.map((t) => t.name));
-      assert(tools.length === 18, `${tools.length} tools: ${[...names].sort()}`);
+      assert(tools.length === BUILTIN_MODES, `${tools.length} tools: ${[...names].sort()}`);
       for (const n of ["debug", "codereview", "challenge", "version"]) assert(names.has(n), `missing ${n}`);
       for (const t of tools) {
         assert(t.inputSchema?.type === "object", `${t.name} inputSchema`);

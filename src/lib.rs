@@ -18,7 +18,8 @@
 //!    allowed roots) and [`conversation`] (threads in memory, SQLite or
 //!    Redis).
 //! 3. [`call`]: what one call carries down (cancellation, progress, the
-//!    session's client for what an upstream asks back).
+//!    session's client for what an upstream asks back and its bounds, and
+//!    the way a `script` reaches other modes).
 //! 4. [`gateway`]: zenmode as an MCP client of the user's servers: the
 //!    upstreams file, one connection per server, OAuth, pins and caches.
 //! 5. [`services`]: what executors use, bundled once per process.

@@ -68,13 +68,13 @@ impl Index {
     }
 
     /// `probe`: a calibration text (its meaning vector is worth keeping).
-    pub(super) fn query_of(&self, full_text: &str, probe: bool) -> Query {
+    pub(super) fn query_of(&self, text: &str, probe: bool) -> Query {
         // The words and meaning of a negated clause still rank (it often
         // names the object: "instead of overwriting config.yaml, show it"),
         // but it asks for no action, and a lookup after it makes the whole
         // request one ("don't delete Alice, just tell me her observations").
-        let text = full_text;
-        let asked = intent::split(full_text).asked;
+        let split = intent::split(text);
+        let read = Actions::of_split(text, &split);
         let terms = query_terms(self.analyzer.analyze(text));
         let ids = terms
             .iter()
@@ -88,13 +88,13 @@ impl Index {
             terms,
             ids,
             meaning,
-            actions: Actions::of_request(text),
-            main_action: Actions::of_request_main(text).0,
-            question: action::is_question(full_text)
-                || intent::is_lookup(full_text)
-                || action::is_question(&asked)
-                || intent::is_lookup(&asked),
-            negated: Actions::negated_in_request(full_text),
+            actions: read.all,
+            main_action: read.main,
+            question: action::is_question(text)
+                || intent::is_lookup(text)
+                || action::is_question(&split.asked)
+                || intent::is_lookup(&split.asked),
+            negated: read.negated,
             values: Values::of_request(text),
             named: self.named_in(text),
         }

@@ -306,18 +306,7 @@ fn install<'js>(
                 }
                 _ => Value::Object(Default::default()),
             };
-            {
-                let mut shared = state.borrow_mut();
-                if shared.calls >= max_calls {
-                    return Err(Exception::throw_range(
-                        &ctx,
-                        &format!(
-                            "a script may make at most {max_calls} tool calls; this one was refused"
-                        ),
-                    ));
-                }
-                shared.calls += 1;
-            }
+            count_call(&ctx, &state, max_calls)?;
             ask(&ctx, &state, &sender, |id| Ask::Call { id, mode, request })
         },
     )?;
@@ -331,18 +320,7 @@ fn install<'js>(
                 "tools.select(task): task must be a string",
             ));
         };
-        {
-            let mut shared = state.borrow_mut();
-            if shared.calls >= max_calls {
-                return Err(Exception::throw_range(
-                    &ctx,
-                    &format!(
-                        "a script may make at most {max_calls} tool calls; this one was refused"
-                    ),
-                ));
-            }
-            shared.calls += 1;
-        }
+        count_call(&ctx, &state, max_calls)?;
         ask(&ctx, &state, &sender, |id| Ask::Select { id, task })
     })?;
     tools.set("select", select)?;
@@ -384,6 +362,20 @@ fn install<'js>(
     globals.set("console", console)?;
     // A script may not swap what another part of itself relies on.
     ctx.eval::<(), _>("Object.freeze(tools); Object.freeze(console);")?;
+    Ok(())
+}
+
+/// Counts one `tools.call` or `tools.select` against the script's budget,
+/// refusing it once `max_calls` were made.
+fn count_call(ctx: &Ctx<'_>, state: &Rc<RefCell<Shared>>, max_calls: u64) -> rquickjs::Result<()> {
+    let mut shared = state.borrow_mut();
+    if shared.calls >= max_calls {
+        return Err(Exception::throw_range(
+            ctx,
+            &format!("a script may make at most {max_calls} tool calls; this one was refused"),
+        ));
+    }
+    shared.calls += 1;
     Ok(())
 }
 

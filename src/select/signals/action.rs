@@ -104,42 +104,43 @@ impl Actions {
     /// Words under a negation ask for nothing ([`intent::split`]): "don't
     /// delete it, just show it" does not ask to delete.
     pub fn of_request(text: &str) -> Actions {
-        let all = words(&intent::split(text).asked)
-            .fold(Actions::NONE, |acc, word| acc.union(of_word(&word)));
-        if opens_with_repository_verb(text) {
-            all
-        } else {
-            all.without(Actions::COMMIT)
-        }
+        Self::of_split(text, &intent::split(text)).all
     }
 
     /// The actions a request rules out ("don't commit", "without
     /// deleting"), the repository verbs included: a tool doing one of them
     /// is never its ready call.
     pub fn negated_in_request(text: &str) -> Actions {
-        words(&intent::split(text).negated)
-            .fold(Actions::NONE, |acc, word| acc.union(of_word(&word)))
+        Self::of_split(text, &intent::split(text)).negated
     }
 
     /// The request's main action (its first word that names one: the
     /// imperative of "list all entities you have stored", the question of
     /// "what changed in my repo") and every action it names.
     pub fn of_request_main(text: &str) -> (Actions, Actions) {
-        let mut main = Actions::NONE;
-        let mut all = Actions::NONE;
+        let read = Self::of_split(text, &intent::split(text));
+        (read.main, read.all)
+    }
+
+    /// What a request asks and rules out, from its [`intent::split`] done
+    /// once (a select reads all three).
+    pub fn of_split(text: &str, split: &intent::Split) -> RequestActions {
         let repository_verb = opens_with_repository_verb(text);
-        for word in words(&intent::split(text).asked) {
+        let mut read = RequestActions::default();
+        for word in words(&split.asked) {
             let class = if repository_verb {
                 of_word(&word)
             } else {
                 of_word(&word).without(Actions::COMMIT)
             };
-            if main.is_empty() {
-                main = class;
+            if read.main.is_empty() {
+                read.main = class;
             }
-            all = all.union(class);
+            read.all = read.all.union(class);
         }
-        (main, all)
+        read.negated =
+            words(&split.negated).fold(Actions::NONE, |acc, word| acc.union(of_word(&word)));
+        read
     }
 
     /// A tool's main action: the class of the first word of its name that
@@ -194,6 +195,17 @@ impl Actions {
             .map_or(Actions::NONE, |w| of_word(&w));
         named.union(described)
     }
+}
+
+/// What a request asks to do and what it rules out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestActions {
+    /// Its first action word's classes.
+    pub main: Actions,
+    /// Every action it asks for (not under a negation).
+    pub all: Actions,
+    /// The actions under a negation, the repository verbs included.
+    pub negated: Actions,
 }
 
 /// Whether an imperative opens with a repository verb ("commit my staged

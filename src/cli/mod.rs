@@ -108,7 +108,7 @@ pub enum Command {
         #[command(flatten)]
         wait: WaitArg,
     },
-    /// Connect a client (claude-code, claude-desktop, cursor, vscode) to zenmode; --move-servers puts its other servers behind zenmode, --undo restores its configuration
+    /// Connect a client (claude-code, claude-desktop, cursor, vscode) to zenmode; --move-servers puts its other servers behind zenmode, --undo reverses what setup changed
     Setup {
         #[command(flatten)]
         args: crate::cli::setup::SetupArgs,

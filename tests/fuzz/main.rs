@@ -22,6 +22,8 @@
 //!   an `error` with an integer code) whose id is null or one the harness
 //!   sent, or a notification;
 //! - the upstream's secret never reaches stdout or stderr;
+//! - hostile scripts (`corpus/script.jsonl`) reach the sandbox: some end
+//!   answered, some at each of the time, memory and stack limits;
 //! - bounded memory: the server's peak resident set (VmHWM) stays under
 //!   [`RSS_CEILING_MIB`];
 //! - every request ends: no request the server admitted goes unanswered for
@@ -207,6 +209,11 @@ struct Tally {
     error_codes: BTreeMap<i64, u64>,
     /// Failures of calls that reached the chaos upstream, by kind.
     upstream_errors: BTreeMap<String, u64>,
+    /// How scripts ended: "answered", or the kind of their error
+    /// (`script_timeout`, `script_memory`, ...).
+    script_ends: BTreeMap<String, u64>,
+    /// Replies that carried a result handle.
+    handles: u64,
     /// The first few violations, for the failure message.
     violations: Vec<String>,
     violation_count: u64,
@@ -229,6 +236,9 @@ struct Shared {
     tally: Mutex<Tally>,
     /// Continuation ids handed out lately (the mutator reuses them).
     threads: Mutex<Vec<String>>,
+    /// Result handle ids handed out lately (quoted as `{"$result": id}` and
+    /// read as `zenmode://results/<id>` by the mutator).
+    handles: Mutex<Vec<String>>,
     panicked: AtomicBool,
     /// The chaos upstream's secret appeared on stderr.
     secret_logged: AtomicBool,
@@ -396,12 +406,37 @@ fn check_line(shared: &Shared, line: &[u8]) -> Option<u64> {
             {
                 *tally.upstream_errors.entry(kind.to_owned()).or_default() += 1;
             }
-            if let Some(thread) = result["structuredContent"]["continuation_id"].as_str() {
-                let mut threads = shared.threads.lock().unwrap();
-                if threads.len() >= THREAD_POOL {
-                    threads.remove(0);
+            let structured = &result["structuredContent"];
+            let script_end = match structured["error"].as_str() {
+                Some(kind) if kind.starts_with("script_") => Some(kind),
+                None if structured.get("console").is_some()
+                    && structured.get("calls").is_some() =>
+                {
+                    Some("answered")
                 }
-                threads.push(thread.to_owned());
+                _ => None,
+            };
+            if let Some(end) = script_end {
+                *tally.script_ends.entry(end.to_owned()).or_default() += 1;
+            }
+            tally.handles += u64::from(structured.get("result_handle").is_some());
+            for (found, pool) in [
+                (
+                    &result["structuredContent"]["continuation_id"],
+                    &shared.threads,
+                ),
+                (
+                    &result["structuredContent"]["result_handle"]["id"],
+                    &shared.handles,
+                ),
+            ] {
+                if let Some(id) = found.as_str() {
+                    let mut pool = pool.lock().unwrap();
+                    if pool.len() >= THREAD_POOL {
+                        pool.remove(0);
+                    }
+                    pool.push(id.to_owned());
+                }
             }
         }
         (None, Some(error)) => match (error["code"].as_i64(), error["message"].as_str()) {
@@ -658,12 +693,14 @@ fn fuzz_campaign_over_stdio() {
     let mut peak_sampled = 0;
     let mut sent = 0u64;
     let mut threads = Vec::new();
+    let mut handles = Vec::new();
     let mut last_busy = 0;
     while sent < inputs {
         threads.clone_from(&shared.threads.lock().unwrap());
+        handles.clone_from(&shared.handles.lock().unwrap());
         let batch = BATCH.min(inputs - sent);
         for _ in 0..batch {
-            let line = mutator.next(&threads);
+            let line = mutator.next(&threads, &handles);
             bytes += line.len() as u64 + 1;
             send(&mut server.stdin, &shared, &line);
         }
@@ -773,6 +810,10 @@ fn fuzz_campaign_over_stdio() {
         tally.upstream_errors
     );
     eprintln!(
+        "fuzz: scripts, by how they ended: {:?}; replies with a result handle: {}",
+        tally.script_ends, tally.handles
+    );
+    eprintln!(
         "fuzz: ping after each batch of {BATCH}: median {:.1} ms, 99th percentile {:.1} ms, slowest {:.1} ms; server peak RSS {} MiB (ceiling {RSS_CEILING_MIB} MiB), {} stderr lines",
         percentile_ms(&mut ping_times, 0.50),
         percentile_ms(&mut ping_times, 0.99),
@@ -809,6 +850,20 @@ fn fuzz_campaign_over_stdio() {
         "the chaos upstream's faults were reached: {:?}",
         tally.upstream_errors
     );
+    // Hostile scripts reached the sandbox and its limits, not only the
+    // request's validation.
+    for kind in [
+        "answered",
+        "script_timeout",
+        "script_memory",
+        "script_stack",
+    ] {
+        assert!(
+            tally.script_ends.contains_key(kind),
+            "no script ended as {kind}: {:?}",
+            tally.script_ends
+        );
+    }
     assert!(status.success(), "the server exited with {status:?}");
     assert!(
         peak / 1024 < RSS_CEILING_MIB,

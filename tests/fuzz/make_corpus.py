@@ -237,6 +237,129 @@ def upstream():
     write("upstream.jsonl", lines)
 
 
+def script_call(code, meta=False, **fields):
+    return call("zen_execute", {"mode": "script", "request": {"code": code, **fields}}, meta)
+
+
+# Hostile scripts (tests/script_mode.rs holds what each must end with). The
+# ones that never end by themselves carry a short timeout_ms, so that the
+# campaign spends its time on inputs, not on waiting out the 30 s default;
+# a mutation that drops it now and then exercises the default too.
+HOSTILE_SCRIPTS = [
+    ("while (true) {}", {"timeout_ms": 20}),
+    ("for (;;) { await Promise.resolve(); }", {"timeout_ms": 20}),
+    ("let i = 0; while (i < 200000) i++; return i;", {}),
+    ("let s = 'x'; while (true) s += s;", {"timeout_ms": 2000}),
+    ("const a = []; while (true) a.push(new Array(100000).fill(1));", {"timeout_ms": 2000}),
+    ("function f(n) { return f(n + 1) + 1; } return f(0);", {}),
+    ("const o = {}; let p = o; for (let i = 0; i < 100000; i++) p = p.a = {}; return o;", {}),
+    ("return 'x'.repeat(1000000);", {}),
+    ("for (let i = 0; i < 20000; i++) console.log('line', i, 'y'.repeat(100)); return 1;", {}),
+    ("Object.prototype.toJSON = () => { throw new Error('no'); }; return {a: 1};", {}),
+    ("Object.prototype.then = function (resolve) { resolve(42); }; return {};", {}),
+    ("Array.prototype[Symbol.iterator] = function* () { yield tools; }; return [...[1, 2]];", {}),
+    ("return tools.call.constructor('return this')();", {}),
+    ("return Object.getOwnPropertyNames(globalThis);", {}),
+    ("tools.call = () => 1; return tools.call('version', {});", {}),
+    ("Object.defineProperty(globalThis, 'tools', {value: 1}); return tools;", {}),
+    ("return await import('fs');", {}),
+    ("return require('child_process').execSync('id');", {}),
+    ("return eval('globalThis.process || globalThis.std || globalThis.os');", {}),
+    ("return new Function('return this')().constructor;", {}),
+    ("return await tools.call('script', {code: 'return 1'});", {}),
+    ("return await Promise.all(Array.from({length: 150}, () => tools.call('version', {})));", {}),
+    ("for (let i = 0; i < 1000; i++) await tools.call('version', {}); return 'done';", {}),
+    ("return await tools.call('nosuchmode', {});", {}),
+    ("return await tools.call('version', 'not an object');", {}),
+    ("return await tools.call();", {}),
+    ("return await tools.select('x'.repeat(100000));", {}),
+    ("return await tools.call('chaos__big', {bytes: 70000});", {}),
+    ("return await Promise.race([tools.call('chaos__hang', {}), tools.call('chaos__echo', {text: 'x'})]);",
+     {"timeout_ms": 500}),
+    ("throw new Error('at line two');", {}),
+    ("syntax error here (", {}),
+    ("return Symbol('x');", {}),
+    ("return 10n ** 1000n;", {}),
+    ("const c = {}; c.self = c; return c;", {}),
+    ("return new Proxy({}, {get() { throw new Error('trap'); }, ownKeys() { throw new Error('trap'); }});", {}),
+    ("return '\\ud800' + '\\u0000' + '\\u202e';", {}),
+    ("await new Promise(() => {});", {"timeout_ms": 20}),
+    ("return input;", {"input": {"nested": [1, 2, {"$result": "r-unknown"}]}}),
+]
+
+RESULT_REFS = [
+    {"$result": "r-unknown"},
+    {"$result": ""},
+    {"$result": 7},
+    {"$result": None},
+    {"$result": "../../../etc/passwd"},
+    {"$result": "r-unknown", "pointer": "/a/0"},
+    {"$result": "r-unknown", "pointer": "no-leading-slash"},
+    {"$result": "r-unknown", "pointer": "/~2/~"},
+    {"$result": "r-unknown", "pointer": 5},
+    {"$result": "r-unknown", "extra": True},
+    {"$result": {"$result": "r-unknown"}},
+    {"$result": ["r-unknown"]},
+    [{"$result": "r-a"}, {"$result": "r-b"}],
+]
+
+RESULT_URIS = [
+    "zenmode://results/",
+    "zenmode://results",
+    "zenmode://results/r-unknown",
+    "zenmode://results/r-unknown?page=1",
+    "zenmode://results/r-unknown?page=0",
+    "zenmode://results/r-unknown?page=-1",
+    "zenmode://results/r-unknown?page=18446744073709551616",
+    "zenmode://results/r-unknown?page=abc",
+    "zenmode://results/r-unknown?page=1&page=2",
+    "zenmode://results/r-unknown?other=1",
+    "zenmode://results/r-unknown#page=2",
+    "zenmode://results/%2e%2e%2f%2e%2e",
+    "zenmode://results/../../etc/passwd",
+    "zenmode://results/" + "a" * 5000,
+    "ZENMODE://RESULTS/r-unknown",
+    "zenmode:results/r-unknown",
+    "zenmode://results/r-unknown/extra?page=2",
+]
+
+
+def scripts():
+    lines = [script_call(code, **fields) for code, fields in HOSTILE_SCRIPTS]
+    lines += [
+        script_call("return 1 + 1", meta=True),
+        call("zen_execute", {"mode": "script", "request": {"code": ""}}),
+        call("zen_execute", {"mode": "script", "request": {"code": "return 1", "timeout_ms": 0}}),
+        call("zen_execute", {"mode": "script", "request": {"code": "return 1", "timeout_ms": 99999999}}),
+        call("zen_execute", {"mode": "script", "request": {"code": 5}}),
+        call("script", {"code": "return await tools.call('chaos__echo', {text: 'direct'});"}),
+    ]
+    write("script.jsonl", lines)
+
+
+def handles():
+    """Result handles: references in requests (zen_execute's and a script's
+    `input`), and reads of their resources, none of which exist."""
+    lines = []
+    for ref in RESULT_REFS:
+        lines.append(call("zen_execute", {"mode": "challenge", "request": {"prompt": ref}}))
+        lines.append(call("zen_execute", {"mode": "chaos__echo", "request": {"text": ref}}))
+        lines.append(script_call("return input;", input=ref))
+    lines += [
+        call("zen_execute", {"mode": "challenge", "request": {"$result": "r-unknown"}}),
+        call("zen_execute", {"mode": "script", "request": {"$result": "r-unknown"}}),
+        script_call("return await tools.call('chaos__echo', {text: {$result: 'r-unknown'}});"),
+        script_call("return await tools.call('challenge', {prompt: {$result: 'r-unknown', pointer: '/x'}});"),
+        # Results large enough to become handles, then a read of what the answer names.
+        script_call("return 'x'.repeat(40000);"),
+        call("zen_execute", {"mode": "chaos__big", "request": {"bytes": 70000}}),
+    ]
+    lines += [request("resources/read", {"uri": uri}) for uri in RESULT_URIS]
+    lines += [request("resources/read", {"uri": uri}, meta=True) for uri in RESULT_URIS[2:5]]
+    lines += [request("resources/read", {"uri": 5}), request("resources/read", {})]
+    write("handles.jsonl", lines)
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     protocol()
@@ -244,3 +367,5 @@ if __name__ == "__main__":
     execute()
     garbage()
     upstream()
+    scripts()
+    handles()

@@ -83,6 +83,12 @@ const FIELDS: &[&str] = &[
     "_meta",
     "progressToken",
     "__proto__",
+    "code",
+    "timeout_ms",
+    "input",
+    "$result",
+    "pointer",
+    "uri",
 ];
 
 const UNICODE: &[&str] = &[
@@ -162,8 +168,9 @@ impl Mutator {
     }
 
     /// One input line (without its final newline; it may hold others).
-    /// `threads` are continuation ids the server handed out recently.
-    pub fn next(&mut self, threads: &[String]) -> Vec<u8> {
+    /// `threads` are continuation ids the server handed out recently,
+    /// `handles` result handle ids.
+    pub fn next(&mut self, threads: &[String], handles: &[String]) -> Vec<u8> {
         let index = self.rng.usize(..self.seeds.len());
         let mut line = match self.parsed[index].clone() {
             Some(mut value) if self.rng.u8(..100) < 85 => {
@@ -176,7 +183,7 @@ impl Mutator {
                         _ => 1,
                     };
                     for _ in 0..rounds {
-                        self.structural(&mut value, threads);
+                        self.structural(&mut value, threads, handles);
                     }
                 }
                 let text = serde_json::to_vec(&value).unwrap_or_default();
@@ -352,7 +359,7 @@ impl Mutator {
         }
     }
 
-    fn structural(&mut self, value: &mut Value, threads: &[String]) {
+    fn structural(&mut self, value: &mut Value, threads: &[String], handles: &[String]) {
         match self.rng.u8(..20) {
             0..=4 => {
                 let replacement = self.interesting();
@@ -431,6 +438,10 @@ impl Mutator {
                 if let Some(arguments) = arguments(value) {
                     arguments.insert("mode".to_owned(), json!(mode));
                 }
+            }
+            14 if !handles.is_empty() && self.rng.u8(..3) == 0 => {
+                let id = handles[self.rng.usize(..handles.len())].clone();
+                self.quote_handle(value, &id);
             }
             14 => {
                 // A thread the server handed out, so threads go on and end.
@@ -518,6 +529,35 @@ impl Mutator {
                     object.insert(key.to_owned(), replacement);
                 }
             }
+        }
+    }
+
+    /// A result handle the server handed out: quoted somewhere in the
+    /// request (whole, or at a pointer that may not exist), or read as a
+    /// resource, on a page that may not exist.
+    fn quote_handle(&mut self, value: &mut Value, id: &str) {
+        if self.rng.bool() {
+            let reference = match self.rng.u8(..4) {
+                0 => json!({"$result": id, "pointer": "/content/0/text"}),
+                1 => json!({"$result": id, "pointer": "/nothing/here"}),
+                2 => json!({"$result": {"$result": id}}),
+                _ => json!({"$result": id}),
+            };
+            *self.random_node(value) = reference;
+            return;
+        }
+        let page = match self.rng.u8(..5) {
+            0 => String::new(),
+            1 => "?page=0".to_owned(),
+            2 => "?page=18446744073709551616".to_owned(),
+            _ => format!("?page={}", self.rng.u64(1..6)),
+        };
+        if let Some(object) = value.as_object_mut() {
+            object.insert("method".to_owned(), json!("resources/read"));
+            object.insert(
+                "params".to_owned(),
+                json!({"uri": format!("zenmode://results/{id}{page}")}),
+            );
         }
     }
 

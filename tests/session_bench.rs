@@ -12,6 +12,13 @@
 //! and a temp path. The script itself fails when a target is missed (zen at
 //! most 0.9x the full list's tokens in Claude Code and 0.1x in an eager
 //! client, never more requests than full), so this test fails then too.
+//!
+//! The four tasks with large intermediate results (tests/peers/large_tasks.py,
+//! over the real filesystem and memory servers of tests/upstreams/) go into
+//! `session_bench_large`: per task and flow (direct calls, design 003's
+//! tools, one script) the requests, the eager client's tokens and how the
+//! task ended; the script fails when a script is over 0.5x the direct calls'
+//! tokens in the eager client or a flow reaches a wrong answer.
 
 use std::{path::Path, process::Command};
 
@@ -64,9 +71,31 @@ fn tokens_and_requests_per_task() {
             )
         })
         .collect();
+    // The tasks with large results (tests/peers/large_tasks.py): each row
+    // is [requests, o200k, how it ended].
+    let large = |client: &str, keep_tokens: bool| -> Map<String, Value> {
+        figures["large"][client]["tasks"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(key, row)| {
+                let mut figures = json!({"requests": row[0], "answer": row[2]});
+                if keep_tokens {
+                    figures["o200k"] = row[1].clone();
+                }
+                (key.clone(), figures)
+            })
+            .collect()
+    };
+    let large_figures = json!({
+        "claude_code": large("claude_code", false),
+        "eager": large("eager", true),
+        "eager_totals": figures["large"]["eager"]["totals"],
+    });
     insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, sort_maps => true}, {
         insta::assert_json_snapshot!("session_bench_claude_code", claude);
         insta::assert_json_snapshot!("session_bench_eager", eager);
         insta::assert_json_snapshot!("session_bench_eager_totals", figures["eager"]["totals"]);
+        insta::assert_json_snapshot!("session_bench_large", large_figures);
     });
 }

@@ -25,7 +25,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-Step = tuple[str, Any]  # ("tool", (name, input or fn(last result) -> input)) | ("text", str)
+# ("tool", (name, input or fn(last result) -> input)) | ("tools", [(name, input), ...]) | ("text", str)
+Step = tuple[str, Any]
 
 
 class FakeModel:
@@ -33,6 +34,8 @@ class FakeModel:
 
     def __init__(self) -> None:
         self.plan: list[Step] = []
+        # When set, decides each step from the whole conversation instead of the plan.
+        self.player: Callable[[list[dict[str, Any]]], Step] | None = None
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         fake = self
@@ -70,20 +73,24 @@ class FakeModel:
                     "model": request.get("model", "fake"), "content": [], "stop_reason": None,
                     "stop_sequence": None, "usage": usage}})
                 kind, payload = step
-                if kind == "tool":
-                    name, tool_input = payload
-                    event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
-                        "type": "tool_use", "id": f"toolu_{len(fake.requests)}", "name": name, "input": {}}})
-                    event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
-                        "type": "input_json_delta", "partial_json": json.dumps(tool_input)}})
+                if kind in ("tool", "tools"):
+                    # Several tool_use blocks in one message: calls made in parallel.
+                    for index, (name, tool_input) in enumerate([payload] if kind == "tool" else payload):
+                        event("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
+                            "type": "tool_use", "id": f"toolu_{len(fake.requests)}" + (f"_{index}" if index else ""),
+                            "name": name,
+                            "input": {}}})
+                        event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
+                            "type": "input_json_delta", "partial_json": json.dumps(tool_input)}})
+                        event("content_block_stop", {"type": "content_block_stop", "index": index})
                     stop = "tool_use"
                 else:
                     event("content_block_start", {"type": "content_block_start", "index": 0,
                                                   "content_block": {"type": "text", "text": ""}})
                     event("content_block_delta", {"type": "content_block_delta", "index": 0,
                                                   "delta": {"type": "text_delta", "text": payload}})
+                    event("content_block_stop", {"type": "content_block_stop", "index": 0})
                     stop = "end_turn"
-                event("content_block_stop", {"type": "content_block_stop", "index": 0})
                 event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                                         "usage": {"output_tokens": 1}})
                 event("message_stop", {"type": "message_stop"})
@@ -101,6 +108,8 @@ class FakeModel:
     def next_step(self, request: dict[str, Any]) -> Step:
         """The plan's step after as many tool calls as the conversation holds."""
         messages = request.get("messages", [])
+        if self.player is not None:
+            return self.player(messages)
         done = sum(1 for m in messages if m.get("role") == "assistant")
         if done >= len(self.plan):
             return ("text", "done")

@@ -298,7 +298,14 @@ TASKS = list(ASKED)
 # only its first 2 KB (its own guard, which no setting turns off), so that the
 # scripted model, which reads no file, could not answer.
 Row = tuple[int, int, str]
-PREVIEW = "<persisted-output>"
+PREVIEW = "preview"
+
+
+def saved_to_file(result: Any) -> bool:
+    """Claude Code's two ways of keeping a large result out of the conversation:
+    a `<persisted-output>` preview, or an error naming the file it was saved to."""
+    return isinstance(result, str) and (result.startswith("<persisted-output>")
+                                        or "Output has been saved to " in result[:300])
 
 
 def parsed(text: str) -> Any:
@@ -380,7 +387,7 @@ def claude_runs(ws: Workspace, zenmode: str, fake: Any, run: Callable[[list[str]
             def step(messages: list[dict[str, Any]], play: Callable[[History], Action] = play,
                      answers: list[str] = answers) -> tuple[str, Any]:
                 history = history_of(messages)
-                if any(isinstance(r, str) and r.startswith(PREVIEW) for turn in history for r in turn):
+                if any(saved_to_file(r) for turn in history for r in turn):
                     answers.append(PREVIEW)
                     return ("text", "The result was saved to a file; I saw only its preview.")
                 try:
@@ -425,16 +432,17 @@ def totals(results: dict[tuple[str, str], Row]) -> dict[str, dict[str, Any]]:
 SCRIPT_TARGET = 0.5
 
 
-def problems(label: str, results: dict[tuple[str, str], Row], target: float = SCRIPT_TARGET) -> list[str]:
+def problems(label: str, results: dict[tuple[str, str], Row], target: float | None = SCRIPT_TARGET) -> list[str]:
     """Wrong answers, scripts that answered only from a preview, and tasks where
-    a script cost more than `target` times the direct calls' tokens or more requests."""
+    a script took more requests than the direct calls or (unless `target` is
+    None) more than `target` times their tokens."""
     found = [f"{label} large {task} {flow}: {status} answer" for (task, flow), (_, _, status) in results.items()
              if status == "wrong" or (status == "preview" and flow == "script")]
     for task in TASKS:
         script, direct = results.get((task, "script")), results.get((task, "direct"))
         if not (script and direct):
             continue
-        if script[1] > target * direct[1]:
+        if target is not None and script[1] > target * direct[1]:
             found.append(f"{label} large {task}: script sent {script[1]:,} o200k, more than "
                          f"{target}x the direct calls' {direct[1]:,}")
         if script[0] > direct[0]:

@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+import large_tasks
 from claude_session import FakeModel, Step, TokenCounter, last_tool_result
 
 HERE = Path(__file__).resolve().parent
@@ -153,27 +154,66 @@ def plans(mode: str, task: str, steps: list[dict[str, Any]]) -> dict[str, list[S
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # `version` reports seconds since start, inside JSON text that is itself JSON-quoted.
 UPTIME = re.compile(r'(\\?"uptime_seconds\\?":)\s*\d+')
+# Design 003's envelope times each call.
+ELAPSED = re.compile(r'(\\?"executionTimeMs\\?":)\s*\d+')
+
+
+def count_text(text: str) -> int:
+    """o200k tokens of `text`, with every UUID (continuation ids are random)
+    replaced by one fixed id and `version`'s uptime and design 003's
+    executionTimeMs by 0, so the same flow always counts the same."""
+    text = UUID.sub("00000000-0000-4000-8000-000000000000", text)
+    text = UPTIME.sub(r"\1 0", text)
+    text = ELAPSED.sub(r"\g<1>0", text)
+    return TokenCounter.of(ZENMODE_BIN).o200k(text)
 
 
 def count_tokens(value: Any) -> int:
-    """o200k tokens of `value` as JSON, with every UUID (continuation ids are
-    random) replaced by one fixed id and `version`'s uptime by 0, so the same
-    flow always counts the same."""
-    text = UUID.sub("00000000-0000-4000-8000-000000000000", json.dumps(value))
-    text = UPTIME.sub(r"\1 0", text)
-    return TokenCounter.of(ZENMODE_BIN).o200k(text)
+    """o200k tokens of `value` as JSON (see count_text)."""
+    return count_text(json.dumps(value))
+
+
+def claude_env(home: Path, fake: FakeModel) -> dict[str, str]:
+    """Claude Code's environment: a home of its own, the fake model, nothing of the caller's accounts."""
+    drop = ("ANTHROPIC_", "CLAUDE", "AWS_", "GOOGLE_", "VERTEX", "OPENAI")
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(drop)}
+    env.update(HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), CI="true", NO_COLOR="1",
+               DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1",
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", RUST_LOG="error",
+               ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="sk-fake-loopback")
+    return env
+
+
+def claude_large_runs(ws: large_tasks.Workspace) -> dict[tuple[str, str], tuple[int, int, bool]]:
+    """The large tasks in Claude Code; see large_tasks.claude_runs."""
+    home = Path(tempfile.mkdtemp(prefix="zenmode-bench-home-"))
+    fake = FakeModel()
+    env = claude_env(home, fake)
+
+    def run(args: list[str], server_env: dict[str, str], prompt: str) -> bool:
+        config = home / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"zenmode": {
+            "command": ZENMODE_BIN, "args": args, "env": {"RUST_LOG": "error", **server_env}}}}))
+        done = subprocess.run(
+            [str(CLAUDE), "-p", prompt, "--mcp-config", str(config), "--strict-mcp-config",
+             "--allowedTools", "mcp__zenmode", "--output-format", "json"],
+            cwd=home, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT)
+        if done.returncode != 0:
+            print(f"    claude -p exit {done.returncode}: {done.stderr[-400:]!r}", flush=True)
+        return done.returncode == 0
+
+    try:
+        return large_tasks.claude_runs(ws, ZENMODE_BIN, fake, run, count_text)
+    finally:
+        fake.close()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def claude_runs() -> dict[tuple[str, str], tuple[int, int, bool]]:
     """(task mode, flow) -> (model requests, o200k tokens sent, task finished)."""
     home = Path(tempfile.mkdtemp(prefix="zenmode-bench-home-"))
-    drop = ("ANTHROPIC_", "CLAUDE", "AWS_", "GOOGLE_", "VERTEX", "OPENAI")
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(drop)}
     fake = FakeModel()
-    env.update(HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), CI="true", NO_COLOR="1",
-               DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1",
-               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", RUST_LOG="error",
-               ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="sk-fake-loopback")
+    env = claude_env(home, fake)
     results = {}
     try:
         for mode, task, steps in TASKS:
@@ -304,6 +344,8 @@ def main() -> int:
     parser.add_argument("--eager-only", action="store_true", help="skip the Claude Code runs")
     parser.add_argument("--tasks", help="only these modes' tasks (comma-separated)")
     parser.add_argument("--flows", help="only these flows (separated by semicolons, as flow names hold commas; their baselines are kept)")
+    parser.add_argument("--no-large", action="store_true", help="skip the tasks with large results")
+    parser.add_argument("--large-only", action="store_true", help="only the tasks with large results")
     options = parser.parse_args()
     if options.tasks:
         keep = set(options.tasks.split(","))
@@ -313,18 +355,45 @@ def main() -> int:
         keep |= {BASELINE[flow] for flow in keep if flow in BASELINE}
         for flow in [f for f in FLOW_ARGS if f not in keep]:
             del FLOW_ARGS[flow]
+    if options.large_only:
+        TASKS.clear()
     print(f"session bench: {len(TASKS)} tasks, {len(FLOW_ARGS)} flows, zenmode {ZENMODE_BIN}", flush=True)
-    claude = {} if options.eager_only else claude_runs()
-    eager = asyncio.run(eager_runs())
+    claude = {} if options.eager_only or not TASKS else claude_runs()
+    eager = asyncio.run(eager_runs()) if TASKS else {}
     print()
     print(table(claude, eager))
+    large_claude: dict = {}
+    large_eager: dict = {}
+    found = problems(claude, eager) if TASKS else []
+    if not options.no_large:
+        if not large_tasks.available():
+            found.append("the large tasks need tests/upstreams/install.sh (server-filesystem, server-memory)")
+        else:
+            ws = large_tasks.Workspace()
+            try:
+                print(f"session bench: {len(large_tasks.TASKS)} tasks with large results, "
+                      f"flows {', '.join(large_tasks.FLOWS)}", flush=True)
+                large_claude = {} if options.eager_only else claude_large_runs(ws)
+                large_eager = asyncio.run(large_tasks.eager_runs(ws, ZENMODE_BIN, count_text))
+            finally:
+                ws.close()
+            print()
+            print(large_tasks.table(large_claude, large_eager))
+            # Claude Code keeps large results out of the conversation itself (a
+            # file and a 2 KB preview), so its direct calls cost little but
+            # cannot answer: there a script must answer, in no more requests.
+            found += large_tasks.problems("claude-code", large_claude, None) + \
+                large_tasks.problems("eager", large_eager)
     if options.json:
+        def figures(results: dict, sums: Callable[[dict], dict]) -> dict:
+            return {"tasks": {f"{m}|{f}": list(v) for (m, f), v in results.items()},
+                    "totals": sums(results) if results else {}}
+
         options.json.write_text(json.dumps({
-            "claude_code": {"tasks": {f"{m}|{f}": list(v) for (m, f), v in claude.items()},
-                            "totals": totals(claude) if claude else {}},
-            "eager": {"tasks": {f"{m}|{f}": list(v) for (m, f), v in eager.items()}, "totals": totals(eager)},
+            "claude_code": figures(claude, totals), "eager": figures(eager, totals),
+            "large": {"claude_code": figures(large_claude, large_tasks.totals),
+                      "eager": figures(large_eager, large_tasks.totals)},
         }, indent=1))
-    found = problems(claude, eager)
     for problem in found:
         print(f"session bench: {problem}", file=sys.stderr)
     return 1 if found else 0

@@ -61,6 +61,10 @@ pub struct CallContext {
     pub takes_input_required: bool,
     /// A 2026-07-28 client's retry of an input-required call.
     pub resume: Option<Resume>,
+    /// Who the call is made for (a stdio or TCP session, an HTTP client's
+    /// token): only the same principal reads the result handles a call
+    /// makes. `None` outside a served session.
+    pub principal: Option<Arc<str>>,
     /// How a script run by this call reaches other modes; set by the
     /// layers that know the engine and the select (`None`: no scripts).
     pub nested: Option<Arc<dyn NestedCalls>>,

@@ -427,6 +427,16 @@ impl Engine {
             return Err(self.unknown(&snapshot, mode_name));
         };
         let mode = mode.as_ref();
+        // A large value passes from one tool to the next by handle, without
+        // crossing the model; it is checked like the rest of the request.
+        if let Err(error) = self
+            .services
+            .results
+            .resolve_references(call.principal.as_deref(), &mut request)
+            .await
+        {
+            return Ok(Outcome::failure(error.code(), error.to_string()));
+        }
         // Field aliases and one-step values the manifest declares.
         mode.manifest().prepare_request(&mut request);
         if let Err(outcome) = merge_continuation(mode, &mut request, continuation_id) {

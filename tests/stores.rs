@@ -12,12 +12,12 @@ mod common;
 use std::{
     net::TcpListener,
     path::Path,
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::Arc,
     time::{Duration, Instant},
 };
 
-use common::{REPLY_TIMEOUT, STATELESS_VERSION, TcpServer, stateless_meta, zenmode};
+use common::{REPLY_TIMEOUT, STATELESS_VERSION, TcpServer, redis::Redis, stateless_meta, zenmode};
 use serde_json::{Value, json};
 use zenmode::conversation::{ConversationStore, MemoryConfig, MemoryError, RedisStore, Turn};
 
@@ -84,67 +84,6 @@ fn a_bad_store_url_stops_start_up_with_a_clear_error() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("unknown conversation store"), "{stderr}");
-}
-
-/// A `redis-server` on a free loopback port, without persistence; killed
-/// on drop.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Redis {
-    /// `None` (test skipped) when redis-server is missing and not required.
-    fn start() -> Option<Self> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        Self::start_on(port)
-    }
-
-    fn start_on(port: u16) -> Option<Self> {
-        let spawned = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let child = match spawned {
-            Ok(child) => child,
-            Err(error) => {
-                assert!(
-                    std::env::var("ZEN_REQUIRE_REDIS").as_deref() != Ok("1"),
-                    "ZEN_REQUIRE_REDIS=1 but redis-server cannot start: {error}"
-                );
-                eprintln!("skipped: redis-server is not installed ({error})");
-                return None;
-            }
-        };
-        let redis = Redis { child, port };
-        let deadline = Instant::now() + REPLY_TIMEOUT;
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(redis)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn stop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }
 
 fn http_instance(store: &str) -> TcpServer {

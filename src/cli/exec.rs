@@ -9,6 +9,7 @@ use crate::{
     call::CallContext,
     cli::args::{AccessArgs, CatalogArgs},
     cli::runtime::{exit_for, runtime, serving_engine},
+    conversation::HandleSettings,
     surface::{
         self, StrategyKind, SurfaceOptions,
         zen::{self, ScriptHost, ScriptWrites},
@@ -27,7 +28,17 @@ pub fn run(
     let request: Value = serde_json::from_str(request)
         .context("--request must be a JSON object, e.g. --request '{\"prompt\":\"...\"}'")?;
     let runtime = runtime(false)?;
-    let engine = Arc::new(serving_engine(catalog, access, &runtime, true)?);
+    let engine = Arc::new(serving_engine(
+        catalog,
+        access,
+        &runtime,
+        true,
+        // `exec` prints the whole result: nothing would read a handle.
+        HandleSettings {
+            enabled: false,
+            ..HandleSettings::default()
+        },
+    )?);
     // `exec` answers as the default strategy would (version reports it).
     surface::build(StrategyKind::Zen, &engine, &SurfaceOptions::default())
         .map_err(anyhow::Error::msg)?;

@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use crate::{
     cli::args::{AccessArgs, CatalogArgs},
-    conversation::{MemoryConfig, StoreUrl, open_store},
+    conversation::{HandleSettings, MemoryConfig, StoreUrl, open_store},
     engine::Engine,
     services::Services,
 };
@@ -34,12 +34,14 @@ pub fn offline_engine(
 }
 
 /// An engine with the real services: providers, allowed roots and memory
-/// from the flags and environment.
+/// from the flags and environment; results kept as handles as `handles`
+/// says (in the conversation store).
 pub fn serving_engine(
     catalog: &CatalogArgs,
     access: &AccessArgs,
     runtime: &tokio::runtime::Runtime,
     settle: bool,
+    handles: HandleSettings,
 ) -> anyhow::Result<Engine> {
     let mut services =
         Services::from_env(&access.allow_roots).context("cannot set up file access")?;
@@ -48,10 +50,11 @@ pub fn serving_engine(
     }
     let store = StoreUrl::parse(access.store.as_deref()).map_err(anyhow::Error::msg)?;
     let limits = MemoryConfig::from_env(&|name: &str| std::env::var(name).ok());
-    services.memory = runtime
+    let opened = runtime
         .block_on(open_store(&store, limits))
         .map_err(anyhow::Error::msg)
         .context("cannot open the conversation store (--store or ZEN_STORE)")?;
+    services.use_store(opened, handles);
     tracing::debug!(store = %store.display(), "conversation store");
     let (catalog, gateway) = catalog.open_with(runtime, settle)?;
     services.gateway = gateway;

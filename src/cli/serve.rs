@@ -10,6 +10,7 @@ use crate::platform::settings;
 use crate::{
     cli::args::{AccessArgs, CatalogArgs, CatalogFlags},
     cli::runtime::{runtime, serving_engine},
+    conversation::HandleSettings,
     gateway::Gateway,
     server::ZenServer,
     server::http,
@@ -85,6 +86,15 @@ pub struct ServeArgs {
     /// Whether a `script` may call tools that change things (deny: read-only tools only; call the others directly)
     #[arg(long, value_enum, env = settings::SCRIPT_WRITES, default_value = "deny", ignore_case = true)]
     pub script_writes: ScriptWritesArg,
+    /// Keep a result larger than --result-handle-bytes as a handle (a preview and a resource link in the reply) instead of returning it whole
+    #[arg(long, value_enum, env = settings::RESULT_HANDLES, default_value = "on", ignore_case = true)]
+    pub result_handles: OnOff,
+    /// The size (bytes of the result's JSON) above which a result becomes a handle
+    #[arg(long, env = settings::RESULT_HANDLE_BYTES, default_value_t = HandleSettings::DEFAULT_THRESHOLD_BYTES as u64, value_parser = clap::value_parser!(u64).range(1024..))]
+    pub result_handle_bytes: u64,
+    /// How long a result handle can be read, in seconds (it also ends when the conversation store drops it)
+    #[arg(long, env = settings::RESULT_HANDLE_TTL_SECS, default_value_t = HandleSettings::DEFAULT_TTL_SECS, value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 3600))]
+    pub result_handle_ttl_secs: u64,
     /// http: require `Authorization: Bearer <token>`, the token being this file's first line
     #[arg(long, value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
@@ -157,6 +167,15 @@ impl ServeArgs {
             allowed_origins: self.allow_origins.clone(),
             allowed_hosts,
         })
+    }
+
+    fn handle_settings(&self) -> HandleSettings {
+        HandleSettings {
+            enabled: self.result_handles == OnOff::On,
+            threshold_bytes: usize::try_from(self.result_handle_bytes).unwrap_or(usize::MAX),
+            ttl: std::time::Duration::from_secs(self.result_handle_ttl_secs),
+            ..HandleSettings::default()
+        }
     }
 
     /// The strategy, from the first of: `--strategy` (or `ZEN_STRATEGY`);
@@ -246,7 +265,10 @@ pub fn serve(
     // as they arrive; `lazy` and `groups` build their lists from the catalog
     // at start-up, so they wait for uncached upstreams (bounded).
     let settle = matches!(strategy_kind, StrategyKind::Lazy | StrategyKind::Groups);
-    let engine = Arc::new(serving_engine(catalog, access, &runtime, settle)?.build_model_later());
+    let engine = Arc::new(
+        serving_engine(catalog, access, &runtime, settle, args.handle_settings())?
+            .build_model_later(),
+    );
     let gateway = engine.services().gateway.clone();
     let watched = catalog
         .upstreams
@@ -365,6 +387,13 @@ pub async fn watch_upstreams(
 /// How long shutdown waits for blocking work (a pending stdin read, a file
 /// read) after every session has ended.
 pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// A switch flag's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
 
 /// `--script-writes`: tools that change things, from a script.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]

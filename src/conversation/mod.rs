@@ -13,6 +13,8 @@
 //! The files, from the top down (each uses only files below it):
 //!
 //! - `open`: the store a [`StoreUrl`] names, opened;
+//! - `result_handles`: large tool results kept as opaque, owned, expiring
+//!   handles in whichever store is open (not threads to conversations);
 //! - `embedded`, `redis_store`: the stores shared between processes (one
 //!   SQLite file, Redis);
 //! - `turn_cache`: decoded turns the embedded store keeps;
@@ -31,6 +33,7 @@ mod history;
 mod memory;
 mod open;
 mod redis_store;
+mod result_handles;
 mod store;
 mod store_url;
 mod thread;
@@ -43,6 +46,10 @@ pub use history::{History, build_history};
 pub use memory::{Clock, InMemoryStore, ManualClock, SystemClock};
 pub use open::open_store;
 pub use redis_store::RedisStore;
+pub use result_handles::{
+    HandleError, HandleSettings, RESULT_MODE, ResultHandles, ResultPage, StoredKind, StoredResult,
+    ThreadsWithoutResults, URI_PREFIX as RESULT_URI_PREFIX,
+};
 pub use store::ConversationStore;
 pub use store_url::{StoreUrl, default_embedded_path};
 pub use thread::{Role, Thread, Turn, normalize_id};

@@ -36,6 +36,12 @@ pub const MODES_DIR: &str = "ZEN_MODES_DIR";
 pub const PINNED_MODES: &str = "ZEN_PINNED_MODES";
 /// The key that signs the gateway's `requestState`s (shared by instances).
 pub const REQUEST_STATE_KEY: &str = "ZEN_REQUEST_STATE_KEY";
+/// `serve --result-handles`: whether large results become handles.
+pub const RESULT_HANDLES: &str = "ZEN_RESULT_HANDLES";
+/// `serve --result-handle-bytes`: the size from which a result is a handle.
+pub const RESULT_HANDLE_BYTES: &str = "ZEN_RESULT_HANDLE_BYTES";
+/// `serve --result-handle-ttl-secs`: how long a handle can be read.
+pub const RESULT_HANDLE_TTL_SECS: &str = "ZEN_RESULT_HANDLE_TTL_SECS";
 /// `serve --script-writes`: whether a script may call tools that change things.
 pub const SCRIPT_WRITES: &str = "ZEN_SCRIPT_WRITES";
 /// Weights for the model-backed ranking, for tuning experiments.

@@ -25,7 +25,7 @@ use rmcp::{
     service::{NotificationContext, Peer, RequestContext},
 };
 
-use super::{client_peer, resources};
+use super::{client_peer, resources, result_handles};
 use crate::{
     call::{CallContext, ClientRequests, FlowBackLoad, NestedCalls, ProgressSink, Resume},
     engine::{Engine, Outcome},
@@ -89,6 +89,14 @@ pub struct ZenServer {
     flow_back: Arc<FlowBackLoad>,
     /// How a `script` run by a call reaches other modes.
     scripts: Arc<dyn NestedCalls>,
+    /// Names this session as the owner of the result handles its calls
+    /// make (HTTP calls are owned by their bearer token instead).
+    session_key: Arc<str>,
+}
+
+/// A fresh, unguessable session key.
+fn new_session_key() -> Arc<str> {
+    Arc::from(format!("session:{}", uuid::Uuid::new_v4()))
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -128,6 +136,7 @@ impl ZenServer {
             owed: Arc::default(),
             client: Arc::default(),
             flow_back: Arc::default(),
+            session_key: new_session_key(),
         })
     }
 
@@ -156,6 +165,7 @@ impl ZenServer {
             owed: Arc::default(),
             client: Arc::default(),
             flow_back: Arc::default(),
+            session_key: new_session_key(),
             resources: Arc::new(resources::SessionResources::new(
                 self.engine.services().gateway.clone(),
             )),
@@ -200,6 +210,15 @@ impl ZenServer {
             load: self.flow_back.clone(),
         }
         .shared()
+    }
+
+    /// Whether the tool `name`, as this session lists it, declares an
+    /// output schema (its structured content must then follow it).
+    fn declares_output_schema(&self, name: &str, list_may_change: bool) -> bool {
+        self.strategy
+            .tools(self.view(list_may_change))
+            .iter()
+            .any(|tool| tool["name"] == name && tool.get("outputSchema").is_some())
     }
 
     /// The `tools/list` result a new session gets: a clone of the list built
@@ -336,6 +355,11 @@ impl ServerHandler for ZenServer {
         };
         let capabilities =
             resources::with_upstream_capabilities(capabilities, &self.engine.services().gateway);
+        let mut capabilities = capabilities;
+        if self.engine.services().results.settings().enabled && capabilities.resources.is_none() {
+            // Result handles are read with resources/read.
+            capabilities.resources = Some(Default::default());
+        }
         ServerConfig::new(capabilities)
             .with_server_info(implementation)
             .with_instructions(self.strategy.instructions())
@@ -386,7 +410,9 @@ impl ServerHandler for ZenServer {
                     request_state: request.request_state.clone(),
                 }
             });
+        let principal = result_handles::principal_of(&self.session_key, &context.extensions);
         let call = CallContext {
+            principal: Some(principal.clone()),
             cancel: context.ct.clone(),
             progress,
             client,
@@ -433,7 +459,16 @@ impl ServerHandler for ZenServer {
                 );
                 return Ok(CallToolResponse::InputRequired(asked));
             }
-            Ok(Err(outcome)) => Ok(to_call_result(outcome)),
+            Ok(Err(outcome)) => {
+                let structured_allowed = !self.declares_output_schema(&request.name, may_change);
+                Ok(result_handles::offload(
+                    to_call_result(outcome),
+                    &self.engine.services().results,
+                    &principal,
+                    structured_allowed,
+                )
+                .await)
+            }
             Err(unknown) => Err(unknown),
         };
         log_activity(
@@ -474,8 +509,13 @@ impl ServerHandler for ZenServer {
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let principal = result_handles::principal_of(&self.session_key, &context.extensions);
+        let results = &self.engine.services().results;
+        if let Some(read) = result_handles::read(results, &principal, &request.uri).await {
+            return read.map(rmcp::model::ReadResourceResponse::Complete);
+        }
         self.resources.upstream_read(request).await
     }
 

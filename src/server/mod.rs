@@ -8,6 +8,7 @@ pub mod http;
 pub mod listener;
 pub mod logging;
 mod resources;
+pub mod result_handles;
 pub mod shutdown;
 pub mod transport;
 

@@ -14,7 +14,10 @@ pub use clink_config::ClinkConfig;
 pub use process_info::{Presentation, ProcessInfo};
 
 use crate::{
-    conversation::{ConversationStore, InMemoryStore, MemoryConfig},
+    conversation::{
+        ConversationStore, HandleSettings, InMemoryStore, MemoryConfig, ResultHandles,
+        ThreadsWithoutResults,
+    },
     files::{FileAccess, FileError, parse_root_list},
     gateway,
     providers::Providers,
@@ -24,7 +27,10 @@ use crate::{
 pub struct Services {
     pub providers: Providers,
     pub files: FileAccess,
+    /// Conversation threads (stored results are kept out of them).
     pub memory: Arc<dyn ConversationStore>,
+    /// Large results kept as handles, in the same store as `memory`.
+    pub results: Arc<ResultHandles>,
     pub clink: ClinkConfig,
     /// Facts about the running process that `version` reports.
     pub process: ProcessInfo,
@@ -42,10 +48,13 @@ impl Services {
         if let Some(list) = std::env::var_os(crate::platform::settings::ALLOWED_ROOTS) {
             roots.extend(parse_root_list(&list));
         }
+        let store: Arc<dyn ConversationStore> =
+            Arc::new(InMemoryStore::new(MemoryConfig::from_env(&env)));
         Ok(Services {
             providers: Providers::from_env(&env),
             files: FileAccess::new(&working_dir(), &roots)?,
-            memory: Arc::new(InMemoryStore::new(MemoryConfig::from_env(&env))),
+            memory: Arc::new(ThreadsWithoutResults(store.clone())),
+            results: Arc::new(ResultHandles::new(store, HandleSettings::default())),
             clink: ClinkConfig::from_env(&env),
             process: ProcessInfo::default(),
             gateway: Arc::default(),
@@ -60,14 +69,26 @@ impl Services {
         let files = FileAccess::new(&cwd, &[])
             .or_else(|_| FileAccess::new(&std::env::temp_dir(), &[]))
             .expect("the temporary directory exists");
+        let store: Arc<dyn ConversationStore> =
+            Arc::new(InMemoryStore::new(MemoryConfig::default()));
         Services {
             providers: Providers::from_env(&no_env),
             files,
-            memory: Arc::new(InMemoryStore::new(MemoryConfig::default())),
+            memory: Arc::new(ThreadsWithoutResults(store.clone())),
+            results: Arc::new(ResultHandles::new(store, HandleSettings::default())),
             clink: ClinkConfig::from_env(&no_env),
             process: ProcessInfo::default(),
             gateway: Arc::default(),
         }
+    }
+}
+
+impl Services {
+    /// Conversations and result handles both in `store`; handles as
+    /// `handles` says.
+    pub fn use_store(&mut self, store: Arc<dyn ConversationStore>, handles: HandleSettings) {
+        self.results = Arc::new(ResultHandles::new(store.clone(), handles));
+        self.memory = Arc::new(ThreadsWithoutResults(store));
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod fake_provider;
 pub mod gateway;
 pub mod http;
+pub mod redis;
 pub mod sets;
 
 use std::{

@@ -32,6 +32,9 @@ use sandbox::{Answer, Ask, Ended, Limits, cut};
 pub struct ScriptRequest {
     pub code: String,
     pub timeout_ms: Option<u64>,
+    /// Any JSON, the script's global `input` (a stored result passes in
+    /// here as `{"$result": id}`, replaced before the script runs).
+    pub input: Option<Value>,
 }
 
 pub const REQUEST: RequestShape = RequestShape::of::<ScriptRequest>();
@@ -70,7 +73,8 @@ impl Executor for Script {
         let wall = request
             .timeout_ms
             .map_or(limits.wall, |ms| Duration::from_millis(ms).min(limits.wall));
-        run(request.code, limits, wall, host, context.call).await
+        let input = request.input.map(|input| input.to_string());
+        run(request.code, input, limits, wall, host, context.call).await
     }
 }
 
@@ -78,6 +82,7 @@ impl Executor for Script {
 /// counts on success.
 async fn run(
     code: String,
+    input: Option<String>,
     limits: Limits,
     wall: Duration,
     host: Arc<dyn NestedCalls>,
@@ -95,7 +100,15 @@ async fn run(
         .name("zenmode-script".into())
         .stack_size(THREAD_STACK)
         .spawn(move || {
-            let ended = sandbox::run(&code, limits, deadline, thread_cancel, ask_tx, answers);
+            let ended = sandbox::run(
+                &code,
+                input.as_deref(),
+                limits,
+                deadline,
+                thread_cancel,
+                ask_tx,
+                answers,
+            );
             let _ = done_tx.send(ended);
         })
         .map_err(|e| ExecError::new("script_engine", format!("cannot start a script: {e}")))?;
@@ -134,7 +147,8 @@ async fn run(
 
 /// The context of a call made by the script: the script's cancellation,
 /// the session's client (approval and flow-back reach the user as in a
-/// direct call), its own activity note, and no scripts of its own.
+/// direct call), its owner for result handles, its own activity note,
+/// and no scripts of its own.
 fn nested_context(call: &CallContext, cancel: &tokio_util::sync::CancellationToken) -> CallContext {
     CallContext {
         cancel: cancel.child_token(),
@@ -143,6 +157,8 @@ fn nested_context(call: &CallContext, cancel: &tokio_util::sync::CancellationTok
         client: call.client.clone(),
         takes_input_required: false,
         resume: None,
+        // The script's calls read the handles of the session that runs it.
+        principal: call.principal.clone(),
         nested: None,
     }
 }

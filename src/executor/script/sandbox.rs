@@ -110,6 +110,7 @@ struct Shared {
 /// Runs `code` to its end on the calling thread (a thread of its own).
 pub fn run(
     code: &str,
+    input: Option<&str>,
     limits: Limits,
     deadline: Instant,
     cancel: CancellationToken,
@@ -135,7 +136,7 @@ pub fn run(
             match Context::full(&runtime) {
                 Ok(context) => context.with(|ctx| {
                     let result = evaluate(
-                        &ctx, code, &limits, deadline, &cancel, &asks, &answers, &shared,
+                        &ctx, code, input, &limits, deadline, &cancel, &asks, &answers, &shared,
                     );
                     // Promises still awaiting an answer hold engine values;
                     // they must go before the engine does, or freeing the
@@ -172,6 +173,7 @@ pub fn run(
 fn evaluate<'js>(
     ctx: &Ctx<'js>,
     code: &str,
+    input: Option<&str>,
     limits: &Limits,
     deadline: Instant,
     cancel: &CancellationToken,
@@ -182,6 +184,17 @@ fn evaluate<'js>(
     let stopped = |error: ScriptFailure| stop_reason(deadline, cancel).unwrap_or(error);
     install(ctx, limits, asks, shared)
         .map_err(|error| ScriptFailure::new("script_engine", error.to_string()))?;
+    if let Some(input) = input {
+        // Parsed inside the engine, so a large input counts against the
+        // script's memory limit like anything the script builds.
+        let value = ctx
+            .json_parse(input)
+            .catch(ctx)
+            .map_err(|caught| stopped(failure(ctx, caught)))?;
+        ctx.globals()
+            .set("input", value)
+            .map_err(|error| ScriptFailure::new("script_engine", error.to_string()))?;
+    }
     let wrapped = format!("{PREFIX}{code}\n}})()");
     let mut options = rquickjs::context::EvalOptions::default();
     options.global = true;

@@ -41,7 +41,9 @@ use tokio::{io::AsyncWriteExt, net::TcpListener, sync::Semaphore};
 use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
-use crate::{server::ZenServer, server::logging::RateLimit};
+use crate::{
+    server::ZenServer, server::logging::RateLimit, server::result_handles::HttpPrincipal,
+};
 
 /// The MCP endpoint's path.
 pub const MCP_PATH: &str = "/mcp";
@@ -358,7 +360,17 @@ async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body>
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
                 return response;
             }
-            // The token has done its job; nothing below should see (or log) it.
+            // The token has done its job; nothing below should see (or log)
+            // it. What it leaves is whose result handles the call may read.
+            let principal = HttpPrincipal::of_bearer(
+                request
+                    .headers()
+                    .get(header::AUTHORIZATION)
+                    .and_then(|value| value.to_str().ok())
+                    .and_then(bearer_token)
+                    .filter(|_| front.token_digest.is_some()),
+            );
+            request.extensions_mut().insert(principal);
             request.headers_mut().remove(header::AUTHORIZATION);
             let Ok(_permit) = front.in_flight.try_acquire() else {
                 let mut response = text_response(

@@ -1,0 +1,248 @@
+//! Result handles from outside: a large upstream result comes back as a
+//! short reply with a `resource_link`, reads back whole in pages, passes
+//! to a script by `{"$result": id}` without crossing the client, and is
+//! refused to another session, after its lifetime, and when handles are
+//! off. Over HTTP, two instances on one Redis share a client's handles,
+//! and another token's client is refused.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{
+    REPLY_TIMEOUT, STATELESS_VERSION, TcpServer,
+    gateway::{Setup, execute, flaky, wait_until},
+    redis::Redis,
+    stateless_meta, text_of, zenmode,
+};
+use serde_json::{Value, json};
+
+const BIG: u64 = 100_000;
+
+fn link_of(result: &Value) -> Value {
+    result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|block| block["type"] == "resource_link")
+        .cloned()
+        .unwrap_or_else(|| panic!("no resource_link in {result}"))
+}
+
+fn read_all(client: &mut common::Client, uri: &str) -> String {
+    let first = client.call("resources/read", json!({"uri": uri}));
+    let pages = first["contents"][0]["_meta"]["zenmode/page"]["pages"]
+        .as_u64()
+        .unwrap();
+    let mut text = first["contents"][0]["text"].as_str().unwrap().to_owned();
+    for page in 2..=pages {
+        let next = client.call("resources/read", json!({"uri": format!("{uri}?page={page}")}));
+        text.push_str(next["contents"][0]["text"].as_str().unwrap());
+    }
+    text
+}
+
+#[test]
+fn a_large_result_is_a_short_reply_that_reads_back_and_passes_on() {
+    let setup = Setup::new(json!({"up": flaky(&["--hostile"])}));
+    let mut client = setup.serve(&[]);
+    let started = client.call("initialize", json!({
+        "protocolVersion": common::LEGACY_VERSION, "capabilities": {},
+        "clientInfo": {"name": "again", "version": "1"}}));
+    assert!(
+        started["capabilities"]["resources"].is_object(),
+        "handles are read with resources/read: {started}"
+    );
+    let reply = execute(&mut client, "up__big", json!({"bytes": BIG}));
+    assert!(
+        reply.to_string().len() <= 2048,
+        "a handle reply is at most 2 KiB: {} bytes",
+        reply.to_string().len()
+    );
+    let link = link_of(&reply);
+    let uri = link["uri"].as_str().unwrap();
+    assert!(uri.starts_with("zenmode://results/"), "{uri}");
+    assert_eq!(link["size"], BIG);
+    let id = reply["structuredContent"]["result_handle"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(text_of(&reply).contains(&id));
+    assert_eq!(read_all(&mut client, uri), "x".repeat(BIG as usize));
+
+    // Passed to a script by handle: the script sees the whole value.
+    let counted = execute(
+        &mut client,
+        "script",
+        json!({"code": "return {length: input.length, first: input.slice(0, 3)};",
+               "input": {"$result": id}}),
+    );
+    assert_eq!(
+        counted["structuredContent"]["result"],
+        json!({"length": BIG, "first": "xxx"}),
+        "{counted}"
+    );
+    // And to an upstream tool's field, inside a script's own call.
+    let echoed = execute(
+        &mut client,
+        "script",
+        json!({"code": "const r = await tools.call('up__echo', {text: input}); return r.echo.length;",
+               "input": {"$result": id}}),
+    );
+    assert_eq!(echoed["structuredContent"]["result"], json!(BIG), "{echoed}");
+
+    // Unknown ids and bad pages are clear errors; the server goes on.
+    let unknown = execute(
+        &mut client,
+        "up__echo",
+        json!({"text": {"$result": "0b7f6a4e-0000-4000-8000-000000000000"}}),
+    );
+    assert_eq!(unknown["structuredContent"]["error"], "not_found", "{unknown}");
+    let beyond = client.request(
+        "resources/read",
+        json!({"uri": format!("{uri}?page=9999")}),
+    );
+    assert!(beyond["error"]["message"].as_str().unwrap().contains("page"), "{beyond}");
+    let small = execute(&mut client, "up__echo", json!({"text": "hi"}));
+    assert_eq!(small["structuredContent"]["echo"], "hi", "small results stay whole");
+}
+
+#[test]
+fn another_session_and_an_expired_handle_are_refused() {
+    let setup = Setup::new(json!({"up": flaky(&["--hostile"])}));
+    let store = format!("sqlite:{}", setup.path("threads.db").display());
+    let mut one = setup.serve(&["--store", &store, "--result-handle-ttl-secs", "2"]);
+    let mut two = setup.serve(&["--store", &store]);
+    let reply = execute(&mut one, "up__big", json!({"bytes": BIG}));
+    let uri = link_of(&reply)["uri"].as_str().unwrap().to_owned();
+    let id = uri.rsplit('/').next().unwrap().to_owned();
+    assert!(one.request("resources/read", json!({"uri": uri}))["result"].is_object());
+
+    // The same store, another session: as if the handle did not exist.
+    let other = two.request("resources/read", json!({"uri": uri}));
+    assert_eq!(other["error"]["code"], -32002, "{other}");
+    let passed = execute(&mut two, "up__echo", json!({"text": {"$result": id}}));
+    assert_eq!(passed["structuredContent"]["error"], "not_found", "{passed}");
+    // Nor does the handle continue a conversation.
+    let continued = execute(
+        &mut two,
+        "planner",
+        json!({"step": "go on", "step_number": 2, "total_steps": 2,
+               "next_step_required": false, "continuation_id": id}),
+    );
+    assert_eq!(continued["isError"], true, "{continued}");
+
+    // Past its lifetime the owner is refused too, saying why.
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            let read = one.request("resources/read", json!({"uri": uri}));
+            read["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("expired"))
+        }),
+        "the handle never expired"
+    );
+}
+
+#[test]
+fn off_returns_large_results_whole() {
+    let setup = Setup::new(json!({"up": flaky(&["--hostile"])}));
+    let mut client = setup.serve(&["--result-handles", "off"]);
+    let reply = execute(&mut client, "up__big", json!({"bytes": BIG}));
+    assert_eq!(text_of(&reply).len(), BIG as usize);
+    let read = client.request(
+        "resources/read",
+        json!({"uri": "zenmode://results/0b7f6a4e-0000-4000-8000-000000000000"}),
+    );
+    assert!(read["error"].is_object(), "{read}");
+}
+
+fn http_instance(redis: &str, token: &str, upstreams: &std::path::Path) -> TcpServer {
+    let mut command = zenmode(&[
+        "serve", "--transport", "http", "--listen", "127.0.0.1:0", "--store", redis,
+    ]);
+    command
+        .env("ZEN_AUTH_TOKEN", token)
+        .env("ZEN_UPSTREAMS", upstreams);
+    TcpServer::spawn(command)
+}
+
+async fn http_call(
+    client: &reqwest::Client,
+    server: &TcpServer,
+    token: &str,
+    method: &str,
+    params: Value,
+) -> Value {
+    let mut params = params;
+    params["_meta"] = stateless_meta();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = client
+        .post(format!("http://{}/mcp", server.address))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", STATELESS_VERSION)
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    if let Some(uri) = params["uri"].as_str() {
+        request = request.header("mcp-name", uri);
+    }
+    request
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[test]
+fn two_http_instances_on_one_redis_share_a_clients_handles_only() {
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    let setup = Setup::new(json!({"up": flaky(&["--hostile"])}));
+    let one = http_instance(&redis.url(), "token-one", &setup.file());
+    let two = http_instance(&redis.url(), "token-one", &setup.file());
+    let stranger = http_instance(&redis.url(), "token-two", &setup.file());
+    let client = common::http::client();
+    common::http::runtime().block_on(async {
+        // The first call may wait for the upstream to start.
+        let made = tokio::time::timeout(
+            REPLY_TIMEOUT * 2,
+            http_call(
+                &client,
+                &one,
+                "token-one",
+                "tools/call",
+                json!({"name": "zen_execute",
+                       "arguments": {"mode": "up__big", "request": {"bytes": BIG}}}),
+            ),
+        )
+        .await
+        .unwrap();
+        let link = link_of(&made["result"]);
+        let uri = link["uri"].as_str().unwrap();
+        let read = http_call(&client, &two, "token-one", "resources/read", json!({"uri": uri})).await;
+        assert_eq!(
+            read["result"]["contents"][0]["text"].as_str().map(str::len),
+            Some(32 * 1024),
+            "page 1 on the other instance: {}",
+            read.to_string().chars().take(300).collect::<String>()
+        );
+        let refused =
+            http_call(&client, &stranger, "token-two", "resources/read", json!({"uri": uri})).await;
+        // Not found: -32002 before 2026-07-28, -32602 (invalid params) since.
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("not known to this session")),
+            "another token's client is refused: {}",
+            refused.to_string().chars().take(300).collect::<String>()
+        );
+    });
+}

@@ -454,6 +454,38 @@ async def gateway_suite(era: str) -> None:
 
             await check(tag + "zen_execute forwards to the upstream and passes its result through", execute)
 
+            async def large_result_as_handle() -> None:
+                # 100 KiB of numbered lines: over the 16 KiB threshold, four pages of 32 KiB.
+                text = "".join(f"line {i:06d} of the large result\n" for i in range(3300))
+                assert len(text) > 100_000
+                r = await client.call_tool("zen_execute", {"mode": "flaky__echo", "request": {"text": text}})
+                assert not r.is_error, r
+                links = [c for c in r.content if getattr(c, "type", None) == "resource_link"]
+                assert len(links) == 1, r.content
+                uri = str(links[0].uri)
+                assert uri.startswith("zenmode://results/"), uri
+                assert len(r.model_dump_json(by_alias=True, exclude_none=True)) <= 2048, "the handle reply is over 2 KiB"
+                first = (await client.read_resource(uri)).contents[0]
+                second = (await client.read_resource(uri + "?page=2")).contents[0]
+                pages = [first.text, second.text]
+                page = 3
+                while sum(map(len, pages)) < len(text):
+                    pages.append((await client.read_resource(f"{uri}?page={page}")).contents[0].text)
+                    page += 1
+                assert page - 1 == 4, f"{page - 1} pages"
+                # The handle keeps the structured content, {"echo": text}, as compact JSON.
+                assert json.loads("".join(pages)) == {"echo": text}, "the pages do not join to the original"
+                assert second.text == "".join(pages)[len(first.text):len(first.text) + len(second.text)]
+                try:
+                    await client.read_resource(uri + "?page=5")
+                except MCPError as error:
+                    assert "page" in str(error), error
+                else:
+                    raise AssertionError("page 5 of 4 was read")
+
+            await check(tag + "a large result comes back as a resource_link whose pages read back whole",
+                        large_result_as_handle)
+
 
 async def main() -> int:
     if not os.access(ZENMODE_BIN, os.X_OK):

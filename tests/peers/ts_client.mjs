@@ -331,6 +331,43 @@ function startHttpServer() {
   });
 }
 
+// A script's large answer comes back as a result handle: a resource_link
+// whose resource reads back, page by page, as the answer's JSON.
+async function handlesSuite(flavor) {
+  const { client } = await connect(flavor, []);
+  const tag = `[${flavor.tag}] `;
+  try {
+    await check(tag + "a large result comes back as a resource_link whose pages read back whole", async () => {
+      // About 60 KB: over the 16 KiB threshold and under a script's 64 KiB, two pages of 32 KiB.
+      const code = "return Array.from({length: 6000}, (_, i) => 'item ' + String(i).padStart(4, '0')).join(';');";
+      const expected = Array.from({ length: 6000 }, (_, i) => "item " + String(i).padStart(4, "0")).join(";");
+      const r = await client.callTool({ name: "zen_execute", arguments: { mode: "script", request: { code } } });
+      assert(!r.isError, `isError: ${JSON.stringify(r.content)}`);
+      assert(JSON.stringify(r).length <= 2048, `the handle reply takes ${JSON.stringify(r).length} bytes`);
+      const links = r.content.filter((c) => c.type === "resource_link");
+      assert(links.length === 1, `resource_link blocks: ${JSON.stringify(r.content)}`);
+      const uri = links[0].uri;
+      assert(uri.startsWith("zenmode://results/"), uri);
+      assert(r.structuredContent?.result_handle?.uri === uri, JSON.stringify(r.structuredContent));
+      const pages = r.structuredContent.result_handle.pages;
+      assert(pages === 2, `pages=${pages}`);
+      const first = (await client.readResource({ uri })).contents[0].text;
+      const second = (await client.readResource({ uri: `${uri}?page=2` })).contents[0].text;
+      const answer = JSON.parse(first + second);
+      assert(answer.result === expected, `the pages hold ${JSON.stringify(answer).slice(0, 200)}`);
+      let refused = false;
+      try {
+        await client.readResource({ uri: `${uri}?page=3` });
+      } catch {
+        refused = true;
+      }
+      assert(refused, "page 3 of 2 was read");
+    });
+  } finally {
+    await client.close();
+  }
+}
+
 async function main() {
   try {
     accessSync(ZENMODE_BIN, constants.X_OK);
@@ -346,7 +383,7 @@ async function main() {
       `@modelcontextprotocol/client ${version("@modelcontextprotocol/client")} against ${ZENMODE_BIN}`,
   );
   for (const flavor of FLAVORS) {
-    for (const suite of [optimized, full, lazySuite, groupsSuite, seedsSuite]) {
+    for (const suite of [optimized, full, lazySuite, groupsSuite, seedsSuite, handlesSuite]) {
       try {
         await suite(flavor);
       } catch (e) {

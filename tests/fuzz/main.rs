@@ -23,7 +23,8 @@
 //!   sent, or a notification;
 //! - the upstream's secret never reaches stdout or stderr;
 //! - hostile scripts (`corpus/script.jsonl`) reach the sandbox: some end
-//!   answered, some at each of the time, memory and stack limits;
+//!   answered, some at each of the time, memory and stack limits; and some
+//!   replies carry result handles, which the mutator then quotes and reads;
 //! - bounded memory: the server's peak resident set (VmHWM) stays under
 //!   [`RSS_CEILING_MIB`];
 //! - every request ends: no request the server admitted goes unanswered for
@@ -409,9 +410,7 @@ fn check_line(shared: &Shared, line: &[u8]) -> Option<u64> {
             let structured = &result["structuredContent"];
             let script_end = match structured["error"].as_str() {
                 Some(kind) if kind.starts_with("script_") => Some(kind),
-                None if structured.get("console").is_some()
-                    && structured.get("calls").is_some() =>
-                {
+                None if structured.get("result").is_some() && structured["calls"].is_u64() => {
                     Some("answered")
                 }
                 _ => None,
@@ -864,6 +863,10 @@ fn fuzz_campaign_over_stdio() {
             tally.script_ends
         );
     }
+    assert!(
+        tally.handles > 0,
+        "no reply carried a result handle, so none was quoted or read back"
+    );
     assert!(status.success(), "the server exited with {status:?}");
     assert!(
         peak / 1024 < RSS_CEILING_MIB,

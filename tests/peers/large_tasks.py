@@ -34,14 +34,20 @@ UPSTREAMS = HERE.parent / "upstreams" / "node_modules" / ".bin"
 ROOT_AS = "/tmp/zenbench"
 
 NOTES, ENTITIES, LINKS, LINES = 500, 1200, 2400, 2000
+HUGE_BYTES = 4 << 20
+# The most bytes a reply that carries a result handle may take (issue 43).
+HANDLE_REPLY_LIMIT = 2048
 TOPICS = ["rust", "python", "databases", "networking", "security", "compilers", "graphics", "testing",
           "cloud", "editors", "music", "cooking"]
 TOPIC = "compilers"
 ENTITY_TYPES = ["person", "project", "service", "team", "document", "meeting"]
 ENTITY_TYPE = "service"
-FLOWS = ["direct", "pipe", "script"]
-# Flows and the server arguments they add.
-FLOW_ARGS: dict[str, list[str]] = {"direct": [], "pipe": ["--strategy", "discover"], "script": []}
+FLOWS = ["direct", "pipe", "script", "handles"]
+# Flows and the server arguments they add: direct calls and design 003's
+# tools as before result handles (the server's default since issue 43).
+FLOW_ARGS: dict[str, list[str]] = {"direct": ["--result-handles", "off"],
+                                   "pipe": ["--strategy", "discover", "--result-handles", "off"],
+                                   "script": [], "handles": []}
 
 # Actions of the scripted model: a turn of tool calls, or its final answer.
 Calls = list[tuple[str, dict[str, Any]]]
@@ -97,6 +103,10 @@ class Workspace:
         (self.work / "before.txt").write_text("\n".join(lines) + "\n")
         (self.work / "after.txt").write_text("\n".join(changed_lines) + "\n")
         self.expected["compare"] = compare_answer("\n".join(lines) + "\n", "\n".join(changed_lines) + "\n")
+
+        # Only read to show that a handle reply stays small however large the result.
+        line = "0123456789abcdef" * 4 + "\n"
+        (self.work / "huge.txt").write_text(line * (HUGE_BYTES // len(line)))
 
         (self.root / "upstreams.json").write_text(json.dumps({"mcpServers": {
             "fs": {"command": str(UPSTREAMS / "mcp-server-filesystem"), "args": [str(self.work)]},
@@ -192,11 +202,17 @@ def split_files(text: str) -> dict[str, str]:
 
 # --- the scripts ----------------------------------------------------------
 
+# Each script fetches what it needs, unless the model hands it in as
+# `input` (the handles flow passes results it holds as handles there:
+# {"$result": id} becomes the stored value, {"content": text} for a file).
+GIVEN = "const given = typeof input === 'object' && input !== null ? input : {};\n"
 SCRIPTS: dict[str, str] = {
-    "newest": """const dir = %(notes)s;
-const listing = (await tools.call('fs__list_directory', {path: dir})).content;
-const paths = listing.split('\\n').filter(l => l.startsWith('[FILE] ')).map(l => dir + '/' + l.slice(7));
-const text = (await tools.call('fs__read_multiple_files', {paths})).content;
+    "newest": GIVEN + """const dir = %(notes)s;
+const text = given.files ? given.files.content : await (async () => {
+  const listing = given.listing ? given.listing.content : (await tools.call('fs__list_directory', {path: dir})).content;
+  const paths = listing.split('\\n').filter(l => l.startsWith('[FILE] ')).map(l => dir + '/' + l.slice(7));
+  return (await tools.call('fs__read_multiple_files', {paths})).content;
+})();
 let best = null;
 for (const block of text.split('\\n---\\n')) {
   const at = block.indexOf(':\\n');
@@ -205,13 +221,14 @@ for (const block of text.split('\\n---\\n')) {
   if (changed && (!best || changed > best.changed)) best = {path: block.slice(0, at).trim(), body, changed};
 }
 return best.path.split('/').pop() + '\\n' + best.body.split('\\n').slice(0, 3).join('\\n');""",
-    "count": """const graph = await tools.call('memory__read_graph', {});
+    "count": GIVEN + """const graph = given.graph || await tools.call('memory__read_graph', {});
 return String(graph.entities.filter(e => e.entityType === %(type)s).length);""",
-    "links": """const page = (await tools.call('fs__read_text_file', {path: %(page)s})).content;
+    "links": GIVEN + """const page = (given.page || await tools.call('fs__read_text_file', {path: %(page)s})).content;
 const found = [];
 for (const m of page.matchAll(/href="(https:\\/\\/example\\.org\\/([a-z]+)\\/[^"]+)"/g)) if (m[2] === %(topic)s) found.push(m[1]);
 return found.join('\\n');""",
-    "compare": """const [a, b] = (await Promise.all([%(before)s, %(after)s].map(path => tools.call('fs__read_text_file', {path}))))
+    "compare": GIVEN + """const [a, b] = (given.before ? [given.before, given.after]
+  : await Promise.all([%(before)s, %(after)s].map(path => tools.call('fs__read_text_file', {path}))))
   .map(r => r.content.split('\\n'));
 const differ = [];
 for (let i = 0; i < Math.max(a.length, b.length); i++) if (a[i] !== b[i]) differ.push(i + 1);
@@ -234,6 +251,15 @@ ASKED = {
     "compare": "Which lines differ between before.txt and after.txt?",
 }
 
+HANDLE = re.compile(r"zenmode://results/([0-9A-Za-z-]+)")
+
+
+def handle_of(result: Any) -> str | None:
+    """The id of the result handle a reply carries, if it is one."""
+    text = result if isinstance(result, str) else json.dumps(result)
+    found = HANDLE.search(text[:4000])
+    return found.group(1) if found else None
+
 
 def zen(mode: str, request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return ("zen_execute", {"mode": mode, "request": request})
@@ -243,8 +269,11 @@ def call(command: str, request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return ("call", {"command": command, "input": request})
 
 
-def player(task: str, flow: str, ws: Workspace) -> Callable[[History], Action]:
-    """The scripted model: from the results so far, its next action."""
+def player(task: str, flow: str, ws: Workspace, parallel_handles: bool = True) -> Callable[[History], Action]:
+    """The scripted model: from the results so far, its next action.
+    `parallel_handles`: two calls whose replies are handles may go in one
+    model turn (Claude Code answers the second "[Tool result missing due to
+    internal error]", so there they go one per turn)."""
     if flow == "script":
         def scripted(history: History) -> Action:
             if not history:
@@ -252,7 +281,7 @@ def player(task: str, flow: str, ws: Workspace) -> Callable[[History], Action]:
             return ("text", text_of(history[0][0]))
         return scripted
 
-    one = zen if flow == "direct" else call
+    one = call if flow == "pipe" else zen
     notes = ws.path("notes")
 
     def newest(history: History) -> Action:
@@ -276,16 +305,52 @@ def player(task: str, flow: str, ws: Workspace) -> Callable[[History], Action]:
     def compare(history: History) -> Action:
         reads = [("fs__read_text_file", {"path": ws.path(name)}) for name in ("before.txt", "after.txt")]
         if not history:
-            if flow == "direct":  # two calls in one model turn
+            if flow != "pipe":  # two calls in one model turn
                 return ("tools", [zen(mode, request) for mode, request in reads])
             return ("tools", [("batch", {"calls": [{"command": m, "input": r} for m, r in reads]})])
-        if flow == "direct":
+        if flow != "pipe":
             before, after = (text_of(result) for result in history[0])
         else:
             before, after = (text_of(item["result"]) for item in unwrap(history[0][0])["results"])
         return ("text", compare_answer(before, after))
 
-    return {"newest": newest, "count": count, "links": links, "compare": compare}[task]
+    direct = {"newest": newest, "count": count, "links": links, "compare": compare}[task]
+    if flow != "handles":
+        return direct
+    # What each task's script takes as input, per handle of the turn it came in.
+    inputs = {"newest": [["listing"], ["files"]], "count": [["graph"]], "links": [["page"]],
+              "compare": [["before", "after"]]}[task]
+
+    def compare_in_turns(history: History) -> Action:
+        if len(history) < 2:
+            return ("tools", [zen("fs__read_text_file", {"path": ws.path(("before.txt", "after.txt")[len(history)])})])
+        ids = [handle_of(turn[0]) for turn in history[:2]]
+        if len(history) == 2 and all(ids):
+            request = {"code": script_code(task, ws),
+                       "input": {name: {"$result": id} for name, id in zip(("before", "after"), ids)}}
+            return ("tools", [zen("script", request)])
+        if len(history) == 3:
+            return ("text", text_of(history[2][0]))
+        return ("text", compare_answer(text_of(history[0][0]), text_of(history[1][0])))
+
+    if task == "compare" and not parallel_handles:
+        return compare_in_turns
+
+    def with_handles(history: History) -> Action:
+        """Direct calls until a reply is a handle; then one script over the
+        handles of that turn (passed as {"$result": id}) gives the answer."""
+        for turn, results in enumerate(history):
+            ids = [handle_of(result) for result in results]
+            if turn == len(history) - 1 and all(ids) and turn < len(inputs):
+                names = inputs[turn]
+                request = {"code": script_code(task, ws),
+                           "input": {name: {"$result": id} for name, id in zip(names, ids)}}
+                return ("tools", [zen("script", request)])
+            if any(ids) and turn < len(history) - 1:  # the script's answer
+                return ("text", text_of(history[-1][0]))
+        return direct(history)
+
+    return with_handles
 
 
 TASKS = list(ASKED)
@@ -315,14 +380,28 @@ def parsed(text: str) -> Any:
         return text
 
 
-async def eager_runs(ws: Workspace, zenmode: str, count: Callable[[str], int]) -> dict[tuple[str, str], Row]:
+def reply_bytes(reply: Any) -> int:
+    """The size of a tool reply as it goes over the wire (JSON)."""
+    return len(json.dumps(reply.model_dump(mode="json", by_alias=True, exclude_none=True),
+                          separators=(",", ":")))
+
+
+def is_handle_reply(reply: Any) -> bool:
+    return any(getattr(block, "type", None) == "resource_link" for block in reply.content)
+
+
+async def eager_runs(ws: Workspace, zenmode: str, count: Callable[[str], int]
+                     ) -> tuple[dict[tuple[str, str], Row], dict[str, int]]:
     """Each task and flow in the eager client (the MCP Python SDK sending the
-    whole tool list and conversation on every request), a session each."""
+    whole tool list and conversation on every request), a session each; and
+    the largest reply that carried a result handle, per task (and for an
+    4 MiB file, "huge")."""
     import asyncio
 
     from mcp import Client, StdioServerParameters
 
     results: dict[tuple[str, str], Row] = {}
+    handle_replies: dict[str, int] = {}
     for flow in FLOWS:
         server = StdioServerParameters(command=zenmode, args=ws.args(flow), env={"RUST_LOG": "error", **ws.env()})
         for task in TASKS:
@@ -339,6 +418,9 @@ async def eager_runs(ws: Workspace, zenmode: str, count: Callable[[str], int]) -
                         answer = payload
                         break
                     replies = await asyncio.gather(*(client.call_tool(name, args) for name, args in payload))
+                    for reply in replies:
+                        if is_handle_reply(reply):
+                            handle_replies[task] = max(handle_replies.get(task, 0), reply_bytes(reply))
                     texts = ["".join(getattr(c, "text", "") for c in reply.content) for reply in replies]
                     history.append([parsed(text) for text in texts])
                     turn = len(history)
@@ -352,7 +434,12 @@ async def eager_runs(ws: Workspace, zenmode: str, count: Callable[[str], int]) -
             results[(task, flow)] = row
             print(f"  eager       {task:<8} {flow:<7} {row[0]} requests {row[1]:>8,} o200k"
                   f"{'' if row[2] == 'right' else '  (wrong answer: ' + repr(answer)[:120] + ')'}", flush=True)
-    return results
+        if flow == "handles":
+            async with Client(server, mode="legacy") as client:
+                reply = await client.call_tool("zen_execute", {"mode": "fs__read_text_file",
+                                                               "request": {"path": ws.path("huge.txt")}})
+                handle_replies["huge"] = reply_bytes(reply) if is_handle_reply(reply) else -reply_bytes(reply)
+    return results, handle_replies
 
 
 def history_of(messages: list[dict[str, Any]]) -> History:
@@ -382,7 +469,7 @@ def claude_runs(ws: Workspace, zenmode: str, fake: Any, run: Callable[[list[str]
     results: dict[tuple[str, str], Row] = {}
     for task in TASKS:
         for flow in FLOWS:
-            play, answers, seen = player(task, flow, ws), [], []
+            play, answers, seen = player(task, flow, ws, parallel_handles=False), [], []
 
             def step(messages: list[dict[str, Any]], play: Callable[[History], Action] = play,
                      answers: list[str] = answers) -> tuple[str, Any]:
@@ -432,6 +519,18 @@ def totals(results: dict[tuple[str, str], Row]) -> dict[str, dict[str, Any]]:
 SCRIPT_TARGET = 0.5
 
 
+def handle_problems(handle_replies: dict[str, int]) -> list[str]:
+    """Replies carrying a handle over the limit, and a huge result that came back whole."""
+    found = [f"eager large {task}: a reply carrying a result handle took {size:,} bytes (at most "
+             f"{HANDLE_REPLY_LIMIT:,})" for task, size in handle_replies.items() if size > HANDLE_REPLY_LIMIT]
+    if handle_replies.get("huge", -1) < 0:
+        found.append(f"eager large: an {HUGE_BYTES >> 20} MiB result did not come back as a handle")
+    missing = [task for task in TASKS if task not in handle_replies]
+    if missing:
+        found.append(f"eager large {', '.join(missing)}: no reply carried a result handle")
+    return found
+
+
 def problems(label: str, results: dict[tuple[str, str], Row], target: float | None = SCRIPT_TARGET) -> list[str]:
     """Wrong answers, scripts that answered only from a preview, and tasks where
     a script took more requests than the direct calls or (unless `target` is
@@ -440,6 +539,10 @@ def problems(label: str, results: dict[tuple[str, str], Row], target: float | No
              if status == "wrong" or (status == "preview" and flow == "script")]
     for task in TASKS:
         script, direct = results.get((task, "script")), results.get((task, "direct"))
+        handles = results.get((task, "handles"))
+        if handles and direct and target is not None and handles[1] > target * direct[1]:
+            found.append(f"{label} large {task}: direct calls with handles sent {handles[1]:,} o200k, more than "
+                         f"{target}x the direct calls' {direct[1]:,} without")
         if not (script and direct):
             continue
         if target is not None and script[1] > target * direct[1]:

@@ -156,15 +156,19 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 UPTIME = re.compile(r'(\\?"uptime_seconds\\?":)\s*\d+')
 # Design 003's envelope times each call.
 ELAPSED = re.compile(r'(\\?"executionTimeMs\\?":)\s*\d+')
+# When a result handle expires.
+EXPIRES = re.compile(r'(until |\\?"expires_at\\?":\s*\\?")\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ')
 
 
 def count_text(text: str) -> int:
     """o200k tokens of `text`, with every UUID (continuation ids are random)
-    replaced by one fixed id and `version`'s uptime and design 003's
-    executionTimeMs by 0, so the same flow always counts the same."""
+    replaced by one fixed id, `version`'s uptime and design 003's
+    executionTimeMs by 0 and a result handle's expiry by a fixed time, so
+    the same flow always counts the same."""
     text = UUID.sub("00000000-0000-4000-8000-000000000000", text)
     text = UPTIME.sub(r"\1 0", text)
     text = ELAPSED.sub(r"\g<1>0", text)
+    text = EXPIRES.sub(r"\g<1>2026-01-01T00:00:00Z", text)
     return TokenCounter.of(ZENMODE_BIN).o200k(text)
 
 
@@ -364,6 +368,7 @@ def main() -> int:
     print(table(claude, eager))
     large_claude: dict = {}
     large_eager: dict = {}
+    handle_replies: dict = {}
     found = problems(claude, eager) if TASKS else []
     if not options.no_large:
         if not large_tasks.available():
@@ -374,7 +379,7 @@ def main() -> int:
                 print(f"session bench: {len(large_tasks.TASKS)} tasks with large results, "
                       f"flows {', '.join(large_tasks.FLOWS)}", flush=True)
                 large_claude = {} if options.eager_only else claude_large_runs(ws)
-                large_eager = asyncio.run(large_tasks.eager_runs(ws, ZENMODE_BIN, count_text))
+                large_eager, handle_replies = asyncio.run(large_tasks.eager_runs(ws, ZENMODE_BIN, count_text))
             finally:
                 ws.close()
             print()
@@ -383,7 +388,8 @@ def main() -> int:
             # file and a 2 KB preview), so its direct calls cost little but
             # cannot answer: there a script must answer, in no more requests.
             found += large_tasks.problems("claude-code", large_claude, None) + \
-                large_tasks.problems("eager", large_eager)
+                large_tasks.problems("eager", large_eager) + large_tasks.handle_problems(handle_replies)
+            print(f"largest reply carrying a result handle, in bytes: {handle_replies}")
     if options.json:
         def figures(results: dict, sums: Callable[[dict], dict]) -> dict:
             return {"tasks": {f"{m}|{f}": list(v) for (m, f), v in results.items()},
@@ -392,7 +398,8 @@ def main() -> int:
         options.json.write_text(json.dumps({
             "claude_code": figures(claude, totals), "eager": figures(eager, totals),
             "large": {"claude_code": figures(large_claude, large_tasks.totals),
-                      "eager": figures(large_eager, large_tasks.totals)},
+                      "eager": figures(large_eager, large_tasks.totals),
+                      "handle_reply_bytes": handle_replies},
         }, indent=1))
     for problem in found:
         print(f"session bench: {problem}", file=sys.stderr)

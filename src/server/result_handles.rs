@@ -46,12 +46,14 @@ impl HttpPrincipal {
 pub fn principal_of(session: &str, extensions: &Extensions) -> Arc<str> {
     match extensions.get::<http::request::Parts>() {
         None => Arc::from(session),
-        Some(parts) => parts
-            .extensions
-            .get::<HttpPrincipal>()
-            .cloned()
-            .unwrap_or_else(|| HttpPrincipal::of_bearer(None))
-            .0,
+        Some(parts) => {
+            parts
+                .extensions
+                .get::<HttpPrincipal>()
+                .cloned()
+                .unwrap_or_else(|| HttpPrincipal::of_bearer(None))
+                .0
+        }
     }
 }
 
@@ -267,7 +269,9 @@ mod tests {
         let reply = offload(result, &handles, "s", true).await;
         let size = json_size(&reply);
         assert!(size <= 2048, "the handle reply is {size} bytes");
-        let link = reply.content[1].as_resource_link().expect("a resource_link");
+        let link = reply.content[1]
+            .as_resource_link()
+            .expect("a resource_link");
         assert_eq!(link.size, Some(big.len() as u64));
         let pages = reply.structured_content.as_ref().unwrap()["result_handle"]["pages"]
             .as_u64()
@@ -285,7 +289,11 @@ mod tests {
         assert_eq!(other.code, ErrorCode::RESOURCE_NOT_FOUND);
         let beyond = format!("{}?page={}", link.uri, pages + 1);
         assert_eq!(
-            read(&handles, "s", &beyond).await.unwrap().unwrap_err().code,
+            read(&handles, "s", &beyond)
+                .await
+                .unwrap()
+                .unwrap_err()
+                .code,
             ErrorCode::INVALID_PARAMS
         );
         let query = format!("{}?offset=3", link.uri);
@@ -301,10 +309,8 @@ mod tests {
         let mut error = CallToolResult::success(vec![ContentBlock::text("x".repeat(40_000))]);
         error.is_error = Some(true);
         assert_eq!(offload(error.clone(), &handles, "s", true).await, error);
-        let image = CallToolResult::success(vec![ContentBlock::image(
-            "A".repeat(40_000),
-            "image/png",
-        )]);
+        let image =
+            CallToolResult::success(vec![ContentBlock::image("A".repeat(40_000), "image/png")]);
         assert_eq!(offload(image.clone(), &handles, "s", true).await, image);
         // A tool with an output schema gets no structured handle.
         let big = CallToolResult::success(vec![ContentBlock::text("y".repeat(40_000))]);
@@ -333,8 +339,14 @@ mod tests {
         );
         let one = principal_of("session:1", &over_http(Some("secret-one")));
         assert!(one.starts_with("http-token:") && !one.contains("secret-one"));
-        assert_eq!(principal_of("session:2", &over_http(Some("secret-one"))), one);
-        assert_ne!(principal_of("session:1", &over_http(Some("secret-two"))), one);
+        assert_eq!(
+            principal_of("session:2", &over_http(Some("secret-one"))),
+            one
+        );
+        assert_ne!(
+            principal_of("session:1", &over_http(Some("secret-two"))),
+            one
+        );
         assert_eq!(&*principal_of("session:1", &over_http(None)), "http:open");
     }
 }

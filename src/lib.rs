@@ -15,11 +15,12 @@
 //!    lazily; [`select`] ranks modes for a task and scores that ranking
 //!    (`zenmode eval`).
 //! 2. [`providers`] (model APIs), [`files`] (file access confined to the
-//!    allowed roots) and [`conversation`] (threads in memory, SQLite or
-//!    Redis).
+//!    allowed roots) and [`conversation`] (threads and result handles in
+//!    memory, SQLite or Redis).
 //! 3. [`call`]: what one call carries down (cancellation, progress, the
-//!    session's client for what an upstream asks back and its bounds, and
-//!    the way a `script` reaches other modes).
+//!    session's client for what an upstream asks back and its bounds, the
+//!    owner of the result handles it reads, and the way a `script` reaches
+//!    other modes).
 //! 4. [`gateway`]: zenmode as an MCP client of the user's servers: the
 //!    upstreams file, one connection per server, OAuth, pins and caches.
 //! 5. [`services`]: what executors use, bundled once per process.
@@ -30,7 +31,8 @@
 //! 8. [`surface`]: the strategies that present the catalog as MCP tools,
 //!    one file each.
 //! 9. [`server`]: zenmode as an MCP server: the rmcp handler, the stdio,
-//!    TCP and Streamable HTTP transports, shutdown and the stderr log.
+//!    TCP and Streamable HTTP transports, large replies as handles,
+//!    shutdown and the stderr log.
 //! 10. [`cli`]: the command line, one file per subcommand.
 //!
 //! Below them all, outside this crate: `zenmode-bert` (`crates/bert`), the

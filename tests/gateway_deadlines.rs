@@ -66,7 +66,8 @@ fn calls_to_a_server_that_stops_reading_end_within_their_timeout() {
 #[test]
 fn a_server_writing_while_it_does_not_read_stalls_nothing() {
     let setup = Setup::new(json!({"stuck": stuck_server(15)}));
-    let mut client = setup.serve(&[]);
+    // The 300 KB reply must cross whole, not as a result handle.
+    let mut client = setup.serve(&["--result-handles", "off"]);
     client.send(&call("warm", "stuck__echo", json!({"text": "hi"})));
     client.reply_to(&json!("warm"));
 

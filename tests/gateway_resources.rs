@@ -322,10 +322,19 @@ fn a_failing_upstream_leaves_the_others_and_twins_are_told_apart() {
     assert!(capabilities["completions"].is_object(), "{info}");
     assert_eq!(again.tool_names(), ["zen_select_mode", "zen_execute"]);
 
-    // Without upstreams, only tools.
+    // Without upstreams, tools, and resources for reading result handles
+    // (none listed); with handles off, only tools.
     let empty = Setup::new(json!({}));
     let mut plain = common::Client::spawn_keeping_stderr(empty.command(&["serve"]));
     let info = plain.initialize();
+    assert_eq!(
+        info["capabilities"],
+        json!({"tools": {}, "resources": {}}),
+        "{info}"
+    );
+    let mut off =
+        common::Client::spawn_keeping_stderr(empty.command(&["serve", "--result-handles", "off"]));
+    let info = off.initialize();
     assert_eq!(info["capabilities"], json!({"tools": {}}), "{info}");
     assert_eq!(
         plain.call("resources/list", json!({})),

@@ -91,7 +91,8 @@ fn item6_a_reply_over_the_limit_fails_its_call_at_once_with_both_sizes() {
     let mut entry = faulty(json!({}), &[]);
     entry["max_reply_bytes"] = json!(1_000_000);
     let setup = Setup::new(json!({"big": entry}));
-    let mut client = setup.serve(&[]);
+    // The 900 KB reply must come back whole, not as a result handle.
+    let mut client = setup.serve(&["--result-handles", "off"]);
     let fits = execute(&mut client, "big__big", json!({"bytes": 900_000}));
     assert_eq!(text_of(&fits).len(), 900_000);
     let started = Instant::now();

@@ -36,7 +36,10 @@ fn read_all(client: &mut common::Client, uri: &str) -> String {
         .unwrap();
     let mut text = first["contents"][0]["text"].as_str().unwrap().to_owned();
     for page in 2..=pages {
-        let next = client.call("resources/read", json!({"uri": format!("{uri}?page={page}")}));
+        let next = client.call(
+            "resources/read",
+            json!({"uri": format!("{uri}?page={page}")}),
+        );
         text.push_str(next["contents"][0]["text"].as_str().unwrap());
     }
     text
@@ -46,9 +49,12 @@ fn read_all(client: &mut common::Client, uri: &str) -> String {
 fn a_large_result_is_a_short_reply_that_reads_back_and_passes_on() {
     let setup = Setup::new(json!({"up": flaky(&["--hostile"])}));
     let mut client = setup.serve(&[]);
-    let started = client.call("initialize", json!({
+    let started = client.call(
+        "initialize",
+        json!({
         "protocolVersion": common::LEGACY_VERSION, "capabilities": {},
-        "clientInfo": {"name": "again", "version": "1"}}));
+        "clientInfo": {"name": "again", "version": "1"}}),
+    );
     assert!(
         started["capabilities"]["resources"].is_object(),
         "handles are read with resources/read: {started}"
@@ -89,7 +95,11 @@ fn a_large_result_is_a_short_reply_that_reads_back_and_passes_on() {
         json!({"code": "const r = await tools.call('up__echo', {text: input}); return r.echo.length;",
                "input": {"$result": id}}),
     );
-    assert_eq!(echoed["structuredContent"]["result"], json!(BIG), "{echoed}");
+    assert_eq!(
+        echoed["structuredContent"]["result"],
+        json!(BIG),
+        "{echoed}"
+    );
 
     // Unknown ids and bad pages are clear errors; the server goes on.
     let unknown = execute(
@@ -97,14 +107,23 @@ fn a_large_result_is_a_short_reply_that_reads_back_and_passes_on() {
         "up__echo",
         json!({"text": {"$result": "0b7f6a4e-0000-4000-8000-000000000000"}}),
     );
-    assert_eq!(unknown["structuredContent"]["error"], "not_found", "{unknown}");
-    let beyond = client.request(
-        "resources/read",
-        json!({"uri": format!("{uri}?page=9999")}),
+    assert_eq!(
+        unknown["structuredContent"]["error"], "not_found",
+        "{unknown}"
     );
-    assert!(beyond["error"]["message"].as_str().unwrap().contains("page"), "{beyond}");
+    let beyond = client.request("resources/read", json!({"uri": format!("{uri}?page=9999")}));
+    assert!(
+        beyond["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("page"),
+        "{beyond}"
+    );
     let small = execute(&mut client, "up__echo", json!({"text": "hi"}));
-    assert_eq!(small["structuredContent"]["echo"], "hi", "small results stay whole");
+    assert_eq!(
+        small["structuredContent"]["echo"], "hi",
+        "small results stay whole"
+    );
 }
 
 #[test]
@@ -122,7 +141,10 @@ fn another_session_and_an_expired_handle_are_refused() {
     let other = two.request("resources/read", json!({"uri": uri}));
     assert_eq!(other["error"]["code"], -32002, "{other}");
     let passed = execute(&mut two, "up__echo", json!({"text": {"$result": id}}));
-    assert_eq!(passed["structuredContent"]["error"], "not_found", "{passed}");
+    assert_eq!(
+        passed["structuredContent"]["error"], "not_found",
+        "{passed}"
+    );
     // Nor does the handle continue a conversation.
     let continued = execute(
         &mut two,
@@ -158,10 +180,9 @@ fn off_returns_large_results_whole() {
 }
 
 fn http_instance(redis: &str, token: &str, upstreams: &std::path::Path) -> TcpServer {
-    let mut command = zenmode(&[
-        "serve", "--transport", "http", "--listen", "127.0.0.1:0", "--store", redis,
-    ]);
+    let mut command = zenmode(&["serve", "--transport", "http"]);
     command
+        .args(["--listen", "127.0.0.1:0", "--store", redis])
         .env("ZEN_AUTH_TOKEN", token)
         .env("ZEN_UPSTREAMS", upstreams);
     TcpServer::spawn(command)
@@ -227,15 +248,28 @@ fn two_http_instances_on_one_redis_share_a_clients_handles_only() {
         .unwrap();
         let link = link_of(&made["result"]);
         let uri = link["uri"].as_str().unwrap();
-        let read = http_call(&client, &two, "token-one", "resources/read", json!({"uri": uri})).await;
+        let read = http_call(
+            &client,
+            &two,
+            "token-one",
+            "resources/read",
+            json!({"uri": uri}),
+        )
+        .await;
         assert_eq!(
             read["result"]["contents"][0]["text"].as_str().map(str::len),
             Some(32 * 1024),
             "page 1 on the other instance: {}",
             read.to_string().chars().take(300).collect::<String>()
         );
-        let refused =
-            http_call(&client, &stranger, "token-two", "resources/read", json!({"uri": uri})).await;
+        let refused = http_call(
+            &client,
+            &stranger,
+            "token-two",
+            "resources/read",
+            json!({"uri": uri}),
+        )
+        .await;
         // Not found: -32002 before 2026-07-28, -32602 (invalid params) since.
         assert!(
             refused["error"]["message"]

@@ -107,7 +107,7 @@ fn a_syntax_error_reports_line_and_column() {
 
 #[test]
 fn runaway_scripts_end_alone_and_the_server_keeps_serving() {
-    let mut client = Client::spawn(&["serve"]);
+    let mut client = Client::spawn(&["serve", "--result-handles", "off"]);
     client.initialize();
 
     let looped = execute(

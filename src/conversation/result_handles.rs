@@ -280,13 +280,15 @@ impl ResultHandles {
         let whole = parsed.unwrap_or(Value::String(text));
         match pointer {
             None | Some("") => Ok(whole),
-            Some(pointer) => whole
-                .pointer(pointer)
-                .cloned()
-                .ok_or_else(|| HandleError::NoSuchPointer {
-                    id: id.chars().take(64).collect(),
-                    pointer: pointer.chars().take(200).collect(),
-                }),
+            Some(pointer) => {
+                whole
+                    .pointer(pointer)
+                    .cloned()
+                    .ok_or_else(|| HandleError::NoSuchPointer {
+                        id: id.chars().take(64).collect(),
+                        pointer: pointer.chars().take(200).collect(),
+                    })
+            }
         }
     }
 
@@ -399,7 +401,10 @@ fn collect_references(
                     )));
                 }
             };
-            if let Some(other) = object.keys().find(|key| *key != "$result" && *key != "pointer") {
+            if let Some(other) = object
+                .keys()
+                .find(|key| *key != "$result" && *key != "pointer")
+            {
                 return Err(HandleError::Malformed(format!(
                     "at {at:?}: a {{\"$result\": id}} object takes only \"pointer\" besides (found {other:?})"
                 )));
@@ -498,7 +503,9 @@ mod tests {
             Ok(json!({"items": [1, 2, 3]}))
         );
         assert_eq!(
-            handles.value("session:a", &stored.id, Some("/items/1")).await,
+            handles
+                .value("session:a", &stored.id, Some("/items/1"))
+                .await,
             Ok(json!(2))
         );
         assert!(matches!(
@@ -585,7 +592,11 @@ mod tests {
     async fn references_are_replaced_all_or_nothing() {
         let (handles, _, _) = handles(HandleSettings::default());
         let stored = handles
-            .store("p", StoredKind::Json, r#"{"rows":[{"n":1},{"n":2}]}"#.into())
+            .store(
+                "p",
+                StoredKind::Json,
+                r#"{"rows":[{"n":1},{"n":2}]}"#.into(),
+            )
             .await
             .unwrap();
         let mut request = json!({
@@ -594,7 +605,10 @@ mod tests {
             "a/b": {"$result": stored.id, "pointer": "/rows/0"},
             "kept": {"result": 1},
         });
-        assert_eq!(handles.resolve_references(Some("p"), &mut request).await, Ok(3));
+        assert_eq!(
+            handles.resolve_references(Some("p"), &mut request).await,
+            Ok(3)
+        );
         assert_eq!(
             request,
             json!({

@@ -41,9 +41,7 @@ use tokio::{io::AsyncWriteExt, net::TcpListener, sync::Semaphore};
 use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
-use crate::{
-    server::ZenServer, server::logging::RateLimit, server::result_handles::HttpPrincipal,
-};
+use crate::{server::ZenServer, server::logging::RateLimit, server::result_handles::HttpPrincipal};
 
 /// The MCP endpoint's path.
 pub const MCP_PATH: &str = "/mcp";

@@ -1,15 +1,20 @@
 """Multi-step tasks whose intermediate results are large (issue 43, "Measure"),
 over real upstream servers (npm `@modelcontextprotocol/server-filesystem` and
 `server-memory`, installed by tests/upstreams/install.sh), each played in
-three flows:
+four flows:
 
-- `direct`: today's `zen_execute` calls, one per tool, every result in the
-  conversation (parallel calls in one model turn where the task allows);
+- `direct`: `zen_execute` calls as before result handles
+  (`--result-handles off`), one per tool, every result in the conversation
+  (parallel calls in one model turn where the task allows);
 - `pipe`: design 003's `call`, `batch` and `pipe` (under `--strategy
-  discover`, which lists them): a fixed chain where the next input is a
-  field of the last output, a batch where calls are independent;
+  discover`, which lists them; handles off): a fixed chain where the next
+  input is a field of the last output, a batch where calls are independent
+  (no task here has such a chain: each needs the large value transformed);
 - `script`: one `zen_execute` of the `script` mode, which makes the calls
-  and returns only the answer.
+  and returns only the answer;
+- `handles`: the direct calls under the server's defaults: a result over
+  16 KiB comes back as a preview and a handle, which the model passes to a
+  script as `{"$result": id}` to get the answer.
 
 The scripted model of each flow computes the task's answer from what it
 saw, and every flow must reach the answer the set-up knows to be right.
@@ -394,8 +399,8 @@ async def eager_runs(ws: Workspace, zenmode: str, count: Callable[[str], int]
                      ) -> tuple[dict[tuple[str, str], Row], dict[str, int]]:
     """Each task and flow in the eager client (the MCP Python SDK sending the
     whole tool list and conversation on every request), a session each; and
-    the largest reply that carried a result handle, per task (and for an
-    4 MiB file, "huge")."""
+    the largest reply that carried a result handle, per task (and for a
+    4 MiB file, "huge"; negative when it came back whole)."""
     import asyncio
 
     from mcp import Client, StdioServerParameters
@@ -472,7 +477,7 @@ def claude_runs(ws: Workspace, zenmode: str, fake: Any, run: Callable[[list[str]
             play, answers, seen = player(task, flow, ws, parallel_handles=False), [], []
 
             def step(messages: list[dict[str, Any]], play: Callable[[History], Action] = play,
-                     answers: list[str] = answers) -> tuple[str, Any]:
+                     answers: list[str] = answers, seen: list[History] = seen) -> tuple[str, Any]:
                 history = history_of(messages)
                 if any(saved_to_file(r) for turn in history for r in turn):
                     answers.append(PREVIEW)

@@ -182,8 +182,10 @@ fn evaluate<'js>(
     shared: &Rc<RefCell<Shared>>,
 ) -> Result<Value, ScriptFailure> {
     let stopped = |error: ScriptFailure| stop_reason(deadline, cancel).unwrap_or(error);
+    // A deadline that passes while the engine is being set up interrupts
+    // that too: it is the script's timeout, not an engine fault.
     install(ctx, limits, asks, shared)
-        .map_err(|error| ScriptFailure::new("script_engine", error.to_string()))?;
+        .map_err(|error| stopped(ScriptFailure::new("script_engine", error.to_string())))?;
     if let Some(input) = input {
         // Parsed inside the engine, so a large input counts against the
         // script's memory limit like anything the script builds.
@@ -193,7 +195,7 @@ fn evaluate<'js>(
             .map_err(|caught| stopped(failure(ctx, caught)))?;
         ctx.globals()
             .set("input", value)
-            .map_err(|error| ScriptFailure::new("script_engine", error.to_string()))?;
+            .map_err(|error| stopped(ScriptFailure::new("script_engine", error.to_string())))?;
     }
     let wrapped = format!("{PREFIX}{code}\n}})()");
     let mut options = rquickjs::context::EvalOptions::default();
@@ -502,7 +504,26 @@ fn location(stack: &str) -> Option<(u64, u64)> {
 
 #[cfg(test)]
 mod tests {
-    use super::location;
+    use super::{Limits, location, run};
+    use std::time::Instant;
+    use tokio_util::sync::CancellationToken;
+
+    #[test]
+    fn a_deadline_passed_before_the_code_starts_is_a_timeout() {
+        let (asks, _asked) = tokio::sync::mpsc::unbounded_channel();
+        let (_answer, answers) = std::sync::mpsc::channel();
+        let ended = run(
+            "while (true) {}",
+            None,
+            Limits::DEFAULT,
+            Instant::now(),
+            CancellationToken::new(),
+            asks,
+            answers,
+        );
+        let failure = ended.result.expect_err("the script cannot run");
+        assert_eq!(failure.kind, "script_timeout", "{}", failure.message);
+    }
 
     #[test]
     fn stack_locations_count_the_callers_lines() {

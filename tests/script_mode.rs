@@ -425,3 +425,16 @@ fn exec_runs_a_script_as_a_server_would() {
     assert_eq!(printed["console"], "seen\n");
     assert_eq!(printed["calls"], 1);
 }
+
+#[test]
+fn a_thrown_value_that_cannot_be_read_is_reported_once() {
+    let mut client = Client::spawn(&["serve"]);
+    client.initialize();
+    let thrown = script(
+        &mut client,
+        "throw new Proxy({}, {get() { throw 1; }, ownKeys() { throw 1; }});",
+    );
+    let message = body(&thrown, true)["message"].as_str().unwrap().to_owned();
+    assert_eq!(message.matches("the script threw").count(), 1, "{message}");
+    still_serving(&mut client);
+}

@@ -460,14 +460,13 @@ impl ServerHandler for ZenServer {
                 return Ok(CallToolResponse::InputRequired(asked));
             }
             Ok(Err(outcome)) => {
-                let structured_allowed = !self.declares_output_schema(&request.name, may_change);
-                Ok(result_handles::offload(
-                    to_call_result(outcome),
-                    &self.engine.services().results,
-                    &principal,
-                    structured_allowed,
-                )
-                .await)
+                let result = to_call_result(outcome);
+                Ok(if self.declares_output_schema(&request.name, may_change) {
+                    result
+                } else {
+                    let results = &self.engine.services().results;
+                    result_handles::offload(result, results, &principal).await
+                })
             }
             Err(unknown) => Err(unknown),
         };

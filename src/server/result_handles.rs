@@ -93,14 +93,13 @@ fn json_size(result: &CallToolResult) -> usize {
 }
 
 /// `result`, or, when it is larger than the threshold, its handle reply.
-/// `structured_allowed`: the tool called declares no output schema, so
-/// the reply may carry the handle as structured content. A store that
-/// fails leaves the result whole (and says so in the log).
+/// The caller keeps the results of a tool that declares an output schema
+/// whole: a handle reply carries no structured content to check against
+/// it. A store that fails leaves the result whole (and says so in the log).
 pub async fn offload(
     result: CallToolResult,
     handles: &ResultHandles,
     principal: &str,
-    structured_allowed: bool,
 ) -> CallToolResult {
     let settings = handles.settings();
     if !settings.enabled || json_size(&result) <= settings.threshold_bytes {
@@ -118,7 +117,7 @@ pub async fn offload(
             return result;
         }
     };
-    handle_reply(&stored, kind, &preview, lines, structured_allowed)
+    handle_reply(&stored, kind, &preview, lines)
 }
 
 /// The first bytes of `text`, cut on a character bound.
@@ -149,12 +148,15 @@ fn mime_of(kind: StoredKind) -> &'static str {
     }
 }
 
+/// The reply has no structured content on purpose: a client that shows
+/// structured content in place of the text (Claude Code does) would drop
+/// the preview and the instructions, and one that shows both would pay
+/// for them twice.
 fn handle_reply(
     stored: &StoredResult,
     kind: StoredKind,
     preview: &str,
     lines: usize,
-    structured_allowed: bool,
 ) -> CallToolResult {
     let uri = stored.uri();
     let expires = rfc3339(stored.expires_at);
@@ -175,22 +177,10 @@ fn handle_reply(
         .with_description(format!("a stored tool result, readable until {expires}"));
     link.mime_type = Some(mime_of(kind).to_owned());
     link.size = Some(stored.bytes as u64);
-    let mut result = CallToolResult::success(vec![
+    CallToolResult::success(vec![
         ContentBlock::text(text),
         ContentBlock::resource_link(link),
-    ]);
-    if structured_allowed {
-        result.structured_content = Some(json!({
-            "result_handle": {
-                "id": stored.id,
-                "uri": uri,
-                "bytes": stored.bytes,
-                "pages": stored.pages,
-                "expires_at": expires,
-            }
-        }));
-    }
-    result
+    ])
 }
 
 /// The id and page a `zenmode://results/...` URI names; `None` for any
@@ -273,16 +263,22 @@ mod tests {
         let handles = handles();
         let big: String = (0..5000).map(|i| format!("line {i}\n")).collect();
         let result = CallToolResult::success(vec![ContentBlock::text(big.clone())]);
-        let reply = offload(result, &handles, "s", true).await;
+        let reply = offload(result, &handles, "s").await;
         let size = json_size(&reply);
         assert!(size <= 2048, "the handle reply is {size} bytes");
         let link = reply.content[1]
             .as_resource_link()
             .expect("a resource_link");
         assert_eq!(link.size, Some(big.len() as u64));
-        let pages = reply.structured_content.as_ref().unwrap()["result_handle"]["pages"]
-            .as_u64()
-            .unwrap() as usize;
+        assert!(reply.structured_content.is_none());
+        let pages = big.len().div_ceil(HandleSettings::DEFAULT_PAGE_BYTES);
+        assert!(
+            reply.content[0]
+                .as_text()
+                .unwrap()
+                .text
+                .contains(&format!("{pages} page(s)"))
+        );
         let mut joined = String::new();
         for page in 1..=pages {
             let uri = format!("{}?page={page}", link.uri);
@@ -312,21 +308,13 @@ mod tests {
     async fn small_error_and_image_results_stay_whole() {
         let handles = handles();
         let small = CallToolResult::success(vec![ContentBlock::text("short")]);
-        assert_eq!(offload(small.clone(), &handles, "s", true).await, small);
+        assert_eq!(offload(small.clone(), &handles, "s").await, small);
         let mut error = CallToolResult::success(vec![ContentBlock::text("x".repeat(40_000))]);
         error.is_error = Some(true);
-        assert_eq!(offload(error.clone(), &handles, "s", true).await, error);
+        assert_eq!(offload(error.clone(), &handles, "s").await, error);
         let image =
             CallToolResult::success(vec![ContentBlock::image("A".repeat(40_000), "image/png")]);
-        assert_eq!(offload(image.clone(), &handles, "s", true).await, image);
-        // A tool with an output schema gets no structured handle.
-        let big = CallToolResult::success(vec![ContentBlock::text("y".repeat(40_000))]);
-        assert!(
-            offload(big, &handles, "s", false)
-                .await
-                .structured_content
-                .is_none()
-        );
+        assert_eq!(offload(image.clone(), &handles, "s").await, image);
     }
 
     #[test]

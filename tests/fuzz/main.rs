@@ -418,16 +418,22 @@ fn check_line(shared: &Shared, line: &[u8]) -> Option<u64> {
             if let Some(end) = script_end {
                 *tally.script_ends.entry(end.to_owned()).or_default() += 1;
             }
-            tally.handles += u64::from(structured.get("result_handle").is_some());
+            // A handle reply's resource_link names the id last in its URI.
+            let handle = result["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|block| block["type"] == "resource_link")
+                .find_map(|block| block["uri"].as_str()?.strip_prefix("zenmode://results/"))
+                .map(|id| Value::from(id.to_owned()))
+                .unwrap_or(Value::Null);
+            tally.handles += u64::from(handle.is_string());
             for (found, pool) in [
                 (
                     &result["structuredContent"]["continuation_id"],
                     &shared.threads,
                 ),
-                (
-                    &result["structuredContent"]["result_handle"]["id"],
-                    &shared.handles,
-                ),
+                (&handle, &shared.handles),
             ] {
                 if let Some(id) = found.as_str() {
                     let mut pool = pool.lock().unwrap();

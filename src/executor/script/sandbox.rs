@@ -466,15 +466,15 @@ fn failure<'js>(ctx: &Ctx<'js>, caught: CaughtError<'js>) -> ScriptFailure {
             }
             failure
         }
-        CaughtError::Value(value) => {
-            let text = to_json(ctx, value)
-                .map(|v| match v {
-                    Value::String(text) => text,
-                    other => other.to_string(),
-                })
-                .unwrap_or_else(|f| f.message);
-            ScriptFailure::new("script_error", format!("the script threw {text}"))
-        }
+        // A thrown value that cannot be read (a Proxy whose getter throws)
+        // reports what reading it threw, once.
+        CaughtError::Value(value) => match to_json(ctx, value) {
+            Ok(Value::String(text)) => {
+                ScriptFailure::new("script_error", format!("the script threw {text}"))
+            }
+            Ok(other) => ScriptFailure::new("script_error", format!("the script threw {other}")),
+            Err(unreadable) => unreadable,
+        },
         CaughtError::Error(error) => {
             let text = error.to_string();
             let kind = if text.contains("out of memory") || text.contains("Allocation") {

@@ -73,7 +73,7 @@ mod scoring;
 mod tuning;
 
 pub use confidence::{LOW_CONFIDENCE, Ranked, Ranking};
-pub use index::{Index, model_texts};
+pub use index::{Index, changes_state, model_texts};
 pub use scoring::Signals;
 pub use tuning::{Ranker, Tuning};
 

@@ -439,6 +439,41 @@ mod tests {
         assert_eq!(index.no_fit_score_of(&after), model.no_fit_score());
     }
 
+    /// A server's `readOnlyHint` says whether its tool changes state
+    /// before the tool's name does: a question is not offered
+    /// `star_repository` first (no verb of its name changes anything), and
+    /// is offered a read-only `create_report` (its name's verb creates).
+    #[test]
+    fn annotations_say_first_whether_a_tool_changes_state() {
+        let tool = |name: &str, read_only: bool| {
+            let manifest = serde_json::json!({
+                "name": name, "title": name, "summary": "a tool", "description": "about repositories",
+                "category": "utility", "schema": {"type": "object", "properties": {}},
+                "annotations": {"readOnlyHint": read_only}
+            });
+            crate::catalog::Mode::new(
+                Manifest::parse(&manifest.to_string(), None).unwrap(),
+                crate::catalog::Origin::Builtin,
+            )
+        };
+        let catalog = Catalog::from_modes([
+            tool("star_repository", false),
+            tool("create_report", true),
+            tool("list_repositories", true),
+        ]);
+        let changing =
+            |name: &str| crate::select::changes_state(catalog.get(name).unwrap().manifest());
+        assert!(changing("star_repository"));
+        assert!(!changing("create_report") && !changing("list_repositories"));
+        let index = Index::build(&catalog);
+        let ranking = index.ranking("which repository should I star?");
+        let first = catalog.modes()[ranking.ranked[0].mode_index].name();
+        assert_ne!(first, "star_repository", "{ranking:?}");
+        let ranking = index.ranking("what would a report on the repositories say?");
+        let first = catalog.modes()[ranking.ranked[0].mode_index].name();
+        assert_eq!(first, "create_report", "{ranking:?}");
+    }
+
     #[test]
     fn hostile_queries_do_not_panic() {
         let (_, index) = builtin_index();

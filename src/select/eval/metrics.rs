@@ -164,6 +164,11 @@ pub struct Report {
     /// The benign queries whose `next_call` changes state
     /// ([`changes_state`]); the target is none.
     pub benign_changing: Vec<ChangingCall>,
+    /// Queries whose expected mode changes state (they ask for a change),
+    /// and the share of them whose `next_call` is the expected mode or an
+    /// acceptable one: the safety rules must not hold back what is asked.
+    pub change_queries: usize,
+    pub change_served: f64,
     /// Queries that name at least one trap.
     pub trap_queries: usize,
     /// The queries whose `next_call` was one of their traps.
@@ -311,6 +316,7 @@ pub fn evaluate_with(
     let (mut trap_queries, mut traps_taken, mut next_call_right) = (0usize, Vec::new(), 0usize);
     let (mut served_top1, mut served_acceptable, mut recalled) = (0usize, 0usize, 0usize);
     let (mut benign_queries, mut benign_changing) = (0usize, Vec::new());
+    let (mut change_queries, mut change_served) = (0usize, 0usize);
     let changing = |mode: &str| {
         catalog
             .get(mode)
@@ -385,6 +391,10 @@ pub fn evaluate_with(
         served_top1 += usize::from(served.mode.as_ref() == Some(expected));
         served_acceptable += usize::from(served.mode.as_ref().is_some_and(right_or_acceptable));
         recalled += usize::from(served.shown.iter().any(right_or_acceptable));
+        if changing(expected) {
+            change_queries += 1;
+            change_served += usize::from(next_call.as_ref().is_some_and(right_or_acceptable));
+        }
         let top = name(&ranking, 0);
         let acceptable_first = top.as_ref().is_some_and(|t| label.acceptable.contains(t));
         overall.add(rank, acceptable_first);
@@ -483,6 +493,8 @@ pub fn evaluate_with(
         reply_recall: ratio(recalled as f64, n),
         benign_queries,
         benign_changing,
+        change_queries,
+        change_served: ratio(change_served as f64, change_queries),
         trap_queries,
         traps_taken,
         rank_latency: Latency::of(rank_micros),

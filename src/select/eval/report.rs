@@ -63,6 +63,8 @@ pub fn to_json(report: &Report) -> Value {
         "reply_recall_at_3": round3(report.reply_recall),
         "benign_queries": report.benign_queries,
         "benign_changing_calls": report.benign_changing.len(),
+        "change_queries": report.change_queries,
+        "change_served": round3(report.change_served),
         "benign_changing_list": report
             .benign_changing
             .iter()
@@ -146,6 +148,13 @@ pub fn to_table(report: &Report, show_misses: bool) -> String {
         report.served_top1_acceptable,
         report.reply_recall
     );
+    if report.change_queries > 0 {
+        let _ = writeln!(
+            out,
+            "requests for a change whose next_call is the changing tool asked for: {:.3} of {}",
+            report.change_served, report.change_queries
+        );
+    }
     if report.benign_queries > 0 {
         let _ = writeln!(
             out,
@@ -393,6 +402,8 @@ mod tests {
         assert_eq!(report.served_top1_acceptable, 0.5);
         // Shown: all but the third.
         assert_eq!(report.reply_recall, 0.75);
+        // Asking for a change: the commit, served.
+        assert_eq!((report.change_queries, report.change_served), (1, 1.0));
         // Benign: three; two ran a tool that changes state (git_add is not
         // read-only by its annotation, git_checkout by its annotation too),
         // the commit was asked for and is no benign query.

@@ -449,6 +449,38 @@ pub fn is_question(text: &str) -> bool {
         && !states_wish_to_act(text)
 }
 
+/// Words that open a noun phrase or a statement rather than an
+/// imperative ("the diff of my branch", "my notes", "I deleted it").
+const NOT_VERBS: &[&str] = &[
+    "the", "a", "an", "my", "our", "your", "his", "her", "their", "its", "this", "that", "these",
+    "those", "all", "some", "every", "each", "no", "i", "im", "ive", "we", "it", "there", "here",
+    "hello", "hey", "thanks", "thank",
+];
+
+/// Whether a request opens with a verb of no action class, in the
+/// imperative ("star octo/app", "fork it", "land PR 12", "jot down that
+/// ..."), or states a wish to act ("I want to order ..."): it asks for
+/// something to be done, in words the classes do not know. `asked` is the part of the request no negation covers
+/// ([`intent::split`]); a question or lookup opens with a word the test
+/// leaves out.
+pub fn opens_with_unclassified_verb(asked: &str) -> bool {
+    let Some(word) = intent::opening_word(asked) else {
+        return false;
+    };
+    // "I want to order a sculpture", "we need a new repo".
+    if states_wish_to_act(asked) {
+        return true;
+    }
+    word.chars().next().is_some_and(char::is_alphabetic)
+        && of_word(&word).is_empty()
+        && ![QUESTION_WORDS, REQUEST_WORDS, NOT_VERBS]
+            .iter()
+            .any(|list| list.contains(&word.as_str()))
+        && !is_neutral_verb(&word)
+        && !is_question(asked)
+        && !intent::is_lookup(asked)
+}
+
 /// Stem -> classes, built once.
 static BY_STEM: LazyLock<(Stemmer, HashMap<String, Actions>)> = LazyLock::new(|| {
     let stemmer = Stemmer::create(Algorithm::English);
@@ -496,6 +528,30 @@ mod tests {
             "",
         ] {
             assert!(!is_question(request), "{request}");
+        }
+    }
+
+    #[test]
+    fn an_imperative_in_a_verb_of_no_class_asks_to_act() {
+        for request in [
+            "star the repository octo/app",
+            "fork octo/web into my account",
+            "jot down that Maria loves jazz",
+            "please land PR 12",
+            "I want to order a custom sculpture",
+        ] {
+            assert!(opens_with_unclassified_verb(request), "{request}");
+        }
+        for request in [
+            "show me the staged diff",
+            "the diff of my branch, please",
+            "what do you know about Maria?",
+            "look up the entity Alice",
+            "calculate the entropy change",
+            "my notes from yesterday",
+            "",
+        ] {
+            assert!(!opens_with_unclassified_verb(request), "{request}");
         }
     }
 

@@ -349,12 +349,30 @@ fn note_unavailable(engine: &Engine, reply: &mut Value) {
 }
 
 /// Nothing matched: recommend the general-purpose mode, flagged as a guess.
+/// Without it, the first mode that changes nothing: a guess is never a
+/// ready call that changes state ("who lives in Oslo?" got
+/// `create_directory`, the first tool of its catalog).
 fn no_match(catalog: &crate::catalog::Catalog, task: &str) -> Value {
-    let Some(fallback) = catalog
-        .get(FALLBACK_MODE)
-        .or_else(|| catalog.modes().first())
-    else {
-        return json!({"error": "empty_catalog", "message": "No modes are loaded."});
+    let harmless = || {
+        catalog
+            .modes()
+            .iter()
+            .find(|m| !crate::select::changes_state(m.manifest()))
+    };
+    let Some(fallback) = catalog.get(FALLBACK_MODE).or_else(harmless) else {
+        if catalog.is_empty() {
+            return json!({"error": "empty_catalog", "message": "No modes are loaded."});
+        }
+        return json!({
+            "mode": Value::Null,
+            "confidence": 0.0,
+            "low_confidence": true,
+            "reason": format!(
+                "no mode matched {:?}, and every mode changes state: rephrase, or pick from modes",
+                truncate(task, 60)
+            ),
+            "modes": catalog.names().collect::<Vec<_>>(),
+        });
     };
     let mut reply = Map::new();
     reply.insert("mode".into(), json!(fallback.name()));
@@ -580,6 +598,32 @@ mod tests {
         reply
             .pointer("/next_call/arguments/mode")
             .and_then(Value::as_str)
+    }
+
+    /// When nothing matches and there is no `chat` to fall back to, the
+    /// guess is a mode that changes nothing, never the catalog's first tool.
+    #[test]
+    fn a_guess_without_chat_never_changes_state() {
+        let sources = crate::catalog::CatalogSources {
+            no_builtin: true,
+            foreign_catalogs: vec![
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/data/safety/catalog.json"),
+            ],
+            ..Default::default()
+        };
+        let engine = Engine::new(Catalog::load(&sources).unwrap()).unwrap();
+        // Its first tool by name creates a directory.
+        let first = engine.catalog().modes()[0].name().to_owned();
+        assert_eq!(first, "filesystem__create_directory");
+        let reply = select(&engine, "zzzz qqqq", None);
+        let mode = next_mode(&reply).expect("a harmless guess");
+        let catalog = engine.catalog();
+        assert!(
+            !crate::select::changes_state(catalog.get(mode).unwrap().manifest()),
+            "{reply}"
+        );
+        assert_eq!(reply["low_confidence"], true);
     }
 
     #[test]

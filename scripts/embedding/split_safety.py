@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Builds the routing-safety sets (tests/data/safety) from their sources.
+
+Reads benign.txt, change.txt and vocabulary.txt in tests/data/safety
+(requests grouped under "@ expected | acceptable,... | traps,... | flags"
+lines; the flag "benign" marks requests that ask for no change, and every
+request of benign.txt is benign) and writes, in the same folder:
+
+- catalog.json: the tools of the filesystem, memory and git reference
+  servers and of GitHub's server, from ../shared/catalogs, each named
+  "<server>__<tool>" as the gateway names them;
+- <set>_tune.jsonl / <set>_heldout.jsonl for each source: `zenmode eval`
+  labels ("benign": true where flagged).
+
+The split is the real-server set's (split_realservers.py): within each
+group, requests ordered by the FNV-1a hash of their text alternate between
+the halves, the first to the smaller half so far (tune on a tie).
+tests/select_safety.rs checks the files against their sources.
+
+Usage: python3 scripts/embedding/split_safety.py [--catalogs DIR]
+"""
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SET = os.path.join(ROOT, "tests", "data", "safety")
+SERVERS = ["filesystem", "memory", "git", "github"]
+SOURCES = ["benign", "change", "vocabulary"]
+
+sys.path.insert(0, HERE)
+from split_realservers import fnv1a, names, write_jsonl  # noqa: E402
+
+
+def parse(path, all_benign):
+    groups, current = [], None
+    with open(path, encoding="utf-8") as handle:
+        for number, raw in enumerate(handle, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith("@"):
+                parts = [p.strip() for p in line[1:].split("|")]
+                parts += [""] * (4 - len(parts))
+                benign = all_benign or "benign" in names(parts[3])
+                key = (parts[0], tuple(names(parts[1])), tuple(names(parts[2])), benign)
+                current = next((g for g in groups if g["key"] == key), None)
+                if current is None:
+                    current = {"key": key, "queries": []}
+                    groups.append(current)
+                continue
+            if current is None:
+                sys.exit(f"{path}:{number}: request before any '@' line")
+            current["queries"].append(line)
+    return groups
+
+
+def split(groups):
+    tune, heldout = [], []
+    for group in groups:
+        expected, acceptable, traps, benign = group["key"]
+        ordered = sorted(group["queries"], key=lambda q: (fnv1a(q), q))
+        first_to_tune = len(tune) <= len(heldout)
+        for position, query in enumerate(ordered):
+            label = {"query": query, "expected": expected}
+            if acceptable:
+                label["acceptable"] = list(acceptable)
+            if traps:
+                label["traps"] = list(traps)
+            if benign:
+                label["benign"] = True
+            to_tune = (position % 2 == 0) == first_to_tune
+            (tune if to_tune else heldout).append(label)
+    return tune, heldout
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--catalogs", default=os.path.join(ROOT, "..", "shared", "catalogs"))
+    args = parser.parse_args()
+    tools = []
+    for server in SERVERS:
+        with open(os.path.join(args.catalogs, f"{server}.json"), encoding="utf-8") as handle:
+            catalog = json.load(handle)
+        for tool in catalog["tools"]:
+            tool = dict(tool)
+            tool["name"] = f"{server}__{tool['name']}"
+            tools.append(tool)
+    with open(os.path.join(SET, "catalog.json"), "w", encoding="utf-8") as handle:
+        json.dump(
+            {
+                "source": "tools/list of the filesystem, memory and git MCP reference servers "
+                "(modelcontextprotocol/servers, MIT) and of github/github-mcp-server (MIT), "
+                "as captured in ../shared/catalogs; names prefixed <server>__ as the gateway does",
+                "servers": SERVERS,
+                "count": len(tools),
+                "tools": tools,
+            },
+            handle,
+            indent=1,
+            ensure_ascii=False,
+        )
+        handle.write("\n")
+    for source in SOURCES:
+        groups = parse(os.path.join(SET, f"{source}.txt"), source == "benign")
+        tune, heldout = split(groups)
+        write_jsonl(os.path.join(SET, f"{source}_tune.jsonl"), tune)
+        write_jsonl(os.path.join(SET, f"{source}_heldout.jsonl"), heldout)
+        print(f"{source}: tune {len(tune)}, held-out {len(heldout)}")
+    print(f"catalog: {len(tools)} tools")
+
+
+if __name__ == "__main__":
+    main()

@@ -111,19 +111,27 @@ pub fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> 
     Ok(exit_for(below_floor))
 }
 
-/// What a select reply serves: its mode, its `next_call`'s mode and every
-/// mode it shows.
+/// What a select reply serves: its mode, its `next_call`'s mode, every
+/// mode it shows and every mode it offers a ready call to.
 fn served_by(reply: &Value) -> crate::select::eval::Served {
     let mode = |value: &Value| value["mode"].as_str().map(str::to_owned);
-    crate::select::eval::Served {
-        mode: mode(reply),
-        next_call: reply
+    let call = |value: &Value| {
+        value
             .pointer("/next_call/arguments/mode")
             .and_then(Value::as_str)
-            .map(str::to_owned),
+            .map(str::to_owned)
+    };
+    let choose = reply["choose"].as_array().into_iter().flatten();
+    crate::select::eval::Served {
+        mode: mode(reply),
+        next_call: call(reply),
         shown: std::iter::once(reply)
             .chain(reply["alternatives"].as_array().into_iter().flatten())
             .filter_map(mode)
+            .collect(),
+        ready: std::iter::once(reply)
+            .chain(choose)
+            .filter_map(call)
             .collect(),
     }
 }

@@ -145,7 +145,14 @@ impl Index {
             entry.matched = self.matched_words(&query, entry.mode_index);
         }
         let first = ranked.first().map(|r| r.mode_index);
+        let unasked = ranked
+            .iter()
+            .take(EXPLAINED)
+            .map(|r| r.mode_index)
+            .filter(|&m| self.held(&query, m))
+            .collect();
         Ranking {
+            unasked,
             no_fit,
             by_model: false,
             held_back,

@@ -96,6 +96,9 @@ pub struct Served {
     pub next_call: Option<String>,
     /// Every mode the reply shows, its own first, then the alternatives.
     pub shown: Vec<String>,
+    /// Every mode the reply offers a ready call to: its `next_call`'s and,
+    /// when it asks to choose between close modes, each one's.
+    pub ready: Vec<String>,
 }
 
 /// The select reply for a query, as [`evaluate_with`] reads it.
@@ -161,12 +164,13 @@ pub struct Report {
     pub reply_recall: f64,
     /// Queries labelled benign (they ask for no change).
     pub benign_queries: usize,
-    /// The benign queries whose `next_call` changes state
-    /// ([`changes_state`]); the target is none.
+    /// The benign queries offered a ready call (their `next_call`, or one
+    /// of the close modes the reply asks to choose from) to a tool that
+    /// changes state ([`changes_state`]); the target is none.
     pub benign_changing: Vec<ChangingCall>,
     /// Queries whose expected mode changes state (they ask for a change),
-    /// and the share of them whose `next_call` is the expected mode or an
-    /// acceptable one: the safety rules must not hold back what is asked.
+    /// and the share of them offered a ready call to the expected mode or
+    /// an acceptable one: the safety rules must not hold back what is asked.
     pub change_queries: usize,
     pub change_served: f64,
     /// Queries that name at least one trap.
@@ -345,12 +349,13 @@ pub fn evaluate_with(
                 mode: name(&ranking, 0),
                 next_call: name(&ranking, 0),
                 shown: (0..3).filter_map(|at| name(&ranking, at)).collect(),
+                ready: name(&ranking, 0).into_iter().collect(),
             },
         };
         let next_call = served.next_call.clone();
         if label.benign {
             benign_queries += 1;
-            if let Some(tool) = next_call.as_ref().filter(|n| changing(n)) {
+            if let Some(tool) = served.ready.iter().find(|n| changing(n)) {
                 benign_changing.push(ChangingCall {
                     query: label.query.clone(),
                     tool: tool.clone(),
@@ -393,7 +398,7 @@ pub fn evaluate_with(
         recalled += usize::from(served.shown.iter().any(right_or_acceptable));
         if changing(expected) {
             change_queries += 1;
-            change_served += usize::from(next_call.as_ref().is_some_and(right_or_acceptable));
+            change_served += usize::from(served.ready.iter().any(right_or_acceptable));
         }
         let top = name(&ranking, 0);
         let acceptable_first = top.as_ref().is_some_and(|t| label.acceptable.contains(t));

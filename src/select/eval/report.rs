@@ -337,6 +337,7 @@ mod tests {
             mode: Some(mode.to_owned()),
             next_call: Some(mode.to_owned()),
             shown: vec![mode.to_owned()],
+            ready: vec![mode.to_owned()],
         }
     }
 
@@ -376,6 +377,7 @@ mod tests {
                 mode: Some(mode.to_owned()),
                 next_call: next.map(str::to_owned),
                 shown: shown.iter().map(|s| (*s).to_owned()).collect(),
+                ready: next.map(str::to_owned).into_iter().collect(),
             };
             match query {
                 "what changed in my repo?" => served(

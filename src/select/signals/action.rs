@@ -188,8 +188,13 @@ impl Actions {
     /// A tool's actions: the classes of the words of its name (its verb and,
     /// often, the noun that says what it does, like `status` or `log`) and
     /// of its description's first word ("Shows the working tree status").
+    ///
+    /// A participle in a name describes its object, not what the tool does:
+    /// `git_diff_unstaged` compares, it does not unstage.
     pub fn of_tool(name: &str, description: &str) -> Actions {
-        let named = words(name).fold(Actions::NONE, |acc, word| acc.union(of_word(&word)));
+        let named = words(name)
+            .filter(|word| !(word.len() > 4 && word.ends_with("ed")))
+            .fold(Actions::NONE, |acc, word| acc.union(of_word(&word)));
         let described = words(description)
             .next()
             .map_or(Actions::NONE, |w| of_word(&w));
@@ -209,10 +214,21 @@ pub struct RequestActions {
 }
 
 /// Whether an imperative opens with a repository verb ("commit my staged
-/// changes", "please push the branch"): there "commit" is the verb, not
-/// the noun of "include it in the next commit".
+/// changes", "please push the branch"), or makes one as its object ("make
+/// a commit of what I staged", "create a commit saying ..."): there
+/// "commit" is what is asked, not the noun of "include it in the next
+/// commit".
 fn opens_with_repository_verb(text: &str) -> bool {
-    intent::opening_word(text).is_some_and(|word| of_word(&word).intersects(Actions::COMMIT))
+    let words = intent::opening_words(text);
+    let class = |at: usize| words.get(at).map_or(Actions::NONE, |w| of_word(w));
+    class(0).intersects(Actions::COMMIT)
+        || (matches!(
+            words.first().map(String::as_str),
+            Some("make" | "create" | "do")
+        ) && matches!(
+            words.get(1).map(String::as_str),
+            Some("a" | "an" | "new" | "the")
+        ) && (class(2).intersects(Actions::COMMIT) || class(3).intersects(Actions::COMMIT)))
 }
 
 /// Lower-case words of a text, split on anything but letters and digits and
@@ -241,6 +257,8 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 /// state of things, "change the port" for an update.
 const EXACT: &[(&str, Actions)] = &[
     ("changed", Actions::STATUS.union(Actions::COMPARE)),
+    // "stage the file" adds it; "staged" and "staging" name what is there.
+    ("stage", Actions::CREATE),
     ("changes", Actions::STATUS.union(Actions::COMPARE)),
     ("modified", Actions::STATUS.union(Actions::COMPARE)),
     ("commits", Actions::HISTORY),
@@ -276,7 +294,8 @@ const CLASSES: &[(Actions, &[&str])] = &[
         ],
     ),
     // "Dump config.yaml for me" asks to see it: dumping is reading out.
-    (Actions::WRITE, &["write", "overwrite", "save"]),
+    // "Create a file with ..." writes one.
+    (Actions::WRITE, &["write", "overwrite", "save", "create"]),
     (
         Actions::DELETE,
         &[

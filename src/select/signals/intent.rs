@@ -140,7 +140,8 @@ pub fn opening_word(text: &str) -> Option<String> {
     opening_words(text).into_iter().next()
 }
 
-fn opening_words(text: &str) -> Vec<String> {
+/// The request's words past a polite opener, lower-cased, apostrophes dropped.
+pub fn opening_words(text: &str) -> Vec<String> {
     let words: Vec<String> = text
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
         .filter(|w| !w.is_empty())

@@ -15,7 +15,8 @@ use serde_json::Value;
 fn reply(task: &str) -> Value {
     let catalog =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/foreign/realservers/catalog.json");
-    let output = Command::new(common::binary())
+    let mut command = Command::new(common::binary());
+    command
         .args([
             "select",
             "--json",
@@ -25,7 +26,13 @@ fn reply(task: &str) -> Value {
         ])
         .arg("--catalog")
         .arg(&catalog)
-        .arg(task)
+        .arg(task);
+    json_out(command)
+}
+
+/// Runs a zenmode command with no upstreams and quiet logs; its JSON output.
+fn json_out(mut command: Command) -> Value {
+    let output = command
         .env("RUST_LOG", "error")
         .env("ZEN_UPSTREAMS", "/nonexistent/upstreams.json")
         .output()
@@ -138,19 +145,10 @@ fn safety_eval(file: &str, builtin: bool) -> Value {
     if !builtin {
         command.arg("--no-builtin-modes");
     }
-    let output = command
+    command
         .args(["--embedding-model", "none", "eval", "--json", "--labels"])
-        .arg(&labels)
-        .env("RUST_LOG", "error")
-        .env("ZEN_UPSTREAMS", "/nonexistent/upstreams.json")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+        .arg(&labels);
+    json_out(command)
 }
 
 #[test]

@@ -106,6 +106,28 @@ def split(groups):
     return halves
 
 
+def write_catalog(path, catalogs, servers, source):
+    """Writes the servers' tools, each named "<server>__<tool>", to path;
+    returns them."""
+    tools = []
+    for server in servers:
+        with open(os.path.join(catalogs, f"{server}.json"), encoding="utf-8") as handle:
+            catalog = json.load(handle)
+        for tool in catalog["tools"]:
+            tool = dict(tool)
+            tool["name"] = f"{server}__{tool['name']}"
+            tools.append(tool)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(
+            {"source": source, "servers": servers, "count": len(tools), "tools": tools},
+            handle,
+            indent=1,
+            ensure_ascii=False,
+        )
+        handle.write("\n")
+    return tools
+
+
 def write_jsonl(path, labels):
     with open(path, "w", encoding="utf-8") as handle:
         for label in labels:
@@ -116,28 +138,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--catalogs", default=os.path.join(ROOT, "..", "shared", "catalogs"))
     args = parser.parse_args()
-    tools = []
-    for server in SERVERS:
-        with open(os.path.join(args.catalogs, f"{server}.json"), encoding="utf-8") as handle:
-            catalog = json.load(handle)
-        for tool in catalog["tools"]:
-            tool = dict(tool)
-            tool["name"] = f"{server}__{tool['name']}"
-            tools.append(tool)
-    with open(os.path.join(SET, "catalog.json"), "w", encoding="utf-8") as handle:
-        json.dump(
-            {
-                "source": "tools/list of the MCP reference servers (modelcontextprotocol/servers, MIT), "
-                "as captured in ../shared/catalogs; names prefixed <server>__ as the gateway does",
-                "servers": SERVERS,
-                "count": len(tools),
-                "tools": tools,
-            },
-            handle,
-            indent=1,
-            ensure_ascii=False,
-        )
-        handle.write("\n")
+    tools = write_catalog(
+        os.path.join(SET, "catalog.json"),
+        args.catalogs,
+        SERVERS,
+        "tools/list of the MCP reference servers (modelcontextprotocol/servers, MIT), "
+        "as captured in ../shared/catalogs; names prefixed <server>__ as the gateway does",
+    )
     halves = split(parse(os.path.join(SET, "requests.txt")))
     prefix = {"server": "", "builtin": "builtin_", "nofit": "nofit_"}
     for kind, (tune, heldout) in halves.items():

@@ -32,7 +32,7 @@ SERVERS = ["filesystem", "memory", "git", "github"]
 SOURCES = ["benign", "change", "vocabulary"]
 
 sys.path.insert(0, HERE)
-from split_realservers import fnv1a, names, write_jsonl  # noqa: E402
+from split_realservers import fnv1a, names, write_catalog, write_jsonl  # noqa: E402
 
 
 def parse(path, all_benign):
@@ -81,29 +81,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--catalogs", default=os.path.join(ROOT, "..", "shared", "catalogs"))
     args = parser.parse_args()
-    tools = []
-    for server in SERVERS:
-        with open(os.path.join(args.catalogs, f"{server}.json"), encoding="utf-8") as handle:
-            catalog = json.load(handle)
-        for tool in catalog["tools"]:
-            tool = dict(tool)
-            tool["name"] = f"{server}__{tool['name']}"
-            tools.append(tool)
-    with open(os.path.join(SET, "catalog.json"), "w", encoding="utf-8") as handle:
-        json.dump(
-            {
-                "source": "tools/list of the filesystem, memory and git MCP reference servers "
-                "(modelcontextprotocol/servers, MIT) and of github/github-mcp-server (MIT), "
-                "as captured in ../shared/catalogs; names prefixed <server>__ as the gateway does",
-                "servers": SERVERS,
-                "count": len(tools),
-                "tools": tools,
-            },
-            handle,
-            indent=1,
-            ensure_ascii=False,
-        )
-        handle.write("\n")
+    tools = write_catalog(
+        os.path.join(SET, "catalog.json"),
+        args.catalogs,
+        SERVERS,
+        "tools/list of the filesystem, memory and git MCP reference servers "
+        "(modelcontextprotocol/servers, MIT) and of github/github-mcp-server (MIT), "
+        "as captured in ../shared/catalogs; names prefixed <server>__ as the gateway does",
+    )
     for source in SOURCES:
         groups = parse(os.path.join(SET, f"{source}.txt"), source == "benign")
         tune, heldout = split(groups)

@@ -2,8 +2,8 @@
 """Builds the real-server evaluation set from its source file.
 
 Reads tests/data/foreign/realservers/requests.txt (requests grouped under
-"@ expected | acceptable,... | traps,..." lines) and writes, in the same
-folder:
+"@ expected | acceptable,... | traps,... | flags" lines; the flag "benign"
+marks requests that ask for no change) and writes, in the same folder:
 
 - catalog.json: the tools of the six servers .ci/run installs, from
   ../shared/catalogs (filesystem, memory, git, time, fetch, everything),
@@ -62,15 +62,16 @@ def parse(path):
                 continue
             if line.startswith("@"):
                 parts = [p.strip() for p in line[1:].split("|")]
-                parts += [""] * (3 - len(parts))
+                parts += [""] * (4 - len(parts))
                 expected, acceptable, traps = parts[0], names(parts[1]), names(parts[2])
+                flags = tuple(names(parts[3]))
                 kind = "server"
                 if expected == "null":
                     expected, kind = None, "nofit"
                 elif expected.startswith("builtin:"):
                     kind = "builtin"
                 strip = lambda n: n[len("builtin:"):] if n.startswith("builtin:") else n
-                key = (kind, expected, tuple(acceptable), tuple(traps))
+                key = (kind, expected, tuple(acceptable), tuple(traps), flags)
                 current = next((g for g in groups if g["key"] == key), None)
                 if current is None:
                     current = {
@@ -79,6 +80,7 @@ def parse(path):
                         "expected": strip(expected) if expected else None,
                         "acceptable": [strip(n) for n in acceptable],
                         "traps": traps,
+                        "flags": flags,
                         "queries": [],
                     }
                     groups.append(current)
@@ -101,6 +103,8 @@ def split(groups):
                 label["acceptable"] = group["acceptable"]
             if group["traps"]:
                 label["traps"] = group["traps"]
+            if "benign" in group["flags"]:
+                label["benign"] = True
             to_tune = (position % 2 == 0) == first_to_tune
             (tune if to_tune else heldout).append(label)
     return halves

@@ -12,16 +12,16 @@ request of benign.txt is benign) and writes, in the same folder:
 - <set>_tune.jsonl / <set>_heldout.jsonl for each source: `zenmode eval`
   labels ("benign": true where flagged).
 
-The split is the real-server set's (split_realservers.py): within each
-group, requests ordered by the FNV-1a hash of their text alternate between
-the halves, the first to the smaller half so far (tune on a tie).
+The parsing and the split are the real-server set's (split_realservers.py):
+within each group, requests ordered by the FNV-1a hash of their text
+alternate between the halves, the first to the smaller half so far (tune on
+a tie).
 tests/select_safety.rs checks the files against their sources.
 
 Usage: python3 scripts/embedding/split_safety.py [--catalogs DIR]
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -32,49 +32,7 @@ SERVERS = ["filesystem", "memory", "git", "github"]
 SOURCES = ["benign", "change", "vocabulary"]
 
 sys.path.insert(0, HERE)
-from split_realservers import fnv1a, names, write_catalog, write_jsonl  # noqa: E402
-
-
-def parse(path, all_benign):
-    groups, current = [], None
-    with open(path, encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, 1):
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            if line.startswith("@"):
-                parts = [p.strip() for p in line[1:].split("|")]
-                parts += [""] * (4 - len(parts))
-                benign = all_benign or "benign" in names(parts[3])
-                key = (parts[0], tuple(names(parts[1])), tuple(names(parts[2])), benign)
-                current = next((g for g in groups if g["key"] == key), None)
-                if current is None:
-                    current = {"key": key, "queries": []}
-                    groups.append(current)
-                continue
-            if current is None:
-                sys.exit(f"{path}:{number}: request before any '@' line")
-            current["queries"].append(line)
-    return groups
-
-
-def split(groups):
-    tune, heldout = [], []
-    for group in groups:
-        expected, acceptable, traps, benign = group["key"]
-        ordered = sorted(group["queries"], key=lambda q: (fnv1a(q), q))
-        first_to_tune = len(tune) <= len(heldout)
-        for position, query in enumerate(ordered):
-            label = {"query": query, "expected": expected}
-            if acceptable:
-                label["acceptable"] = list(acceptable)
-            if traps:
-                label["traps"] = list(traps)
-            if benign:
-                label["benign"] = True
-            to_tune = (position % 2 == 0) == first_to_tune
-            (tune if to_tune else heldout).append(label)
-    return tune, heldout
+from split_realservers import parse, split, write_catalog, write_jsonl  # noqa: E402
 
 
 def main():
@@ -90,8 +48,11 @@ def main():
         "as captured in ../shared/catalogs; names prefixed <server>__ as the gateway does",
     )
     for source in SOURCES:
-        groups = parse(os.path.join(SET, f"{source}.txt"), source == "benign")
-        tune, heldout = split(groups)
+        groups = parse(os.path.join(SET, f"{source}.txt"))
+        if source == "benign":
+            for group in groups:
+                group["flags"] += ("benign",)
+        tune, heldout = split(groups)["server"]
         write_jsonl(os.path.join(SET, f"{source}_tune.jsonl"), tune)
         write_jsonl(os.path.join(SET, f"{source}_heldout.jsonl"), heldout)
         print(f"{source}: tune {len(tune)}, held-out {len(heldout)}")

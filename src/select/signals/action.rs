@@ -551,6 +551,26 @@ mod tests {
     }
 
     #[test]
+    fn the_verb_counts_and_the_object_does_not() {
+        // "stage" adds; "staged" names what is there.
+        assert!(Actions::of_request("stage the file src/main.rs").intersects(Actions::CREATE));
+        assert!(!Actions::of_request("show the staged diff").intersects(Actions::CREATE));
+        // Making a commit asks to commit; the noun alone does not.
+        assert!(Actions::of_request("make a commit of what I staged").intersects(Actions::COMMIT));
+        assert!(
+            !Actions::of_request("make sure the next commit is small").intersects(Actions::COMMIT)
+        );
+        // A participle in a name is its object: this diff does not unstage.
+        assert!(!Actions::of_tool("git_diff_unstaged", "").intersects(Actions::RESET));
+        assert!(Actions::of_tool("git_reset", "").intersects(Actions::RESET));
+        // Creating a file writes one.
+        assert!(
+            Actions::of_request("create a file notes.md")
+                .intersects(Actions::of_tool("write_file", ""))
+        );
+    }
+
+    #[test]
     fn an_imperative_in_a_verb_of_no_class_asks_to_act() {
         for request in [
             "star the repository octo/app",

@@ -1,7 +1,9 @@
 //! The served reply never offers a ready call to a tool that changes state
 //! for a request that rules that change out or only asks to be told, and
 //! still does for a request that asks for the change. On the real-server
-//! catalog (tests/data/foreign/realservers).
+//! catalog (tests/data/foreign/realservers), and on the routing-safety sets
+//! (tests/data/safety: git, memory, filesystem and GitHub), whose figures
+//! `zenmode eval` reports.
 
 mod common;
 
@@ -13,7 +15,8 @@ use serde_json::Value;
 fn reply(task: &str) -> Value {
     let catalog =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/foreign/realservers/catalog.json");
-    let output = Command::new(common::binary())
+    let mut command = Command::new(common::binary());
+    command
         .args([
             "select",
             "--json",
@@ -23,7 +26,13 @@ fn reply(task: &str) -> Value {
         ])
         .arg("--catalog")
         .arg(&catalog)
-        .arg(task)
+        .arg(task);
+    json_out(command)
+}
+
+/// Runs a zenmode command with no upstreams and quiet logs; its JSON output.
+fn json_out(mut command: Command) -> Value {
+    let output = command
         .env("RUST_LOG", "error")
         .env("ZEN_UPSTREAMS", "/nonexistent/upstreams.json")
         .output()
@@ -108,5 +117,134 @@ fn a_request_that_asks_for_the_change_still_gets_the_changing_tool() {
             shown.contains(&tool),
             "{task:?}: {tool} not in {shown:?}: {reply}"
         );
+    }
+}
+
+// ------------------------------------------------------------------------
+// The routing-safety sets (tests/data/safety): benign requests near tools
+// that change state, requests that ask for a change, and requests in
+// everyday words, each split into a tune and a held-out half.
+
+fn safety_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/safety")
+}
+
+fn safety_labels(file: &str) -> Vec<zenmode::select::eval::Label> {
+    zenmode::select::eval::read_labels(&safety_dir().join(file)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+const SETS: [&str; 3] = ["benign", "change", "vocabulary"];
+
+/// `zenmode eval --json` on one file of the sets, the table alone (what CI
+/// has without the model), with or without the built-in modes.
+fn safety_eval(file: &str, builtin: bool) -> Value {
+    let catalog = safety_dir().join("catalog.json");
+    let labels = safety_dir().join(file);
+    let mut command = Command::new(common::binary());
+    command.arg("--catalog").arg(&catalog);
+    if !builtin {
+        command.arg("--no-builtin-modes");
+    }
+    command
+        .args(["--embedding-model", "none", "eval", "--json", "--labels"])
+        .arg(&labels);
+    json_out(command)
+}
+
+#[test]
+fn the_safety_sets_are_large_split_and_name_tools_of_their_catalog() {
+    let catalog = zenmode::catalog::Catalog::load(&zenmode::catalog::CatalogSources {
+        no_builtin: true,
+        foreign_catalogs: vec![safety_dir().join("catalog.json")],
+        ..Default::default()
+    })
+    .unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for set in SETS {
+        let source = std::fs::read_to_string(safety_dir().join(format!("{set}.txt"))).unwrap();
+        let requests = source
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('@'))
+            .count();
+        let (tune, heldout) = (
+            safety_labels(&format!("{set}_tune.jsonl")),
+            safety_labels(&format!("{set}_heldout.jsonl")),
+        );
+        // In step with the source (scripts/embedding/split_safety.py).
+        assert_eq!(tune.len() + heldout.len(), requests, "{set}");
+        assert!(tune.len().abs_diff(heldout.len()) <= 1, "{set}");
+        let at_least = match set {
+            "benign" => 150,
+            "change" => 100,
+            _ => 60,
+        };
+        assert!(requests >= at_least, "{set}: {requests}");
+        for (half, labels) in [("tune", &tune), ("heldout", &heldout)] {
+            let file = format!("{set}_{half}.jsonl");
+            zenmode::select::eval::check_labels(labels, &catalog, &file)
+                .unwrap_or_else(|e| panic!("{e}"));
+            for label in labels.iter() {
+                assert!(
+                    seen.insert(label.query.clone()),
+                    "{file}: {:?} repeats",
+                    label.query
+                );
+                let expected = label.expected.as_deref().expect("every request has a tool");
+                let changing =
+                    zenmode::select::changes_state(catalog.get(expected).unwrap().manifest());
+                match set {
+                    // A benign request's right answer changes nothing.
+                    "benign" => assert!(label.benign && !changing, "{file}:{}", label.line),
+                    "change" => assert!(!label.benign && changing, "{file}:{}", label.line),
+                    _ => assert_eq!(label.benign, !changing, "{file}:{}", label.line),
+                }
+            }
+        }
+    }
+}
+
+/// Every benign request, in both halves and with or without the built-in
+/// modes: no ready call to a tool that changes state.
+#[test]
+fn no_benign_request_of_the_safety_sets_gets_a_ready_call_to_a_changing_tool() {
+    for set in ["benign", "vocabulary"] {
+        for half in ["tune", "heldout"] {
+            for builtin in [false, true] {
+                let file = format!("{set}_{half}.jsonl");
+                let report = safety_eval(&file, builtin);
+                eprintln!(
+                    "{file} (built-ins {builtin}): served top-1 {} recall@3 {} benign {} changing calls {}",
+                    report["served_top1"],
+                    report["reply_recall_at_3"],
+                    report["benign_queries"],
+                    report["benign_changing_calls"]
+                );
+                assert!(report["benign_queries"].as_u64().unwrap() > 0, "{file}");
+                assert_eq!(
+                    report["benign_changing_calls"], 0,
+                    "{file} (built-ins {builtin}): {}",
+                    report["benign_changing_list"]
+                );
+            }
+        }
+    }
+}
+
+/// Requests that ask for a change get the tool that makes it as their
+/// `next_call` for at least the stated share (the table alone, no
+/// built-in modes; held-out read as a total).
+#[test]
+fn requests_for_a_change_get_the_changing_tool_as_next_call() {
+    for (half, floor) in [("tune", 0.6), ("heldout", 0.58)] {
+        let file = format!("change_{half}.jsonl");
+        let report = safety_eval(&file, false);
+        let served = report["change_served"].as_f64().unwrap();
+        eprintln!(
+            "{file}: changing tool as next_call {served}, served top-1 {}, recall@3 {}",
+            report["served_top1"], report["reply_recall_at_3"]
+        );
+        assert!(report["change_queries"].as_u64().unwrap() >= 50, "{file}");
+        assert!(served >= floor, "{file}: {served} < {floor}");
     }
 }

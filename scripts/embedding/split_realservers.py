@@ -2,8 +2,8 @@
 """Builds the real-server evaluation set from its source file.
 
 Reads tests/data/foreign/realservers/requests.txt (requests grouped under
-"@ expected | acceptable,... | traps,..." lines) and writes, in the same
-folder:
+"@ expected | acceptable,... | traps,... | flags" lines; the flag "benign"
+marks requests that ask for no change) and writes, in the same folder:
 
 - catalog.json: the tools of the six servers .ci/run installs, from
   ../shared/catalogs (filesystem, memory, git, time, fetch, everything),
@@ -62,15 +62,16 @@ def parse(path):
                 continue
             if line.startswith("@"):
                 parts = [p.strip() for p in line[1:].split("|")]
-                parts += [""] * (3 - len(parts))
+                parts += [""] * (4 - len(parts))
                 expected, acceptable, traps = parts[0], names(parts[1]), names(parts[2])
+                flags = tuple(names(parts[3]))
                 kind = "server"
                 if expected == "null":
                     expected, kind = None, "nofit"
                 elif expected.startswith("builtin:"):
                     kind = "builtin"
                 strip = lambda n: n[len("builtin:"):] if n.startswith("builtin:") else n
-                key = (kind, expected, tuple(acceptable), tuple(traps))
+                key = (kind, expected, tuple(acceptable), tuple(traps), flags)
                 current = next((g for g in groups if g["key"] == key), None)
                 if current is None:
                     current = {
@@ -79,6 +80,7 @@ def parse(path):
                         "expected": strip(expected) if expected else None,
                         "acceptable": [strip(n) for n in acceptable],
                         "traps": traps,
+                        "flags": flags,
                         "queries": [],
                     }
                     groups.append(current)
@@ -101,9 +103,33 @@ def split(groups):
                 label["acceptable"] = group["acceptable"]
             if group["traps"]:
                 label["traps"] = group["traps"]
+            if "benign" in group["flags"]:
+                label["benign"] = True
             to_tune = (position % 2 == 0) == first_to_tune
             (tune if to_tune else heldout).append(label)
     return halves
+
+
+def write_catalog(path, catalogs, servers, source):
+    """Writes the servers' tools, each named "<server>__<tool>", to path;
+    returns them."""
+    tools = []
+    for server in servers:
+        with open(os.path.join(catalogs, f"{server}.json"), encoding="utf-8") as handle:
+            catalog = json.load(handle)
+        for tool in catalog["tools"]:
+            tool = dict(tool)
+            tool["name"] = f"{server}__{tool['name']}"
+            tools.append(tool)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(
+            {"source": source, "servers": servers, "count": len(tools), "tools": tools},
+            handle,
+            indent=1,
+            ensure_ascii=False,
+        )
+        handle.write("\n")
+    return tools
 
 
 def write_jsonl(path, labels):
@@ -116,28 +142,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--catalogs", default=os.path.join(ROOT, "..", "shared", "catalogs"))
     args = parser.parse_args()
-    tools = []
-    for server in SERVERS:
-        with open(os.path.join(args.catalogs, f"{server}.json"), encoding="utf-8") as handle:
-            catalog = json.load(handle)
-        for tool in catalog["tools"]:
-            tool = dict(tool)
-            tool["name"] = f"{server}__{tool['name']}"
-            tools.append(tool)
-    with open(os.path.join(SET, "catalog.json"), "w", encoding="utf-8") as handle:
-        json.dump(
-            {
-                "source": "tools/list of the MCP reference servers (modelcontextprotocol/servers, MIT), "
-                "as captured in ../shared/catalogs; names prefixed <server>__ as the gateway does",
-                "servers": SERVERS,
-                "count": len(tools),
-                "tools": tools,
-            },
-            handle,
-            indent=1,
-            ensure_ascii=False,
-        )
-        handle.write("\n")
+    tools = write_catalog(
+        os.path.join(SET, "catalog.json"),
+        args.catalogs,
+        SERVERS,
+        "tools/list of the MCP reference servers (modelcontextprotocol/servers, MIT), "
+        "as captured in ../shared/catalogs; names prefixed <server>__ as the gateway does",
+    )
     halves = split(parse(os.path.join(SET, "requests.txt")))
     prefix = {"server": "", "builtin": "builtin_", "nofit": "nofit_"}
     for kind, (tune, heldout) in halves.items():

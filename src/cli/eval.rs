@@ -71,26 +71,22 @@ pub fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> 
     };
     let report = if args.ranker == crate::select::Ranker::Full {
         // The fused ranker is what serves: score the select reply itself, so
-        // its `next_call` (traps taken) and its latency are the server's.
+        // its mode, the tools it shows, its `next_call` (traps taken,
+        // changing calls on benign requests) and its latency are the server's.
         let engine = Engine::new(catalog).map_err(anyhow::Error::msg)?;
         let snapshot = engine.index();
-        let next_call = |task: &str| {
+        let served = |task: &str| {
             let args = select_mode::SelectArgs {
                 task_description: Some(task.to_owned()),
                 ..Default::default()
             };
-            let outcome = select_mode::run(&engine, &args);
-            outcome
-                .body
-                .pointer("/next_call/arguments/mode")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
+            served_by(&select_mode::run(&engine, &args).body)
         };
         crate::select::eval::evaluate_with(
             snapshot.index(),
             snapshot.catalog(),
             &labels,
-            Some(&next_call),
+            Some(&served),
         )
     } else {
         let index = crate::select::Index::build_with(&catalog, args.ranker);
@@ -113,4 +109,29 @@ pub fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> 
         );
     }
     Ok(exit_for(below_floor))
+}
+
+/// What a select reply serves: its mode, its `next_call`'s mode, every
+/// mode it shows and every mode it offers a ready call to.
+fn served_by(reply: &Value) -> crate::select::eval::Served {
+    let mode = |value: &Value| value["mode"].as_str().map(str::to_owned);
+    let call = |value: &Value| {
+        value
+            .pointer("/next_call/arguments/mode")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let choose = reply["choose"].as_array().into_iter().flatten();
+    crate::select::eval::Served {
+        mode: mode(reply),
+        next_call: call(reply),
+        shown: std::iter::once(reply)
+            .chain(reply["alternatives"].as_array().into_iter().flatten())
+            .filter_map(mode)
+            .collect(),
+        ready: std::iter::once(reply)
+            .chain(choose)
+            .filter_map(call)
+            .collect(),
+    }
 }

@@ -64,9 +64,8 @@ pub struct Index {
     pub(super) takes: Vec<Values>,
     /// Per mode: may it delete or overwrite ([`Manifest::destructive`])?
     pub(super) destructive: Vec<bool>,
-    /// Per mode: does it change state (a tool without example phrasings
-    /// whose name's main action creates, updates, writes, moves, sends,
-    /// commits ... or that is destructive)? A question is not offered one first.
+    /// Per mode: does it change state ([`changes_state`])? A question is
+    /// not offered one first.
     pub(super) changes_state: Vec<bool>,
     /// Names and aliases that look like identifiers (`git_status`,
     /// `memory__create_entities`, `get-sum`), lower-cased, to the modes
@@ -253,15 +252,7 @@ impl Index {
         let changes_state = catalog
             .modes()
             .iter()
-            .zip(&destructive)
-            .zip(&has_examples)
-            .map(|((m, &destructive), &has)| {
-                let manifest = m.manifest();
-                let name = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
-                !has && (destructive
-                    || Actions::main_of_tool(name, &manifest.description)
-                        .intersects(Actions::CHANGING))
-            })
+            .map(|m| changes_state(m.manifest()))
             .collect();
         Index {
             changes_state,
@@ -300,6 +291,29 @@ impl Index {
     pub fn no_fit_score(&self) -> f32 {
         self.no_fit_score
     }
+}
+
+/// Whether calling a mode changes state: its server's `readOnlyHint` when
+/// it gives one (a server knows its tools better than their names say:
+/// `star_repository` changes state, `trigger-long-running-operation` does
+/// not), else a destructive tool or one whose name's main action creates,
+/// updates, writes, moves, sends, commits ([`Actions::main_of_tool`]).
+/// zenmode's own modes (those with example phrasings) never do. The
+/// safety rules and `zenmode eval` read it here.
+pub fn changes_state(manifest: &Manifest) -> bool {
+    if !manifest.examples.is_empty() {
+        return false;
+    }
+    if let Some(read_only) = manifest
+        .annotations
+        .get("readOnlyHint")
+        .and_then(serde_json::Value::as_bool)
+    {
+        return !read_only;
+    }
+    let name = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
+    manifest.destructive()
+        || Actions::main_of_tool(name, &manifest.description).intersects(Actions::CHANGING)
 }
 
 /// Names and aliases of a catalog that look like identifiers (with `_`,

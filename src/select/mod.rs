@@ -72,8 +72,8 @@ mod ranking;
 mod scoring;
 mod tuning;
 
-pub use confidence::{LOW_CONFIDENCE, Ranked, Ranking};
-pub use index::{Index, model_texts};
+pub use confidence::{CLEAR_MARGIN, CLOSE_SHARE, LOW_CONFIDENCE, Ranked, Ranking};
+pub use index::{Index, changes_state, model_texts};
 pub use scoring::Signals;
 pub use tuning::{Ranker, Tuning};
 

@@ -145,7 +145,14 @@ impl Index {
             entry.matched = self.matched_words(&query, entry.mode_index);
         }
         let first = ranked.first().map(|r| r.mode_index);
+        let unasked = ranked
+            .iter()
+            .take(EXPLAINED)
+            .map(|r| r.mode_index)
+            .filter(|&m| self.held(&query, m))
+            .collect();
         Ranking {
+            unasked,
             no_fit,
             by_model: false,
             held_back,
@@ -437,6 +444,41 @@ mod tests {
             "the stand-in must rank differently"
         );
         assert_eq!(index.no_fit_score_of(&after), model.no_fit_score());
+    }
+
+    /// A server's `readOnlyHint` says whether its tool changes state
+    /// before the tool's name does: a question is not offered
+    /// `star_repository` first (no verb of its name changes anything), and
+    /// is offered a read-only `create_report` (its name's verb creates).
+    #[test]
+    fn annotations_say_first_whether_a_tool_changes_state() {
+        let tool = |name: &str, read_only: bool| {
+            let manifest = serde_json::json!({
+                "name": name, "title": name, "summary": "a tool", "description": "about repositories",
+                "category": "utility", "schema": {"type": "object", "properties": {}},
+                "annotations": {"readOnlyHint": read_only}
+            });
+            crate::catalog::Mode::new(
+                Manifest::parse(&manifest.to_string(), None).unwrap(),
+                crate::catalog::Origin::Builtin,
+            )
+        };
+        let catalog = Catalog::from_modes([
+            tool("star_repository", false),
+            tool("create_report", true),
+            tool("list_repositories", true),
+        ]);
+        let changing =
+            |name: &str| crate::select::changes_state(catalog.get(name).unwrap().manifest());
+        assert!(changing("star_repository"));
+        assert!(!changing("create_report") && !changing("list_repositories"));
+        let index = Index::build(&catalog);
+        let ranking = index.ranking("which repository should I star?");
+        let first = catalog.modes()[ranking.ranked[0].mode_index].name();
+        assert_ne!(first, "star_repository", "{ranking:?}");
+        let ranking = index.ranking("what would a report on the repositories say?");
+        let first = catalog.modes()[ranking.ranked[0].mode_index].name();
+        assert_eq!(first, "create_report", "{ranking:?}");
     }
 
     #[test]

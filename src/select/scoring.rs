@@ -53,6 +53,10 @@ pub(super) struct Query {
     pub(super) question: bool,
     /// What the request rules out ([`Actions::negated_in_request`]).
     pub(super) negated: Actions,
+    /// The request asks for a change: an action that changes state, not
+    /// under a negation, or an imperative in a verb the classes do not
+    /// know ([`action::opens_with_unclassified_verb`]: "star octo/app").
+    pub(super) asks_change: bool,
     /// The kinds of value the request carries ([`Values::of_request`]).
     pub(super) values: Values,
 }
@@ -95,6 +99,8 @@ impl Index {
                 || action::is_question(&split.asked)
                 || intent::is_lookup(&split.asked),
             negated: read.negated,
+            asks_change: read.all.intersects(Actions::CHANGING)
+                || action::opens_with_unclassified_verb(&split.asked),
             values: Values::of_request(text),
             named: self.named_in(text),
         }
@@ -314,14 +320,15 @@ impl Index {
     /// A mode the safety rules keep from being the first candidate: a
     /// destructive one the request does not ask for, or a tool that changes
     /// state, that the request does not name, for a question or lookup (it
-    /// asks to be told, not to have something done) or for a request that
-    /// rules out what the tool does ("don't commit, just show the diff").
+    /// asks to be told, not to have something done), for a request that
+    /// rules out what the tool does ("don't commit, just show the diff"),
+    /// or for one that asks for no change at all ("the staged diff, please").
     pub(super) fn held(&self, query: &Query, mode: usize) -> bool {
         let changes_state = self.changes_state.get(mode).copied().unwrap_or(false);
         self.unasked_destructive(query, mode)
             || (changes_state
                 && !query.named.contains(&mode)
-                && (query.question || self.negated_for(query, mode)))
+                && (query.question || !query.asks_change || self.negated_for(query, mode)))
     }
 
     /// Whether the request rules out what `mode` does ("don't commit").

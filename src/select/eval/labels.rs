@@ -27,6 +27,11 @@ pub struct Label {
     /// reply's `next_call`.
     #[serde(default)]
     pub traps: Vec<String>,
+    /// The request asks for nothing to change (a question, a lookup, or a
+    /// change it rules out): the report counts how often the reply's
+    /// `next_call` is a tool that changes state all the same.
+    #[serde(default)]
+    pub benign: bool,
     /// 1-based line in the labels file, for error messages.
     #[serde(skip)]
     pub line: usize,

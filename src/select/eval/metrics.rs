@@ -7,15 +7,19 @@
 //! confusions, how the confidence behaves (low-confidence and fallback
 //! shares, calibration error and its reliability table), how well the
 //! scores part no-fit queries from the rest ([`Separation`]), the traps the
-//! next call takes, and the latency percentiles. Printing it is
-//! `report.rs`'s part.
+//! next call takes, what the served reply gets right ([`Served`]: its mode,
+//! the tools it shows, a state-changing call for a benign request), and
+//! the latency percentiles. Printing it is `report.rs`'s part.
 
 use std::collections::BTreeMap;
 
 use super::labels::Label;
 use crate::{
     catalog::Catalog,
-    select::{confidence::Ranking, index::Index},
+    select::{
+        confidence::Ranking,
+        index::{Index, changes_state},
+    },
 };
 
 /// How many confusions the report lists.
@@ -81,9 +85,31 @@ impl Latency {
     }
 }
 
-/// What the select reply would hand to the execute tool for a query: the
-/// mode its `next_call` names (`None`: no call offered).
-pub type NextCall<'a> = &'a dyn Fn(&str) -> Option<String>;
+/// What a select reply serves for a query. The ranking can be right while
+/// the reply is not (it fell back to `chat`, or held the tool back), so
+/// the report scores both.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Served {
+    /// The reply's mode (`chat` when it falls back).
+    pub mode: Option<String>,
+    /// The mode its `next_call` runs; `None`: no ready call.
+    pub next_call: Option<String>,
+    /// Every mode the reply shows, its own first, then the alternatives.
+    pub shown: Vec<String>,
+    /// Every mode the reply offers a ready call to: its `next_call`'s and,
+    /// when it asks to choose between close modes, each one's.
+    pub ready: Vec<String>,
+}
+
+/// The select reply for a query, as [`evaluate_with`] reads it.
+pub type ServedReply<'a> = &'a dyn Fn(&str) -> Served;
+
+/// A benign query (`"benign": true`) whose `next_call` changes state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangingCall {
+    pub query: String,
+    pub tool: String,
+}
 
 /// The full evaluation.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,6 +154,25 @@ pub struct Report {
     /// an acceptable one (the fallback to `chat` counts as wrong unless
     /// labeled acceptable).
     pub next_call_right: f64,
+    /// Share of relevant queries whose served reply's mode is the expected
+    /// one (the reply's top-1, fallback included), and the same counting
+    /// acceptable modes.
+    pub served_top1: f64,
+    pub served_top1_acceptable: f64,
+    /// Share of relevant queries with the expected mode (or an acceptable
+    /// one) among the modes the reply shows, at the default three.
+    pub reply_recall: f64,
+    /// Queries labelled benign (they ask for no change).
+    pub benign_queries: usize,
+    /// The benign queries offered a ready call (their `next_call`, or one
+    /// of the close modes the reply asks to choose from) to a tool that
+    /// changes state ([`changes_state`]); the target is none.
+    pub benign_changing: Vec<ChangingCall>,
+    /// Queries whose expected mode changes state (they ask for a change),
+    /// and the share of them offered a ready call to the expected mode or
+    /// an acceptable one: the safety rules must not hold back what is asked.
+    pub change_queries: usize,
+    pub change_served: f64,
     /// Queries that name at least one trap.
     pub trap_queries: usize,
     /// The queries whose `next_call` was one of their traps.
@@ -234,18 +279,19 @@ fn ratio(value: f64, n: usize) -> f64 {
 }
 
 /// Ranks every labeled query with `index` over `catalog` and scores it;
-/// the `next_call` of a query is taken to be its first-ranked mode.
+/// the reply is taken to be the ranking: its first mode is the reply's
+/// mode and `next_call`, and it shows the first three.
 pub fn evaluate(index: &Index, catalog: &Catalog, labels: &[Label]) -> Report {
     evaluate_with(index, catalog, labels, None)
 }
 
-/// [`evaluate`], with `next_call` read from the select reply (`reply`
-/// answers for `index` and `catalog`), and each reply timed.
+/// [`evaluate`], with the served reply read from the select reply
+/// (`reply` answers for `index` and `catalog`), and each reply timed.
 pub fn evaluate_with(
     index: &Index,
     catalog: &Catalog,
     labels: &[Label],
-    reply: Option<NextCall<'_>>,
+    reply: Option<ServedReply<'_>>,
 ) -> Report {
     let name = |ranking: &Ranking, position: usize| {
         ranking
@@ -272,6 +318,14 @@ pub fn evaluate_with(
     let (mut relevant_margins, mut no_fit_margins) = (Vec::new(), Vec::new());
     let (mut rank_micros, mut reply_micros) = (Vec::new(), Vec::new());
     let (mut trap_queries, mut traps_taken, mut next_call_right) = (0usize, Vec::new(), 0usize);
+    let (mut served_top1, mut served_acceptable, mut recalled) = (0usize, 0usize, 0usize);
+    let (mut benign_queries, mut benign_changing) = (0usize, Vec::new());
+    let (mut change_queries, mut change_served) = (0usize, 0usize);
+    let changing = |mode: &str| {
+        catalog
+            .get(mode)
+            .is_some_and(|m| changes_state(m.manifest()))
+    };
     // A running server has paid for first-use work (tables parsed, row
     // lengths computed) before the request being timed.
     if let Some(first) = labels.first() {
@@ -284,15 +338,30 @@ pub fn evaluate_with(
         let started = std::time::Instant::now();
         let ranking = index.ranking(&label.query);
         rank_micros.push(started.elapsed().as_secs_f64() * 1e6);
-        let next_call = match reply {
+        let served = match reply {
             Some(reply) => {
                 let started = std::time::Instant::now();
-                let next = reply(&label.query);
+                let served = reply(&label.query);
                 reply_micros.push(started.elapsed().as_secs_f64() * 1e6);
-                next
+                served
             }
-            None => name(&ranking, 0),
+            None => Served {
+                mode: name(&ranking, 0),
+                next_call: name(&ranking, 0),
+                shown: (0..3).filter_map(|at| name(&ranking, at)).collect(),
+                ready: name(&ranking, 0).into_iter().collect(),
+            },
         };
+        let next_call = served.next_call.clone();
+        if label.benign {
+            benign_queries += 1;
+            if let Some(tool) = served.ready.iter().find(|n| changing(n)) {
+                benign_changing.push(ChangingCall {
+                    query: label.query.clone(),
+                    tool: tool.clone(),
+                });
+            }
+        }
         if !label.traps.is_empty() {
             trap_queries += 1;
             if let Some(trap) = next_call.as_ref().filter(|n| label.traps.contains(n)) {
@@ -322,6 +391,15 @@ pub fn evaluate_with(
             .position(|r| catalog.modes()[r.mode_index].name() == expected)
             .map(|position| position + 1);
         relevant_margins.push(margin);
+        let right_or_acceptable =
+            |mode: &String| mode == expected || label.acceptable.contains(mode);
+        served_top1 += usize::from(served.mode.as_ref() == Some(expected));
+        served_acceptable += usize::from(served.mode.as_ref().is_some_and(right_or_acceptable));
+        recalled += usize::from(served.shown.iter().any(right_or_acceptable));
+        if changing(expected) {
+            change_queries += 1;
+            change_served += usize::from(served.ready.iter().any(right_or_acceptable));
+        }
         let top = name(&ranking, 0);
         let acceptable_first = top.as_ref().is_some_and(|t| label.acceptable.contains(t));
         overall.add(rank, acceptable_first);
@@ -415,6 +493,13 @@ pub fn evaluate_with(
             "first ranked"
         },
         next_call_right: ratio(next_call_right as f64, n),
+        served_top1: ratio(served_top1 as f64, n),
+        served_top1_acceptable: ratio(served_acceptable as f64, n),
+        reply_recall: ratio(recalled as f64, n),
+        benign_queries,
+        benign_changing,
+        change_queries,
+        change_served: ratio(change_served as f64, change_queries),
         trap_queries,
         traps_taken,
         rank_latency: Latency::of(rank_micros),

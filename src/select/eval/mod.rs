@@ -26,6 +26,13 @@
 //! mode. It also times each ranking (and each reply) on the built index:
 //! the latency of select in a running server, p50 and p99.
 //!
+//! The served reply is scored apart from the ranking: its mode's top-1
+//! (a fallback to `chat` counts as the reply's answer), recall of the modes
+//! it shows, and, for labels marked `"benign": true` (requests that ask
+//! for no change), how many get a `next_call` to a tool that changes
+//! state ([`crate::select::changes_state`]: annotations first, else its
+//! name and description, the rule the select holds such tools back by).
+//!
 //! The labeled sets are read and checked in `labels.rs`, scored in
 //! `metrics.rs` and printed in `report.rs`, each file using only the ones
 //! before it. The command line around them (`zenmode eval`'s arguments)
@@ -37,7 +44,7 @@ mod report;
 
 pub use labels::{Label, LabelsError, check_labels, hold_out, parse_labels, read_labels};
 pub use metrics::{
-    Latency, Miss, NextCall, ReliabilityBin, Report, Scores, Separation, TrapTaken, evaluate,
-    evaluate_with, separation,
+    ChangingCall, Latency, Miss, ReliabilityBin, Report, Scores, Separation, Served, ServedReply,
+    TrapTaken, evaluate, evaluate_with, separation,
 };
 pub use report::{to_json, to_table};

@@ -58,6 +58,18 @@ pub fn to_json(report: &Report) -> Value {
         "asked_model": round3(report.asked_model),
         "next_call_from": report.next_call_from,
         "next_call_right": round3(report.next_call_right),
+        "served_top1": round3(report.served_top1),
+        "served_top1_acceptable": round3(report.served_top1_acceptable),
+        "reply_recall_at_3": round3(report.reply_recall),
+        "benign_queries": report.benign_queries,
+        "benign_changing_calls": report.benign_changing.len(),
+        "change_queries": report.change_queries,
+        "change_served": round3(report.change_served),
+        "benign_changing_list": report
+            .benign_changing
+            .iter()
+            .map(|c| json!({"query": c.query, "tool": c.tool}))
+            .collect::<Vec<_>>(),
         "trap_queries": report.trap_queries,
         "traps_taken": report.traps_taken.len(),
         "traps_taken_list": report
@@ -129,9 +141,31 @@ pub fn to_table(report: &Report, show_misses: bool) -> String {
     );
     let _ = writeln!(
         out,
-        "next_call right {:.3} (from the {})",
-        report.next_call_right, report.next_call_from
+        "next_call right {:.3} (from the {})   served reply: top-1 {:.3}, top-1 (acceptable) {:.3}, recall@3 {:.3}",
+        report.next_call_right,
+        report.next_call_from,
+        report.served_top1,
+        report.served_top1_acceptable,
+        report.reply_recall
     );
+    if report.change_queries > 0 {
+        let _ = writeln!(
+            out,
+            "requests for a change whose next_call is the changing tool asked for: {:.3} of {}",
+            report.change_served, report.change_queries
+        );
+    }
+    if report.benign_queries > 0 {
+        let _ = writeln!(
+            out,
+            "state-changing next_calls on benign queries: {} of {}",
+            report.benign_changing.len(),
+            report.benign_queries
+        );
+        for call in &report.benign_changing {
+            let _ = writeln!(out, "  {}: {}", call.tool, call.query);
+        }
+    }
     if report.trap_queries > 0 {
         let _ = writeln!(
             out,
@@ -245,7 +279,7 @@ mod tests {
         select::{
             eval::{
                 labels::{check_labels, parse_labels},
-                metrics::{evaluate, evaluate_with},
+                metrics::{Served, evaluate, evaluate_with},
             },
             index::Index,
             tuning::Ranker,
@@ -267,7 +301,7 @@ mod tests {
         .unwrap();
         check_labels(&labels, &catalog, "f").unwrap();
         // A reply that always runs refactor takes two traps, whatever ranks.
-        let always_refactor = |_: &str| Some("refactor".to_owned());
+        let always_refactor = |_: &str| calls("refactor");
         let report = evaluate_with(&index, &catalog, &labels, Some(&always_refactor));
         assert_eq!(report.trap_queries, 3);
         let taken: Vec<&str> = report
@@ -286,14 +320,123 @@ mod tests {
         assert!(reply.p50_ms <= reply.p99_ms);
         // A reply that runs what is expected takes none.
         let right = |q: &str| {
-            labels
-                .iter()
-                .find(|l| l.query == q)
-                .and_then(|l| l.expected.clone())
+            let expected = labels.iter().find(|l| l.query == q).unwrap();
+            expected
+                .expected
+                .as_deref()
+                .map_or_else(Served::default, calls)
         };
         let report = evaluate_with(&index, &catalog, &labels, Some(&right));
         assert!(report.traps_taken.is_empty());
         assert_eq!(report.next_call_right, 1.0);
+    }
+
+    /// A reply whose mode, next call and only tool shown is `mode`.
+    fn calls(mode: &str) -> Served {
+        Served {
+            mode: Some(mode.to_owned()),
+            next_call: Some(mode.to_owned()),
+            shown: vec![mode.to_owned()],
+            ready: vec![mode.to_owned()],
+        }
+    }
+
+    /// The six reference servers' tools (with their annotations).
+    fn real_servers() -> Catalog {
+        Catalog::load(&crate::catalog::CatalogSources {
+            no_builtin: true,
+            foreign_catalogs: vec![
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/data/foreign/realservers/catalog.json"),
+            ],
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn scores_the_served_reply_apart_from_the_ranking() {
+        let catalog = real_servers();
+        let index = Index::build_with(&catalog, Ranker::Full);
+        let labels = parse_labels(
+            concat!(
+                "{\"query\": \"what changed in my repo?\", \"expected\": \"git__git_status\", \"acceptable\": [\"git__git_diff\"], \"benign\": true}\n",
+                "{\"query\": \"don't commit, just show me the staged diff\", \"expected\": \"git__git_diff_staged\", \"benign\": true}\n",
+                "{\"query\": \"which branch am I on\", \"expected\": \"git__git_branch\", \"benign\": true}\n",
+                "{\"query\": \"commit my staged changes\", \"expected\": \"git__git_commit\"}\n",
+            ),
+            "f",
+        )
+        .unwrap();
+        check_labels(&labels, &catalog, "f").unwrap();
+        // Replies made up per query: one right, one acceptable and shown
+        // third, one that falls back without the right tool and runs a
+        // commit, one right that also runs a commit (asked for).
+        let reply = |query: &str| {
+            let served = |mode: &str, next: Option<&str>, shown: &[&str]| Served {
+                mode: Some(mode.to_owned()),
+                next_call: next.map(str::to_owned),
+                shown: shown.iter().map(|s| (*s).to_owned()).collect(),
+                ready: next.map(str::to_owned).into_iter().collect(),
+            };
+            match query {
+                "what changed in my repo?" => served(
+                    "git__git_status",
+                    Some("git__git_status"),
+                    &["git__git_status"],
+                ),
+                "don't commit, just show me the staged diff" => served(
+                    "git__git_diff",
+                    Some("git__git_add"),
+                    &["git__git_diff", "git__git_log", "git__git_diff_staged"],
+                ),
+                "which branch am I on" => {
+                    served("chat", Some("git__git_checkout"), &["chat", "git__git_log"])
+                }
+                _ => calls("git__git_commit"),
+            }
+        };
+        let report = evaluate_with(&index, &catalog, &labels, Some(&reply));
+        assert_eq!(report.overall.n, 4);
+        // Exactly right: the first and the last; with acceptable modes the
+        // same (the second's mode is acceptable for another query only).
+        assert_eq!(report.served_top1, 0.5);
+        assert_eq!(report.served_top1_acceptable, 0.5);
+        // Shown: all but the third.
+        assert_eq!(report.reply_recall, 0.75);
+        // Asking for a change: the commit, served.
+        assert_eq!((report.change_queries, report.change_served), (1, 1.0));
+        // Benign: three; two ran a tool that changes state (git_add is not
+        // read-only by its annotation, git_checkout by its annotation too),
+        // the commit was asked for and is no benign query.
+        assert_eq!(report.benign_queries, 3);
+        let changing: Vec<(&str, &str)> = report
+            .benign_changing
+            .iter()
+            .map(|c| (c.query.as_str(), c.tool.as_str()))
+            .collect();
+        assert_eq!(
+            changing,
+            [
+                ("don't commit, just show me the staged diff", "git__git_add"),
+                ("which branch am I on", "git__git_checkout"),
+            ]
+        );
+        let json = to_json(&report);
+        assert_eq!(json["served_top1"], 0.5);
+        assert_eq!(json["reply_recall_at_3"], 0.75);
+        assert_eq!(json["benign_changing_calls"], 2);
+        let table = to_table(&report, false);
+        assert!(
+            table.contains("served reply: top-1 0.500")
+                && table.contains("recall@3 0.750")
+                && table.contains("state-changing next_calls on benign queries: 2 of 3"),
+            "{table}"
+        );
+        // Without a reply the ranking is the reply: served top-1 is top-1.
+        let report = evaluate(&index, &catalog, &labels);
+        assert_eq!(report.served_top1, report.overall.top1);
+        assert!(report.reply_recall >= report.overall.top1);
     }
 
     #[test]

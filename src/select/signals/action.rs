@@ -188,8 +188,13 @@ impl Actions {
     /// A tool's actions: the classes of the words of its name (its verb and,
     /// often, the noun that says what it does, like `status` or `log`) and
     /// of its description's first word ("Shows the working tree status").
+    ///
+    /// A participle in a name describes its object, not what the tool does:
+    /// `git_diff_unstaged` compares, it does not unstage.
     pub fn of_tool(name: &str, description: &str) -> Actions {
-        let named = words(name).fold(Actions::NONE, |acc, word| acc.union(of_word(&word)));
+        let named = words(name)
+            .filter(|word| !(word.len() > 4 && word.ends_with("ed")))
+            .fold(Actions::NONE, |acc, word| acc.union(of_word(&word)));
         let described = words(description)
             .next()
             .map_or(Actions::NONE, |w| of_word(&w));
@@ -209,10 +214,21 @@ pub struct RequestActions {
 }
 
 /// Whether an imperative opens with a repository verb ("commit my staged
-/// changes", "please push the branch"): there "commit" is the verb, not
-/// the noun of "include it in the next commit".
+/// changes", "please push the branch"), or makes one as its object ("make
+/// a commit of what I staged", "create a commit saying ..."): there
+/// "commit" is what is asked, not the noun of "include it in the next
+/// commit".
 fn opens_with_repository_verb(text: &str) -> bool {
-    intent::opening_word(text).is_some_and(|word| of_word(&word).intersects(Actions::COMMIT))
+    let words = intent::opening_words(text);
+    let class = |at: usize| words.get(at).map_or(Actions::NONE, |w| of_word(w));
+    class(0).intersects(Actions::COMMIT)
+        || (matches!(
+            words.first().map(String::as_str),
+            Some("make" | "create" | "do")
+        ) && matches!(
+            words.get(1).map(String::as_str),
+            Some("a" | "an" | "new" | "the")
+        ) && (class(2).intersects(Actions::COMMIT) || class(3).intersects(Actions::COMMIT)))
 }
 
 /// Lower-case words of a text, split on anything but letters and digits and
@@ -241,6 +257,8 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 /// state of things, "change the port" for an update.
 const EXACT: &[(&str, Actions)] = &[
     ("changed", Actions::STATUS.union(Actions::COMPARE)),
+    // "stage the file" adds it; "staged" and "staging" name what is there.
+    ("stage", Actions::CREATE),
     ("changes", Actions::STATUS.union(Actions::COMPARE)),
     ("modified", Actions::STATUS.union(Actions::COMPARE)),
     ("commits", Actions::HISTORY),
@@ -276,7 +294,8 @@ const CLASSES: &[(Actions, &[&str])] = &[
         ],
     ),
     // "Dump config.yaml for me" asks to see it: dumping is reading out.
-    (Actions::WRITE, &["write", "overwrite", "save"]),
+    // "Create a file with ..." writes one.
+    (Actions::WRITE, &["write", "overwrite", "save", "create"]),
     (
         Actions::DELETE,
         &[
@@ -449,6 +468,38 @@ pub fn is_question(text: &str) -> bool {
         && !states_wish_to_act(text)
 }
 
+/// Words that open a noun phrase or a statement rather than an
+/// imperative ("the diff of my branch", "my notes", "I deleted it").
+const NOT_VERBS: &[&str] = &[
+    "the", "a", "an", "my", "our", "your", "his", "her", "their", "its", "this", "that", "these",
+    "those", "all", "some", "every", "each", "no", "i", "im", "ive", "we", "it", "there", "here",
+    "hello", "hey", "thanks", "thank",
+];
+
+/// Whether a request opens with a verb of no action class, in the
+/// imperative ("star octo/app", "fork it", "land PR 12", "jot down that
+/// ..."), or states a wish to act ("I want to order ..."): it asks for
+/// something to be done, in words the classes do not know. `asked` is the part of the request no negation covers
+/// ([`intent::split`]); a question or lookup opens with a word the test
+/// leaves out.
+pub fn opens_with_unclassified_verb(asked: &str) -> bool {
+    let Some(word) = intent::opening_word(asked) else {
+        return false;
+    };
+    // "I want to order a sculpture", "we need a new repo".
+    if states_wish_to_act(asked) {
+        return true;
+    }
+    word.chars().next().is_some_and(char::is_alphabetic)
+        && of_word(&word).is_empty()
+        && ![QUESTION_WORDS, REQUEST_WORDS, NOT_VERBS]
+            .iter()
+            .any(|list| list.contains(&word.as_str()))
+        && !is_neutral_verb(&word)
+        && !is_question(asked)
+        && !intent::is_lookup(asked)
+}
+
 /// Stem -> classes, built once.
 static BY_STEM: LazyLock<(Stemmer, HashMap<String, Actions>)> = LazyLock::new(|| {
     let stemmer = Stemmer::create(Algorithm::English);
@@ -496,6 +547,50 @@ mod tests {
             "",
         ] {
             assert!(!is_question(request), "{request}");
+        }
+    }
+
+    #[test]
+    fn the_verb_counts_and_the_object_does_not() {
+        // "stage" adds; "staged" names what is there.
+        assert!(Actions::of_request("stage the file src/main.rs").intersects(Actions::CREATE));
+        assert!(!Actions::of_request("show the staged diff").intersects(Actions::CREATE));
+        // Making a commit asks to commit; the noun alone does not.
+        assert!(Actions::of_request("make a commit of what I staged").intersects(Actions::COMMIT));
+        assert!(
+            !Actions::of_request("make sure the next commit is small").intersects(Actions::COMMIT)
+        );
+        // A participle in a name is its object: this diff does not unstage.
+        assert!(!Actions::of_tool("git_diff_unstaged", "").intersects(Actions::RESET));
+        assert!(Actions::of_tool("git_reset", "").intersects(Actions::RESET));
+        // Creating a file writes one.
+        assert!(
+            Actions::of_request("create a file notes.md")
+                .intersects(Actions::of_tool("write_file", ""))
+        );
+    }
+
+    #[test]
+    fn an_imperative_in_a_verb_of_no_class_asks_to_act() {
+        for request in [
+            "star the repository octo/app",
+            "fork octo/web into my account",
+            "jot down that Maria loves jazz",
+            "please land PR 12",
+            "I want to order a custom sculpture",
+        ] {
+            assert!(opens_with_unclassified_verb(request), "{request}");
+        }
+        for request in [
+            "show me the staged diff",
+            "the diff of my branch, please",
+            "what do you know about Maria?",
+            "look up the entity Alice",
+            "calculate the entropy change",
+            "my notes from yesterday",
+            "",
+        ] {
+            assert!(!opens_with_unclassified_verb(request), "{request}");
         }
     }
 

@@ -10,8 +10,14 @@
 //!
 //! A lookup asks to be told even when it does not open with a question
 //! word: "look up ...", "look at ...", "check whether ...", "see if ...",
-//! "find out ...", also after a polite opener ("can you show me ...",
-//! "could you tell me ...").
+//! "find out ...", "give me ...", "pull up ...", "do you ...", also after a polite opener
+//! ("can you show me ...", "could you tell me ...").
+//!
+//! Two more kinds of words ask for nothing now: a clause opened by
+//! "before" and a gerund ("before editing settings.json, print it" asks to
+//! print, and rules editing out for now, like a negation), and a verb that
+//! says what the listener did ("print all you remember", "what you've
+//! memorised"), unless a request opens it ("can you delete ...").
 
 /// Words that open a negation (after apostrophes are dropped).
 const NEGATIONS: &[&str] = &[
@@ -21,6 +27,16 @@ const NEGATIONS: &[&str] = &[
 
 /// Words that end a negation's reach: what follows is what is wanted.
 const TURNS: &[&str] = &["but", "just", "only", "then", "instead"];
+
+/// Subject forms of "you": the verb right after one tells what the
+/// listener does or did ("all you remember"), not what is asked.
+const YOU: &[&str] = &["you", "youve", "youd", "youll", "youre"];
+
+/// Words before "you" that make the verb after it a request ("can you
+/// delete ...", "please, would you add ...").
+const ASKING: &[&str] = &[
+    "can", "could", "would", "will", "wont", "please", "shall", "should", "must", "to",
+];
 
 /// Polite openers before the real request ("can you ...", "please ...").
 const POLITE: &[&str] = &[
@@ -57,7 +73,10 @@ pub fn split(text: &str) -> Split {
             let this = lower[index].as_str();
             let next = lower.get(index + 1).map(String::as_str);
             let after = lower.get(index + 2).map(String::as_str);
+            // "before deleting ...": what the clause names comes later, if at all.
+            let later = this == "before" && next.is_some_and(|n| n.len() > 4 && n.ends_with("ing"));
             let opens = NEGATIONS.contains(&this)
+                || later
                 || (this == "instead" && next == Some("of"))
                 || (this == "rather" && next == Some("than"))
                 || (this == "no" && matches!(next, Some("need" | "changes" | "change")))
@@ -71,9 +90,11 @@ pub fn split(text: &str) -> Split {
             if negating && TURNS.contains(&this) {
                 negating = false;
             }
+            let before = |back: usize| index.checked_sub(back).map_or("", |at| lower[at].as_str());
+            let told = this != "to" && YOU.contains(&before(1)) && !ASKING.contains(&before(2));
             if negating {
                 push(&mut split.negated, word);
-            } else {
+            } else if !told {
                 asked.push(word.as_str());
             }
         }
@@ -119,7 +140,8 @@ pub fn opening_word(text: &str) -> Option<String> {
     opening_words(text).into_iter().next()
 }
 
-fn opening_words(text: &str) -> Vec<String> {
+/// The request's words past a polite opener, lower-cased, apostrophes dropped.
+pub fn opening_words(text: &str) -> Vec<String> {
     let words: Vec<String> = text
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
         .filter(|w| !w.is_empty())
@@ -143,6 +165,9 @@ pub fn is_lookup(text: &str) -> bool {
         // After a polite opener; at the start, a question word already
         // makes it a question (`action::is_question`).
         (Some("show" | "tell" | "what" | "which" | "who" | "whats"), _) => true,
+        (Some("give"), Some("me" | "us")) => true,
+        (Some("pull" | "bring" | "dig"), Some("up")) => true,
+        (Some("do" | "does" | "did"), Some("you" | "i" | "we" | "they")) => true,
         (Some("look"), Some("up" | "at" | "into" | "over" | "through" | "for")) => true,
         (Some("check" | "see"), Some("if" | "whether" | "what" | "which" | "who" | "how")) => true,
         (Some("find"), Some("out")) => true,
@@ -171,6 +196,25 @@ mod tests {
         assert_eq!(s.asked, "but list the branches");
         let s = split("no need to create anything, what entities exist?");
         assert_eq!(s.asked, "what entities exist");
+        let s = split("before editing settings.json, print it");
+        assert_eq!(s.asked, "print it");
+        assert_eq!(s.negated, "before editing settings.json");
+        // "before" without a gerund is a time, not an action put off.
+        let s = split("list the commits before Monday");
+        assert_eq!(s.asked, "list the commits before Monday");
+    }
+
+    #[test]
+    fn what_the_listener_did_is_not_asked() {
+        let s = split("just print all you remember");
+        assert_eq!(s.asked, "just print all you");
+        let s = split("give me the full picture of what you've memorised");
+        assert_eq!(s.asked, "give me the full picture of what youve");
+        // A request opens it: the verb is asked.
+        let s = split("can you delete the file");
+        assert_eq!(s.asked, "can you delete the file");
+        let s = split("I want you to store it");
+        assert_eq!(s.asked, "I want you to store it");
     }
 
     #[test]
@@ -194,6 +238,9 @@ mod tests {
             "could you show me the log",
             "can you tell me what changed",
             "let me know whether the tests pass",
+            "give me the full picture",
+            "pull up my journal",
+            "do you recall anybody who plays the cello",
         ] {
             assert!(is_lookup(text), "{text}");
         }

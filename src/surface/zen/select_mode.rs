@@ -215,10 +215,17 @@ fn recommend(catalog: &Snapshot, ranking: &Ranking, task: &str, top_k: usize) ->
         return no_match(catalog, task);
     };
     let named = named_by_first_word(catalog, task);
+    let best_mode = catalog.modes()[best.mode_index].as_ref();
+    // A tool that stands out is the answer even when no mode clearly fits:
+    // falling back to `chat` then lost what the ranking had right.
+    let stands_out = named.is_none()
+        && ranking.no_clear_fit()
+        && best_mode.manifest().examples.is_empty()
+        && ranking.stands_out();
     let fallback = catalog
         .get(FALLBACK_MODE)
-        .filter(|_| named.is_none() && ranking.no_clear_fit())
-        .filter(|fallback| fallback.name() != catalog.modes()[best.mode_index].name());
+        .filter(|_| named.is_none() && ranking.no_clear_fit() && !stands_out)
+        .filter(|fallback| fallback.name() != best_mode.name());
 
     let mut reply = Map::new();
     let (mode, confidence, reason_text) = match (named, fallback) {
@@ -247,18 +254,24 @@ fn recommend(catalog: &Snapshot, ranking: &Ranking, task: &str, top_k: usize) ->
             );
             (fallback.as_ref(), confidence, reason)
         }
-        (None, None) => (
-            catalog.modes()[best.mode_index].as_ref(),
+        (None, None) if stands_out => (
+            best_mode,
             best.confidence,
-            reason(
-                &best.matched,
-                !catalog.modes()[best.mode_index]
-                    .manifest()
-                    .examples
-                    .is_empty(),
+            format!(
+                "no mode clearly fits, but {} stands out ({:.2}; the next {:.2})",
+                best_mode.name(),
+                best.confidence,
+                ranking.ranked.get(1).map_or(0.0, |r| r.confidence)
             ),
         ),
+        (None, None) => (
+            best_mode,
+            best.confidence,
+            reason(&best.matched, !best_mode.manifest().examples.is_empty()),
+        ),
     };
+    // A tool that changes state is no ready call when no mode clearly fits.
+    let unsure_change = stands_out && crate::select::changes_state(best_mode.manifest());
     reply.insert("mode".into(), json!(mode.name()));
     reply.insert("confidence".into(), json!(round2(confidence)));
     if named.is_none() && (fallback.is_some() || ranking.is_low_confidence()) {
@@ -267,11 +280,21 @@ fn recommend(catalog: &Snapshot, ranking: &Ranking, task: &str, top_k: usize) ->
     reply.insert("reason".into(), json!(reason_text));
     if let Some(line) = caution(catalog, ranking, mode) {
         reply.insert("caution".into(), json!(line));
+    } else if unsure_change {
+        let line = format!(
+            "{} changes state and no mode clearly fits: no ready call; check that this is the change wanted before running it",
+            mode.name()
+        );
+        reply.insert("caution".into(), json!(line));
     }
     insert_essentials(&mut reply, mode, FieldSet::Key);
     // A destructive tool the request does not ask for is never a ready call.
-    if named.is_none() && fallback.is_none() && ranking.first_unasked_destructive {
+    if named.is_none() && fallback.is_none() && (ranking.first_unasked_destructive || unsure_change)
+    {
         reply.remove("next_call");
+    }
+    if named.is_none() && fallback.is_none() && !ranking.named {
+        offer_close_ones(&mut reply, catalog, ranking, top_k);
     }
     let alternatives: Vec<Value> = ranking
         .ranked
@@ -296,6 +319,59 @@ fn recommend(catalog: &Snapshot, ranking: &Ranking, task: &str, top_k: usize) ->
         reply.insert("alternatives".into(), Value::Array(alternatives));
     }
     Value::Object(reply)
+}
+
+/// When the modes after the first are about as likely as it
+/// ([`Ranking::close_to_first`]), one confident `next_call` pulls the model
+/// to the first even when it is wrong: the reply offers the close ones
+/// side by side (`choose`), each with its required fields and, unless the
+/// safety rules hold it back, its ready call, and says to choose.
+fn offer_close_ones(
+    reply: &mut Map<String, Value>,
+    catalog: &crate::catalog::Catalog,
+    ranking: &Ranking,
+    top_k: usize,
+) {
+    let close = ranking.close_to_first(top_k.saturating_sub(1).min(2));
+    if close.is_empty() {
+        return;
+    }
+    let unsure = ranking.no_clear_fit();
+    let candidates: Vec<Value> = ranking.ranked[..=close.len()]
+        .iter()
+        .map(|ranked| {
+            let mode = &catalog.modes()[ranked.mode_index];
+            let manifest = mode.manifest();
+            let mut entry = Map::new();
+            entry.insert("mode".into(), json!(mode.name()));
+            entry.insert("confidence".into(), json!(round2(ranked.confidence)));
+            let fields = describe::field_summary(manifest, FieldSet::Key);
+            entry.insert("required".into(), Value::Object(fields.required));
+            let held = ranking.unasked.contains(&ranked.mode_index)
+                || (unsure && crate::select::changes_state(manifest));
+            if !held {
+                entry.insert(
+                    "next_call".into(),
+                    json!({
+                        "tool": EXECUTE,
+                        "arguments": {"mode": mode.name(), "request": describe::example_request(manifest)},
+                    }),
+                );
+            }
+            Value::Object(entry)
+        })
+        .collect();
+    let names: Vec<&str> = candidates
+        .iter()
+        .filter_map(|c| c["mode"].as_str())
+        .collect();
+    let line = format!(
+        "{} fit about as well: choose the one the task means, and run its next_call",
+        names.join(" and ")
+    );
+    reply.remove("next_call");
+    reply.insert("choose".into(), Value::Array(candidates));
+    reply.insert("reason".into(), json!(line));
 }
 
 /// One line when the ranking put a destructive tool below the recommended
@@ -349,12 +425,30 @@ fn note_unavailable(engine: &Engine, reply: &mut Value) {
 }
 
 /// Nothing matched: recommend the general-purpose mode, flagged as a guess.
+/// Without it, the first mode that changes nothing: a guess is never a
+/// ready call that changes state ("who lives in Oslo?" got
+/// `create_directory`, the first tool of its catalog).
 fn no_match(catalog: &crate::catalog::Catalog, task: &str) -> Value {
-    let Some(fallback) = catalog
-        .get(FALLBACK_MODE)
-        .or_else(|| catalog.modes().first())
-    else {
-        return json!({"error": "empty_catalog", "message": "No modes are loaded."});
+    let harmless = || {
+        catalog
+            .modes()
+            .iter()
+            .find(|m| !crate::select::changes_state(m.manifest()))
+    };
+    let Some(fallback) = catalog.get(FALLBACK_MODE).or_else(harmless) else {
+        if catalog.is_empty() {
+            return json!({"error": "empty_catalog", "message": "No modes are loaded."});
+        }
+        return json!({
+            "mode": Value::Null,
+            "confidence": 0.0,
+            "low_confidence": true,
+            "reason": format!(
+                "no mode matched {:?}, and every mode changes state: rephrase, or pick from modes",
+                truncate(task, 60)
+            ),
+            "modes": catalog.names().collect::<Vec<_>>(),
+        });
     };
     let mut reply = Map::new();
     reply.insert("mode".into(), json!(fallback.name()));
@@ -456,212 +550,4 @@ fn truncate(text: &str, max_chars: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::catalog::Catalog;
-
-    fn engine() -> Engine {
-        Engine::new(Catalog::builtin().unwrap()).unwrap()
-    }
-
-    fn select(engine: &Engine, task: &str, top_k: Option<usize>) -> Value {
-        let args = SelectArgs {
-            task_description: Some(task.to_owned()),
-            mode: None,
-            top_k,
-        };
-        let outcome = run(engine, &args);
-        assert!(!outcome.is_error, "{}", outcome.body);
-        outcome.body
-    }
-
-    #[test]
-    fn a_clear_task_gets_its_mode_with_high_confidence() {
-        let engine = engine();
-        let reply = select(
-            &engine,
-            "write unit tests with edge cases for the date parser",
-            None,
-        );
-        assert_eq!(reply["mode"], "testgen");
-        assert!(reply["confidence"].as_f64().unwrap() > 0.5, "{reply}");
-        assert!(reply.get("low_confidence").is_none(), "{reply}");
-        assert!(reply["reason"].as_str().unwrap().starts_with("matched: "));
-        let alternatives = reply["alternatives"].as_array().unwrap();
-        assert!(alternatives.len() < DEFAULT_TOP_K);
-        assert_eq!(reply["recommended_mode"], "testgen");
-        assert!(reply["required_fields"].as_array().unwrap().len() >= 4);
-        for alternative in alternatives {
-            for key in ["mode", "confidence", "summary"] {
-                assert!(
-                    alternative.get(key).is_some(),
-                    "{key} missing: {alternative}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn a_vague_task_falls_back_to_chat_and_shows_the_best_matches() {
-        let engine = engine();
-        let reply = select(&engine, "make it better", Some(3));
-        assert_eq!(reply["mode"], FALLBACK_MODE, "{reply}");
-        assert_eq!(reply["low_confidence"], true);
-        assert!(
-            reply["reason"]
-                .as_str()
-                .unwrap()
-                .contains("no mode clearly fits")
-        );
-        let alternatives = reply["alternatives"].as_array().unwrap();
-        // The fallback adds one alternative: the best match is not hidden.
-        assert_eq!(alternatives.len(), 3, "{reply}");
-        assert!(alternatives.iter().all(|a| a["mode"] != FALLBACK_MODE));
-        assert!(reply["next_call"]["arguments"]["mode"] == FALLBACK_MODE);
-    }
-
-    #[test]
-    fn top_k_outside_the_schema_range_is_refused() {
-        let engine = engine();
-        for top_k in [0, MAX_TOP_K + 1] {
-            let args = SelectArgs {
-                task_description: Some("review my code".into()),
-                mode: None,
-                top_k: Some(top_k),
-            };
-            let outcome = run(&engine, &args);
-            assert!(outcome.is_error, "{top_k}: {}", outcome.body);
-            assert_eq!(outcome.body["error"], "invalid_arguments");
-        }
-    }
-
-    #[test]
-    fn only_the_start_of_a_huge_task_is_analysed() {
-        let task = "write unit tests for the date parser. ".repeat(1_000) + "é";
-        let part = analysed_part(&task);
-        assert_eq!(part.chars().count(), MAX_ANALYSED_CHARS);
-        assert!(task.starts_with(part));
-        assert_eq!(analysed_part("short"), "short");
-        let reply = select(
-            &engine(),
-            &"debug the crash in checkout ".repeat(200_000),
-            None,
-        );
-        assert_eq!(reply["mode"], "debug", "{reply}");
-    }
-
-    #[test]
-    fn nothing_matched_lists_the_modes() {
-        let engine = engine();
-        let reply = select(&engine, "zzzz qqqq", None);
-        assert_eq!(reply["mode"], FALLBACK_MODE);
-        assert_eq!(reply["confidence"], 0.0);
-        assert_eq!(reply["low_confidence"], true);
-        assert_eq!(
-            reply["modes"].as_array().unwrap().len(),
-            engine.catalog().len()
-        );
-    }
-
-    /// The built-in modes beside six real servers' tools, as a gateway
-    /// user has them (names prefixed `<server>__`).
-    fn gateway_engine() -> Engine {
-        let sources = crate::catalog::CatalogSources {
-            foreign_catalogs: vec![
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("tests/data/routerank/six_servers.json"),
-            ],
-            ..Default::default()
-        };
-        Engine::new(Catalog::load(&sources).unwrap()).unwrap()
-    }
-
-    fn next_mode(reply: &Value) -> Option<&str> {
-        reply
-            .pointer("/next_call/arguments/mode")
-            .and_then(Value::as_str)
-    }
-
-    #[test]
-    fn a_request_to_store_never_gets_a_ready_delete() {
-        let engine = gateway_engine();
-        let reply = select(
-            &engine,
-            "store in the knowledge graph that Alice is an entity of type person",
-            None,
-        );
-        assert_eq!(
-            next_mode(&reply),
-            Some("memory__create_entities"),
-            "{reply}"
-        );
-        let reply = select(&engine, "what changed in my repo?", None);
-        let first = next_mode(&reply).unwrap_or_default();
-        assert!(
-            !first.contains("reset") && !first.contains("commit"),
-            "{reply}"
-        );
-    }
-
-    #[test]
-    fn a_destructive_tool_ranked_above_a_harmless_one_is_named_in_one_line() {
-        let engine = gateway_engine();
-        for task in [
-            "store in the knowledge graph that Alice is an entity of type person",
-            "what changed in my repo?",
-            "put Bob in the knowledge graph as a person",
-        ] {
-            let reply = select(&engine, task, Some(5));
-            let mode = reply["mode"].as_str().unwrap();
-            assert!(
-                !engine.catalog().get(mode).unwrap().manifest().destructive(),
-                "{task}: {reply}"
-            );
-            if let Some(caution) = reply.get("caution") {
-                let line = caution.as_str().unwrap();
-                assert!(!line.contains('\n') && line.contains(mode), "{line}");
-            }
-        }
-    }
-
-    #[test]
-    fn a_request_that_asks_to_delete_gets_the_delete() {
-        let engine = gateway_engine();
-        let reply = select(
-            &engine,
-            "delete the entity Bob from the knowledge graph",
-            None,
-        );
-        assert_eq!(
-            next_mode(&reply),
-            Some("memory__delete_entities"),
-            "{reply}"
-        );
-        assert!(reply.get("caution").is_none(), "{reply}");
-    }
-
-    #[test]
-    fn a_written_tool_name_wins_outright() {
-        let engine = gateway_engine();
-        let reply = select(&engine, "please run git_reset on the repo", None);
-        assert_eq!(next_mode(&reply), Some("git__git_reset"), "{reply}");
-        let reply = select(&engine, "use memory__read_graph", None);
-        assert_eq!(next_mode(&reply), Some("memory__read_graph"), "{reply}");
-    }
-
-    #[test]
-    fn confidences_are_in_range_and_alternatives_follow_top_k() {
-        let engine = engine();
-        for top_k in [1, 2, 5, 10] {
-            let reply = select(
-                &engine,
-                "review my staged changes before I commit",
-                Some(top_k),
-            );
-            let alternatives = reply["alternatives"].as_array().map_or(0, Vec::len);
-            assert!(alternatives < top_k, "top_k {top_k}: {reply}");
-            let confidence = reply["confidence"].as_f64().unwrap();
-            assert!((0.0..=1.0).contains(&confidence));
-        }
-    }
-}
+mod tests;

@@ -38,6 +38,23 @@ impl Index {
         self.model.is_some() && self.ready_model().is_none()
     }
 
+    /// [`Index::ranking`], once the model's index is ready if it is being
+    /// built ([`Index::build_model_later`]), waiting at most `limit` for
+    /// it. A server answers its first requests this way: the table and
+    /// the model disagree on about a request in three, and a reply that
+    /// changed a second later, for the same request, could not be
+    /// trusted. With the tool vectors cached (`upstream add` computes
+    /// them) the model's index is ready in well under a second; a catalog
+    /// the model has never seen takes longer than `limit`, and the table
+    /// answers meanwhile.
+    pub fn ranking_when_ready(&self, query: &str, limit: std::time::Duration) -> Ranking {
+        let started = std::time::Instant::now();
+        while self.model_pending() && !super::model_builds::gave_up() && started.elapsed() < limit {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        self.ranking(query)
+    }
+
     /// Modes with a positive score, best first; ties break by catalog order.
     pub fn rank(&self, query: &str) -> Vec<Ranked> {
         self.ranking(query).ranked
@@ -61,6 +78,17 @@ impl Index {
     /// model's index is still being built ([`Index::build_model_later`]),
     /// the table answers every request.
     pub fn ranking(&self, query: &str) -> Ranking {
+        let model = self.ready_model();
+        // Above 1 the model is asked whatever the table says (no
+        // confidence reaches it): the table's ranking would be thrown away.
+        if let Some(model) = model
+            && self.tuning.ask_model_below > 1.0
+        {
+            return Ranking {
+                by_model: true,
+                ..model.own_ranking(query)
+            };
+        }
         let ranking = self.own_ranking(query);
         let unsure = |ranking: &Ranking| {
             ranking
@@ -68,7 +96,7 @@ impl Index {
                 .first()
                 .is_none_or(|best| best.confidence < self.tuning.ask_model_below)
         };
-        match self.ready_model() {
+        match model {
             Some(model) if unsure(&ranking) => Ranking {
                 by_model: true,
                 ..model.own_ranking(query)

@@ -177,10 +177,25 @@ impl Index {
             no_fit,
             by_model: false,
             held_back,
-            first_unasked_destructive: first.is_some_and(|m| self.held(&query, m)),
+            first_unasked_destructive: first.is_some_and(|m| {
+                self.held(&query, m) || self.off_topic_change(&query, m, no_fit, &ranked)
+            }),
             named: first.is_some_and(|m| query.named.contains(&m)),
             ranked,
         }
+    }
+
+    /// A request nothing clearly fits (the no-fit share outweighs the best
+    /// mode) does not ask for the change `mode`, the first, would make:
+    /// without a general mode to fall back on (`--no-builtin-modes`), a
+    /// cooking question was handed a ready call to create a coupon. Named
+    /// modes are asked for.
+    fn off_topic_change(&self, query: &Query, mode: usize, no_fit: f32, ranked: &[Ranked]) -> bool {
+        let changes = self.changes_state.get(mode).copied().unwrap_or(false)
+            || self.destructive.get(mode).copied().unwrap_or(false);
+        changes
+            && !query.named.contains(&mode)
+            && ranked.first().is_some_and(|best| no_fit >= best.confidence)
     }
 
     /// The safety rule: when destructive modes the request does not ask for
@@ -465,6 +480,61 @@ mod tests {
             "the stand-in must rank differently"
         );
         assert_eq!(index.no_fit_score_of(&after), model.no_fit_score());
+    }
+
+    /// Off-topic requests (tests/data/select_offtopic.jsonl, written for
+    /// this test) over six real servers' tools without the built-in modes:
+    /// most are flagged as having no clear fit, and none of those gets a
+    /// ready call to a tool that changes state (the reply drops the call
+    /// when `first_unasked_destructive` is set). An off-topic request that
+    /// asks for an action a tool does ("write a short poem") is not always
+    /// flagged, and is not covered yet.
+    #[test]
+    fn off_topic_requests_get_no_ready_call_to_a_changing_tool() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let shared = root.join("../shared/catalogs");
+        if !shared.is_dir() {
+            return;
+        }
+        let sources = crate::catalog::CatalogSources {
+            no_builtin: true,
+            foreign_catalogs: ["github", "filesystem", "git", "memory", "slack", "stripe"]
+                .iter()
+                .map(|name| shared.join(format!("{name}.json")))
+                .collect(),
+            ..Default::default()
+        };
+        let catalog = Catalog::load(&sources).unwrap();
+        let index = Index::build(&catalog);
+        let labels =
+            crate::select::eval::read_labels(&root.join("tests/data/select_offtopic.jsonl"))
+                .unwrap();
+        let (mut flagged, mut changing) = (0, 0);
+        for label in &labels {
+            let ranking = index.ranking(&label.query);
+            if !ranking.no_clear_fit() {
+                continue;
+            }
+            flagged += 1;
+            let Some(first) = ranking.ranked.first() else {
+                continue;
+            };
+            let changes =
+                index.changes_state[first.mode_index] || index.destructive[first.mode_index];
+            changing += usize::from(changes);
+            assert!(
+                !changes || ranking.first_unasked_destructive,
+                "{:?} got a ready call to {}",
+                label.query,
+                catalog.modes()[first.mode_index].name()
+            );
+        }
+        let share = flagged as f64 / labels.len() as f64;
+        assert!(share >= 0.5, "{share:.3} flagged");
+        assert!(
+            changing > 0,
+            "no flagged request ranked a changing tool first"
+        );
     }
 
     #[test]

@@ -320,3 +320,64 @@ fn the_installed_model_is_used_without_a_flag_and_none_turns_it_off() {
     let off = select_log(data.path(), &["--embedding-model", "none"]);
     assert!(!off.contains("embedding model opened"), "{off}");
 }
+
+/// `upstream add` puts the new server's tools through the model before it
+/// ends, into the vector cache a server reads; a server started next
+/// answers its first select with the model's ranking, the same reply it
+/// gives once its log says the model's index is ready (before, the table
+/// answered until the tools were encoded, and the reply could change).
+#[test]
+fn upstream_add_computes_the_vectors_so_the_first_select_is_the_model_s() {
+    if !have_model() {
+        return;
+    }
+    use common::gateway::{Setup, fault_server, wait_until};
+    let setup = Setup::new(serde_json::json!({}));
+    let server = fault_server();
+    let added = setup
+        .command(&["upstream", "add", "faults", "--", "python3", &server])
+        .env("ZEN_EMBEDDING_MODEL", model_dir())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&added.stdout),
+        String::from_utf8_lossy(&added.stderr),
+    );
+    assert!(added.status.success(), "{out}{err}");
+    assert!(out.contains("vectors of"), "{out}{err}");
+    // 6 tools, 18 built-in modes and the no-fit probes, a record each.
+    let record = 16 + 384 * 4;
+    let cached: u64 = std::fs::read_dir(setup.path("cache"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("minilm-vectors-")
+        })
+        .map(|e| e.metadata().unwrap().len() / record)
+        .sum();
+    assert!(cached >= 6 + 18 + 60, "{cached} vectors cached");
+
+    let mut serve = setup.command(&["serve"]);
+    serve
+        .env("ZEN_EMBEDDING_MODEL", model_dir())
+        .stderr(std::fs::File::create(setup.log()).unwrap());
+    let mut client = common::Client::spawn_keeping_stderr(serve);
+    client.initialize();
+    let select = |client: &mut common::Client| {
+        client.tool(
+            "zen_select_mode",
+            serde_json::json!({"task_description": "say my text back to me unchanged"}),
+        )
+    };
+    let first = select(&mut client);
+    let ready = wait_until(std::time::Duration::from_secs(120), || {
+        setup
+            .log_text()
+            .contains("the embedding model's index is ready")
+    });
+    assert!(ready, "{}", setup.log_text());
+    assert_eq!(first, select(&mut client));
+}

@@ -10,7 +10,10 @@
 
 use std::{
     collections::VecDeque,
-    sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak},
+    sync::{
+        Arc, Condvar, Mutex, OnceLock, PoisonError, Weak,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use super::{
@@ -38,6 +41,15 @@ struct Line {
 }
 
 static LINE: OnceLock<Result<Arc<Line>, String>> = OnceLock::new();
+
+/// Set once a build found that the model cannot be opened: every later
+/// one would fail too, so nobody should wait for a model index then.
+static GAVE_UP: AtomicBool = AtomicBool::new(false);
+
+/// Whether the model's indexes will never come (the model cannot be opened).
+pub(super) fn gave_up() -> bool {
+    GAVE_UP.load(Ordering::Acquire)
+}
 
 /// Puts a build for `slot` in line; an error if the thread cannot be
 /// started (the caller then builds in place).
@@ -99,6 +111,7 @@ fn work(line: &Line) {
         }
         let started = std::time::Instant::now();
         let Some(built) = (job.build)(&job.catalog, job.ranker, job.tuning) else {
+            GAVE_UP.store(true, Ordering::Release);
             continue;
         };
         if let Some(slot) = job.slot.upgrade() {

@@ -38,6 +38,23 @@ impl Index {
         self.model.is_some() && self.ready_model().is_none()
     }
 
+    /// [`Index::ranking`], once the model's index is ready if it is being
+    /// built ([`Index::build_model_later`]), waiting at most `limit` for
+    /// it. A server answers its first requests this way: the table and
+    /// the model disagree on about a request in three, and a reply that
+    /// changed a second later, for the same request, could not be
+    /// trusted. With the tool vectors cached (`upstream add` computes
+    /// them) the model's index is ready in well under a second; a catalog
+    /// the model has never seen takes longer than `limit`, and the table
+    /// answers meanwhile.
+    pub fn ranking_when_ready(&self, query: &str, limit: std::time::Duration) -> Ranking {
+        let started = std::time::Instant::now();
+        while self.model_pending() && !super::model_builds::gave_up() && started.elapsed() < limit {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        self.ranking(query)
+    }
+
     /// Modes with a positive score, best first; ties break by catalog order.
     pub fn rank(&self, query: &str) -> Vec<Ranked> {
         self.ranking(query).ranked
@@ -61,6 +78,17 @@ impl Index {
     /// model's index is still being built ([`Index::build_model_later`]),
     /// the table answers every request.
     pub fn ranking(&self, query: &str) -> Ranking {
+        let model = self.ready_model();
+        // Above 1 the model is asked whatever the table says (no
+        // confidence reaches it): the table's ranking would be thrown away.
+        if let Some(model) = model
+            && self.tuning.ask_model_below > 1.0
+        {
+            return Ranking {
+                by_model: true,
+                ..model.own_ranking(query)
+            };
+        }
         let ranking = self.own_ranking(query);
         let unsure = |ranking: &Ranking| {
             ranking
@@ -68,7 +96,7 @@ impl Index {
                 .first()
                 .is_none_or(|best| best.confidence < self.tuning.ask_model_below)
         };
-        match self.ready_model() {
+        match model {
             Some(model) if unsure(&ranking) => Ranking {
                 by_model: true,
                 ..model.own_ranking(query)
@@ -156,10 +184,25 @@ impl Index {
             no_fit,
             by_model: false,
             held_back,
-            first_unasked_destructive: first.is_some_and(|m| self.held(&query, m)),
+            first_unasked_destructive: first.is_some_and(|m| {
+                self.held(&query, m) || self.off_topic_change(&query, m, no_fit, &ranked)
+            }),
             named: first.is_some_and(|m| query.named.contains(&m)),
             ranked,
         }
+    }
+
+    /// A request nothing clearly fits (the no-fit share outweighs the best
+    /// mode) does not ask for the change `mode`, the first, would make:
+    /// without a general mode to fall back on (`--no-builtin-modes`), a
+    /// cooking question was handed a ready call to create a coupon. Named
+    /// modes are asked for.
+    fn off_topic_change(&self, query: &Query, mode: usize, no_fit: f32, ranked: &[Ranked]) -> bool {
+        let changes = self.changes_state.get(mode).copied().unwrap_or(false)
+            || self.destructive.get(mode).copied().unwrap_or(false);
+        changes
+            && !query.named.contains(&mode)
+            && ranked.first().is_some_and(|best| no_fit >= best.confidence)
     }
 
     /// The safety rule: when destructive modes the request does not ask for
@@ -479,6 +522,61 @@ mod tests {
         let ranking = index.ranking("what would a report on the repositories say?");
         let first = catalog.modes()[ranking.ranked[0].mode_index].name();
         assert_eq!(first, "create_report", "{ranking:?}");
+    }
+
+    /// Off-topic requests (tests/data/select_offtopic.jsonl, written for
+    /// this test) over six real servers' tools without the built-in modes:
+    /// most are flagged as having no clear fit, and none of those gets a
+    /// ready call to a tool that changes state (the reply drops the call
+    /// when `first_unasked_destructive` is set). An off-topic request that
+    /// asks for an action a tool does ("write a short poem") is not always
+    /// flagged, and is not covered yet.
+    #[test]
+    fn off_topic_requests_get_no_ready_call_to_a_changing_tool() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let shared = root.join("../shared/catalogs");
+        if !shared.is_dir() {
+            return;
+        }
+        let sources = crate::catalog::CatalogSources {
+            no_builtin: true,
+            foreign_catalogs: ["github", "filesystem", "git", "memory", "slack", "stripe"]
+                .iter()
+                .map(|name| shared.join(format!("{name}.json")))
+                .collect(),
+            ..Default::default()
+        };
+        let catalog = Catalog::load(&sources).unwrap();
+        let index = Index::build(&catalog);
+        let labels =
+            crate::select::eval::read_labels(&root.join("tests/data/select_offtopic.jsonl"))
+                .unwrap();
+        let (mut flagged, mut changing) = (0, 0);
+        for label in &labels {
+            let ranking = index.ranking(&label.query);
+            if !ranking.no_clear_fit() {
+                continue;
+            }
+            flagged += 1;
+            let Some(first) = ranking.ranked.first() else {
+                continue;
+            };
+            let changes =
+                index.changes_state[first.mode_index] || index.destructive[first.mode_index];
+            changing += usize::from(changes);
+            assert!(
+                !changes || ranking.first_unasked_destructive,
+                "{:?} got a ready call to {}",
+                label.query,
+                catalog.modes()[first.mode_index].name()
+            );
+        }
+        let share = flagged as f64 / labels.len() as f64;
+        assert!(share >= 0.5, "{share:.3} flagged");
+        assert!(
+            changing > 0,
+            "no flagged request ranked a changing tool first"
+        );
     }
 
     #[test]

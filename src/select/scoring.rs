@@ -87,7 +87,7 @@ impl Index {
         let meaning = self
             .semantic
             .as_ref()
-            .and_then(|semantic| semantic.embed_query(text, probe));
+            .and_then(|semantic| semantic.embed_query(text, probe, self.tuning.request_tokens));
         Query {
             terms,
             ids,

@@ -142,6 +142,12 @@ pub struct Tuning {
     /// lists its parameter names as words ("parameters: repo path,
     /// max count"), which say what the tool works on.
     pub meaning_parameters: bool,
+    /// With the full model only: the most tokens it reads of a request,
+    /// `[CLS]` and `[SEP]` included (over it, the middle of the request is
+    /// left out: `Transformer::embed_within`). The encoder's time grows with the
+    /// tokens; docs/decisions/0014-request-token-budget.md has what each
+    /// budget cost and gave.
+    pub request_tokens: usize,
 }
 
 impl Tuning {
@@ -204,6 +210,7 @@ impl Tuning {
         unasked_destructive: 0.5,
         builtin_meaning: 0.0,
         meaning_parameters: false,
+        request_tokens: 64,
     };
 
     /// These constants with the overrides of `spec` (`name=value` pairs,
@@ -240,6 +247,10 @@ impl Tuning {
                 "unasked_destructive" => &mut tuning.unasked_destructive,
                 "mixed_examples_weight" => &mut tuning.mixed_examples_weight,
                 "builtin_meaning" => &mut tuning.builtin_meaning,
+                "request_tokens" => {
+                    tuning.request_tokens = value.max(0.0) as usize;
+                    continue;
+                }
                 "meaning_parameters" => {
                     tuning.meaning_parameters = value > 0.0;
                     continue;

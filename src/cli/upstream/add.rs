@@ -11,6 +11,7 @@ use super::{
         PICKUP_WAIT, fetch, gateway_servers, read_document, servers_mut, update_upstreams_file,
     },
     review::save_approval,
+    vectors,
 };
 use crate::gateway::{
     config::{self},
@@ -241,6 +242,19 @@ pub async fn add_entries(
     for (name, tools) in &approved {
         save_approval(dirs, name, tools)?;
     }
+    let encode: Vec<vectors::Approved<'_>> = approved
+        .iter()
+        .filter(|(name, _)| written.contains(name))
+        .filter_map(|(name, tools)| {
+            let config = checked.servers.iter().find(|c| &c.name == name)?;
+            Some(vectors::Approved {
+                name,
+                prefix: &config.prefix,
+                tools,
+            })
+        })
+        .collect();
+    vectors::compute(dirs, &encode);
     if failed.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }

@@ -18,6 +18,7 @@ mod remove;
 mod review;
 mod status;
 mod tools;
+mod vectors;
 
 use std::{path::PathBuf, process::ExitCode};
 

@@ -44,6 +44,8 @@ const SEP: u32 = 102;
 /// Tokens the model reads at most, `[CLS]` and `[SEP]` included (its
 /// sentence-transformers configuration says 256).
 const MAX_TOKENS: usize = 256;
+/// The fewest tokens a budget may give a text ([`Transformer::embed_within`]).
+pub const MIN_BUDGET: usize = 16;
 
 /// The loaded model and the vectors it has computed so far.
 pub struct Transformer {
@@ -136,6 +138,13 @@ fn open_cached(
 /// The model, if [`load`] succeeded or the one named by [`load_later`]
 /// opens (on this first call).
 pub fn loaded() -> Option<&'static Transformer> {
+    if let Some(done) = LOADED.get() {
+        return done.as_ref();
+    }
+    // Nothing named yet: nothing is settled either, so that a [`load`]
+    // after an index built without the model (a table-only catalog ranked
+    // first) still loads it.
+    PENDING.get()?;
     LOADED
         .get_or_init(|| {
             let pending = PENDING.get()?;
@@ -282,6 +291,19 @@ impl Transformer {
     /// cache file (tool texts and probes, which come back; requests do
     /// not).
     pub fn embed(&self, text: &str, keep: bool) -> Option<Vec<f32>> {
+        self.embed_within(text, keep, MAX_TOKENS)
+    }
+
+    /// [`Transformer::embed`] reading at most `budget` tokens (`[CLS]` and
+    /// `[SEP]` included; at least [`MIN_BUDGET`], at most [`MAX_TOKENS`]).
+    /// The encoder's time grows with the tokens it reads, about a quarter
+    /// of a millisecond each on two cores, so a request of several
+    /// sentences (120 tokens and more) cost several times a short one.
+    /// Over the budget the middle of the text is left out ([`fit_budget`];
+    /// docs/decisions/0014-request-token-budget.md). A vector computed
+    /// from fewer tokens than the text has is never kept: the cache holds
+    /// a text's whole vector.
+    pub fn embed_within(&self, text: &str, keep: bool, budget: usize) -> Option<Vec<f32>> {
         let key = key(text);
         if let Some(found) = self
             .vectors
@@ -291,10 +313,10 @@ impl Transformer {
         {
             return found.clone();
         }
-        let vector = self.compute(text);
+        let (vector, whole) = self.compute(text, budget);
         // Requests are not kept, in memory either: a long-running server
         // would grow with every distinct request.
-        if !keep {
+        if !keep || !whole {
             return vector;
         }
         if let (Some(file), Some(vector)) = (&self.cache_file, &vector)
@@ -309,17 +331,40 @@ impl Transformer {
         vector
     }
 
-    fn compute(&self, text: &str) -> Option<Vec<f32>> {
+    /// The vector of `text` within `budget` tokens, and whether it read
+    /// every token of the text.
+    fn compute(&self, text: &str, budget: usize) -> (Option<Vec<f32>>, bool) {
         let mut ids = vec![CLS];
         self.tokenizer.encode(text, &mut ids);
         if ids.len() == 1 {
-            return None;
+            return (None, true);
         }
-        ids.truncate(MAX_TOKENS - 1);
+        let whole = fit_budget(&mut ids, budget.clamp(MIN_BUDGET, MAX_TOKENS) - 1);
         ids.push(SEP);
-        let mut vector = self.model.mean_output(&ids)?;
-        super::token_table::normalize(&mut vector).then_some(vector)
+        let vector = self
+            .model
+            .mean_output(&ids)
+            .and_then(|mut vector| super::token_table::normalize(&mut vector).then_some(vector));
+        (vector, whole)
     }
+}
+
+/// Cuts `ids` (`[CLS]` first, no `[SEP]` yet) to at most `limit` tokens
+/// by leaving out the middle: the first half and the last half stay.
+/// Whether nothing was cut.
+///
+/// A long request tends to say what it wants at one end: an agent's task
+/// opens with it ("Read settings.toml and ..."), a person's chat often
+/// sets the scene first and asks last ("... could you open it?"). The
+/// words of the middle still reach the lexical signal.
+fn fit_budget(ids: &mut Vec<u32>, limit: usize) -> bool {
+    if ids.len() <= limit {
+        return true;
+    }
+    let head = limit / 2;
+    let cut = ids.len() - limit;
+    ids.drain(head..head + cut);
+    false
 }
 
 /// Records of the cache file: a 16-byte key, then `dims` little-endian
@@ -401,6 +446,33 @@ mod tests {
         std::fs::write(dir.path().join("config.json"), "{ not json").unwrap();
         let error = Transformer::open(dir.path(), table.tokenizer()).unwrap_err();
         assert!(error.contains("not a BERT configuration"), "{error}");
+    }
+
+    /// Asking for the model before any was named settles nothing: the
+    /// select bench ranked table-only catalogs first, which left the model
+    /// it loaded next unused (every "with the model" figure was the table's).
+    #[test]
+    fn asking_before_a_model_is_named_does_not_rule_one_out() {
+        assert!(PENDING.get().is_none(), "unit tests name no model");
+        assert!(loaded().is_none());
+        assert!(
+            LOADED.get().is_none(),
+            "a later load must still take effect"
+        );
+    }
+
+    #[test]
+    fn a_budget_leaves_out_the_middle_of_a_long_text() {
+        let mut short: Vec<u32> = (0..10).collect();
+        assert!(fit_budget(&mut short, 10));
+        assert_eq!(short, (0..10).collect::<Vec<_>>());
+        let mut long: Vec<u32> = (0..100).collect();
+        assert!(!fit_budget(&mut long, 10));
+        // [CLS] (0) and the opening stay, and so does the end.
+        assert_eq!(long, [0, 1, 2, 3, 4, 95, 96, 97, 98, 99]);
+        let mut odd: Vec<u32> = (0..20).collect();
+        assert!(!fit_budget(&mut odd, 7));
+        assert_eq!(odd, [0, 1, 2, 16, 17, 18, 19]);
     }
 
     #[test]

@@ -155,6 +155,12 @@ pub fn run(engine: &Engine, args: &SelectArgs) -> Outcome {
 /// them. `initialize` and `tools/list` never wait.
 const SELECT_START_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How long a select waits for the model's index of the catalog it ranks
+/// (`Index::ranking_when_ready`): enough to read cached vectors and open
+/// the model under load, far less than encoding a catalog the model has
+/// never seen, for which the table answers at once after the wait.
+const MODEL_INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// How many selects rank at once, each on a blocking thread.
 const RANKING_THREADS: usize = 2;
 
@@ -175,7 +181,10 @@ pub async fn run_off_thread(engine: &Engine, args: &SelectArgs) -> Outcome {
                 // Never closed, so acquiring cannot fail.
                 let _turn = RANKING.acquire().await;
                 let (snapshot, task) = (snapshot.clone(), task.to_owned());
-                tokio::task::spawn_blocking(move || snapshot.index().ranking(&task)).await
+                tokio::task::spawn_blocking(move || {
+                    snapshot.index().ranking_when_ready(&task, MODEL_INDEX_WAIT)
+                })
+                .await
             };
             match ranked {
                 Ok(ranking) => recommended(engine, &snapshot, &ranking, task, top_k),

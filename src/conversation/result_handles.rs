@@ -123,6 +123,10 @@ pub enum HandleError {
     Disabled,
     #[error("{0}")]
     Malformed(String),
+    #[error(
+        "handles made in the last hour already hold {held} bytes (at most {budget}); the result is returned whole"
+    )]
+    Budget { held: usize, budget: usize },
     #[error("result handles cannot be used here: {0}")]
     NoPrincipal(&'static str),
     #[error("the result store is unavailable: {0}")]
@@ -137,7 +141,7 @@ impl HandleError {
             Self::NoSuchPointer { .. } | Self::NoSuchPage { .. } | Self::Malformed(_) => {
                 "invalid_arguments"
             }
-            Self::Disabled | Self::NoPrincipal(_) => "handles_unavailable",
+            Self::Disabled | Self::NoPrincipal(_) | Self::Budget { .. } => "handles_unavailable",
             Self::Store(_) => "store_unavailable",
         }
     }
@@ -159,7 +163,15 @@ pub struct ResultHandles {
     store: Arc<dyn ConversationStore>,
     settings: HandleSettings,
     clock: Arc<dyn Clock>,
+    /// What this process stored and still counts: (expiry, bytes), oldest
+    /// first. The store's own bound is shared with conversations and large
+    /// (256 MiB in memory), so handles keep a budget of their own.
+    recent: std::sync::Mutex<std::collections::VecDeque<(SystemTime, usize)>>,
 }
+
+/// The most bytes of handles one process keeps within their lifetime; past
+/// it, a large result is returned whole, as with handles off.
+pub const HANDLE_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 
 impl std::fmt::Debug for ResultHandles {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -185,6 +197,7 @@ impl ResultHandles {
             store,
             settings,
             clock,
+            recent: Default::default(),
         }
     }
 
@@ -207,8 +220,23 @@ impl ResultHandles {
         if !self.settings.enabled {
             return Err(HandleError::Disabled);
         }
-        let expires_at = self.clock.now() + self.settings.ttl;
+        let now = self.clock.now();
+        let expires_at = now + self.settings.ttl;
         let bytes = text.len();
+        {
+            let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            while recent.front().is_some_and(|(until, _)| *until <= now) {
+                recent.pop_front();
+            }
+            let held: usize = recent.iter().map(|(_, size)| size).sum();
+            if held + bytes > HANDLE_BUDGET_BYTES {
+                return Err(HandleError::Budget {
+                    held,
+                    budget: HANDLE_BUDGET_BYTES,
+                });
+            }
+            recent.push_back((expires_at, bytes));
+        }
         let turn = Turn::new(Role::Assistant, RESULT_MODE, text).with_data(json!({
             "owner": owner_key(principal),
             "expires_at": unix_secs(expires_at),
@@ -648,6 +676,26 @@ mod tests {
                 .code(),
             "handles_unavailable"
         );
+    }
+
+    #[tokio::test]
+    async fn a_process_keeps_a_bounded_budget_of_handles_until_they_expire() {
+        let (handles, clock, _) = handles(HandleSettings::default());
+        let chunk = "x".repeat(HANDLE_BUDGET_BYTES / 4);
+        for _ in 0..4 {
+            handles
+                .store("p", StoredKind::Text, chunk.clone())
+                .await
+                .unwrap();
+        }
+        assert!(matches!(
+            handles
+                .store("p", StoredKind::Text, "one more".into())
+                .await,
+            Err(HandleError::Budget { .. })
+        ));
+        clock.advance(Duration::from_secs(HandleSettings::DEFAULT_TTL_SECS));
+        assert!(handles.store("p", StoredKind::Text, chunk).await.is_ok());
     }
 
     #[tokio::test]

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    REPLY_TIMEOUT, STATELESS_VERSION, TcpServer,
+    REPLY_TIMEOUT, TcpServer,
     gateway::{Setup, execute, flaky, wait_until},
     redis::Redis,
     stateless_meta, text_of, zenmode,
@@ -198,20 +198,9 @@ async fn http_call(
     let mut params = params;
     params["_meta"] = stateless_meta();
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let mut request = client
-        .post(format!("http://{}/mcp", server.address))
+    let name = params["name"].as_str().or(params["uri"].as_str());
+    common::http::stateless_post(client, server, method, name)
         .bearer_auth(token)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", STATELESS_VERSION)
-        .header("mcp-method", method);
-    if let Some(name) = params["name"].as_str() {
-        request = request.header("mcp-name", name);
-    }
-    if let Some(uri) = params["uri"].as_str() {
-        request = request.header("mcp-name", uri);
-    }
-    request
         .body(body.to_string())
         .send()
         .await

@@ -17,7 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{REPLY_TIMEOUT, STATELESS_VERSION, TcpServer, redis::Redis, stateless_meta, zenmode};
+use common::{REPLY_TIMEOUT, TcpServer, redis::Redis, stateless_meta, zenmode};
 use serde_json::{Value, json};
 use zenmode::conversation::{ConversationStore, MemoryConfig, MemoryError, RedisStore, Turn};
 
@@ -108,20 +108,15 @@ async fn execute(
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "zen_execute", "arguments": {"mode": mode, "request": request},
         "_meta": stateless_meta()}});
-    let reply: Value = client
-        .post(format!("http://{}/mcp", server.address))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", STATELESS_VERSION)
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "zen_execute")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let reply: Value =
+        common::http::stateless_post(client, server, "tools/call", Some("zen_execute"))
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
     reply["result"].clone()
 }
 
@@ -348,13 +343,7 @@ async fn try_execute(
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "zen_execute", "arguments": {"mode": mode, "request": request},
         "_meta": stateless_meta()}});
-    let sent = client
-        .post(format!("http://{}/mcp", server.address))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", STATELESS_VERSION)
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "zen_execute")
+    let sent = common::http::stateless_post(client, server, "tools/call", Some("zen_execute"))
         .body(body.to_string())
         .send()
         .await;

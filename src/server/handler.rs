@@ -243,8 +243,6 @@ fn log_activity(
     let (mode, server) = call.activity.noted().unwrap_or_default();
     let (outcome, bytes) = match answer {
         Ok(result) => {
-            let mut counter = ByteCounter(0);
-            let _ = serde_json::to_writer(&mut counter, result);
             let outcome = if result.is_error == Some(true) {
                 "error"
             } else if call.cancel.is_cancelled() {
@@ -252,7 +250,7 @@ fn log_activity(
             } else {
                 "ok"
             };
-            (outcome, counter.0)
+            (outcome, result_handles::json_size(result))
         }
         Err(_) => ("unknown_tool", 0),
     };
@@ -268,20 +266,6 @@ fn log_activity(
             target: "zenmode::activity",
             tool, mode, server, ms, outcome, bytes, arguments, "tool call"
         ),
-    }
-}
-
-/// Counts what is written, to size a result without keeping its bytes.
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 

@@ -75,8 +75,9 @@ fn stored_form(result: &CallToolResult) -> Option<(StoredKind, String)> {
     Some((StoredKind::Text, texts.join("\n")))
 }
 
-/// Serialized size of `result`, without keeping the bytes.
-fn json_size(result: &CallToolResult) -> usize {
+/// Serialized size of `result`, without keeping the bytes (also the size
+/// the activity log line reports).
+pub fn json_size(result: &CallToolResult) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {

@@ -1,6 +1,6 @@
 //! Helpers for tests that talk to `zenmode serve --transport http`.
 
-use super::{REPLY_TIMEOUT, TcpServer, zenmode};
+use super::{REPLY_TIMEOUT, STATELESS_VERSION, TcpServer, zenmode};
 
 /// What an MCP client accepts from `/mcp`.
 pub const ACCEPT: &str = "application/json, text/event-stream";
@@ -27,4 +27,25 @@ pub fn client() -> reqwest::Client {
         .timeout(REPLY_TIMEOUT)
         .build()
         .unwrap()
+}
+
+/// A stateless 2026-07-28 POST to `/mcp` with the headers a client sends
+/// (`Mcp-Name` when the request names a tool or resource); the caller adds
+/// the body and any token.
+pub fn stateless_post(
+    client: &reqwest::Client,
+    server: &TcpServer,
+    method: &str,
+    name: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let request = client
+        .post(format!("http://{}/mcp", server.address))
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .header("mcp-protocol-version", STATELESS_VERSION)
+        .header("mcp-method", method);
+    match name {
+        Some(name) => request.header("mcp-name", name),
+        None => request,
+    }
 }

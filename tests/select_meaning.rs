@@ -134,9 +134,10 @@ fn the_meaning_signal_runs_only_where_examples_are_missing() {
 }
 
 /// Real requests the catalog has no tool for are flagged; requests it
-/// serves mostly are not. Floors sit a little under the measured figures
-/// (dev half: 0.756 flagged, 0.080 of relevant queries flagged; held-out
-/// half: 0.814 and 0.080).
+/// serves almost never are. Floors sit a little under the measured figures
+/// (dev half: 0.594 flagged, 0.005 of relevant queries flagged; held-out
+/// half: 0.675 and 0.005; at the probes' 67% quantile, before
+/// docs/decisions/0015: 0.756 / 0.814 and 0.080).
 #[test]
 fn no_fit_detection_on_irrelevant_requests() {
     let (multiple, mut pooled) = multiple();
@@ -149,12 +150,12 @@ fn no_fit_detection_on_irrelevant_requests() {
         let report = evaluate(&multiple, Ranker::Full, &pooled);
         assert!(report.no_fit_queries > 400);
         assert!(
-            report.no_fit_flagged >= 0.74,
+            report.no_fit_flagged >= 0.57,
             "{half}: only {:.3} of no-fit queries flagged",
             report.no_fit_flagged
         );
         assert!(
-            report.no_clear_fit <= 0.12,
+            report.no_clear_fit <= 0.03,
             "{half}: {:.3} of relevant queries flagged as no fit",
             report.no_clear_fit
         );
@@ -271,9 +272,10 @@ fn built_in_modes_beside_imported_tools_keep_to_their_own_requests() {
 /// MetaTool is where the static table falls furthest behind the full model
 /// (meaning alone 0.578 top-1 against the full model's 0.619; fused 0.597,
 /// see docs/benchmarks.md). Floors sit a little under the measured figures
-/// (dev half: top-1 0.597, MRR 0.680, 0.781 of the requests that need no
-/// tool flagged and 0.304 of the relevant ones; held-out: 0.588, 0.667,
-/// 0.822 and 0.309). Before the word-by-word match: 0.579, 0.668, 0.703
+/// (dev half: top-1 0.583, MRR 0.672, 0.668 of the requests that need no
+/// tool flagged and 0.160 of the relevant ones; held-out: 0.584, 0.662,
+/// 0.667 and 0.187; with the no-fit bar at the probes' 67% quantile,
+/// before docs/decisions/0015, 0.781 / 0.304 and 0.822 / 0.309). Before the word-by-word match: 0.579, 0.668, 0.703
 /// and 0.269 (held-out 0.572, 0.658, 0.769, 0.275); with the table refined
 /// on 64,000 texts: 0.569, 0.655, 0.734 and 0.299; before any refinement:
 /// 0.524, 0.621, 0.656 and 0.214.
@@ -291,7 +293,7 @@ fn metatool_keeps_its_floors() {
         );
         assert!(report.no_fit_queries > 200);
         assert!(
-            report.no_fit_flagged >= 0.75 && report.no_clear_fit <= 0.33,
+            report.no_fit_flagged >= 0.64 && report.no_clear_fit <= 0.21,
             "{half}: {:.3} of no-fit queries and {:.3} of relevant ones flagged",
             report.no_fit_flagged,
             report.no_clear_fit

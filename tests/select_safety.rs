@@ -214,9 +214,9 @@ fn no_benign_request_of_the_safety_sets_gets_a_ready_call_to_a_changing_tool() {
                 let file = format!("{set}_{half}.jsonl");
                 let report = safety_eval(&file, builtin);
                 eprintln!(
-                    "{file} (built-ins {builtin}): served top-1 {} recall@3 {} benign {} changing calls {}",
+                    "{file} (built-ins {builtin}): served top-1 {} shown {} benign {} changing calls {}",
                     report["served_top1"],
-                    report["reply_recall_at_3"],
+                    report["reply_recall"],
                     report["benign_queries"],
                     report["benign_changing_calls"]
                 );
@@ -233,16 +233,19 @@ fn no_benign_request_of_the_safety_sets_gets_a_ready_call_to_a_changing_tool() {
 
 /// Requests that ask for a change get the tool that makes it as their
 /// `next_call` for at least the stated share (the table alone, no
-/// built-in modes; held-out read as a total).
+/// built-in modes; held-out read as a total). Measured 0.565 / 0.557
+/// (0.629 / 0.607 before an unsure ranking stopped acting on a verb the
+/// action classes do not know: the tool is still served, without the
+/// ready call).
 #[test]
 fn requests_for_a_change_get_the_changing_tool_as_next_call() {
-    for (half, floor) in [("tune", 0.6), ("heldout", 0.58)] {
+    for (half, floor) in [("tune", 0.54), ("heldout", 0.53)] {
         let file = format!("change_{half}.jsonl");
         let report = safety_eval(&file, false);
         let served = report["change_served"].as_f64().unwrap();
         eprintln!(
-            "{file}: changing tool as next_call {served}, served top-1 {}, recall@3 {}",
-            report["served_top1"], report["reply_recall_at_3"]
+            "{file}: changing tool as next_call {served}, served top-1 {}, shown {}",
+            report["served_top1"], report["reply_recall"]
         );
         assert!(report["change_queries"].as_u64().unwrap() >= 50, "{file}");
         assert!(served >= floor, "{file}: {served} < {floor}");

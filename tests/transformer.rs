@@ -220,11 +220,12 @@ fn a_server_builds_the_model_index_on_a_thread() {
 }
 
 /// On bfcl_multiple with its irrelevant requests, no-fit detection flags
-/// most irrelevant requests and few relevant ones. Since the model ranks
-/// every request (the fusion of signals) the dev half measures 0.785 of
-/// irrelevant and 0.040 of relevant requests flagged (0.799 / 0.070
-/// before): fewer relevant requests lost for slightly fewer irrelevant
-/// ones caught. The floor guards against either getting worse.
+/// more than half of the irrelevant requests and almost no relevant one:
+/// with the bar at the probes' median (docs/decisions/0015) the dev half
+/// measures 0.553 of irrelevant and 0.005 of relevant requests flagged
+/// (0.785 / 0.040 at the probes' 80% quantile, which flagged 13-33% of
+/// the relevant requests of other catalogs). The floor guards against
+/// either getting worse.
 #[test]
 fn no_fit_detection_with_the_model() {
     if !have_model() {
@@ -240,7 +241,7 @@ fn no_fit_detection_with_the_model() {
         ));
         let report = evaluate(&multiple, Ranker::Full, &pooled);
         assert!(
-            report.no_fit_flagged >= 0.78 && report.no_clear_fit <= 0.08,
+            report.no_fit_flagged >= 0.53 && report.no_clear_fit <= 0.03,
             "{half}: {:.3} of no-fit and {:.3} of relevant queries flagged",
             report.no_fit_flagged,
             report.no_clear_fit
@@ -380,4 +381,55 @@ fn upstream_add_computes_the_vectors_so_the_first_select_is_the_model_s() {
     });
     assert!(ready, "{}", setup.log_text());
     assert_eq!(first, select(&mut client));
+}
+
+/// With the model, no request that asks for no change is offered a ready
+/// call to a tool that changes state, over the safety sets' catalog as the
+/// servers send it and with every `readOnlyHint` taken out (most servers
+/// send none: then the tool's name and description decide). The
+/// vocabulary set's "sketch how everything under src is nested" was
+/// offered `add_sub_issue` once the no-fit bar moved to the probes'
+/// median (docs/decisions/0015), until an unsure ranking stopped acting on
+/// a verb the action classes do not know.
+#[test]
+fn benign_requests_get_no_ready_call_to_a_changing_tool_with_the_model() {
+    if !have_model() {
+        return;
+    }
+    let safety = root().join("tests/data/safety");
+    let annotated = safety.join("catalog.json");
+    let mut bare: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&annotated).unwrap()).unwrap();
+    for tool in bare["tools"].as_array_mut().unwrap() {
+        tool.as_object_mut().unwrap().remove("annotations");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let unannotated = dir.path().join("catalog.json");
+    std::fs::write(&unannotated, bare.to_string()).unwrap();
+    for catalog in [&annotated, &unannotated] {
+        for set in ["benign", "vocabulary"] {
+            for half in ["tune", "heldout"] {
+                let output = Command::new(env!("CARGO_BIN_EXE_zenmode"))
+                    .arg("--catalog")
+                    .arg(catalog)
+                    .arg("--embedding-model")
+                    .arg(model_dir())
+                    .args(["eval", "--json", "--labels"])
+                    .arg(safety.join(format!("{set}_{half}.jsonl")))
+                    .env("ZEN_CACHE_DIR", dir.path())
+                    .output()
+                    .unwrap();
+                assert!(output.status.success(), "{output:?}");
+                let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+                assert!(report["benign_queries"].as_u64().unwrap() > 10);
+                assert_eq!(
+                    report["benign_changing_calls"],
+                    0,
+                    "{set}_{half} over {}: {}",
+                    catalog.display(),
+                    report["benign_changing_list"]
+                );
+            }
+        }
+    }
 }

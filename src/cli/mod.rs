@@ -16,10 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::{
-    cli::args::{AccessArgs, BeforeCommand, CatalogFlags, UpstreamsArg, WaitArg},
-    surface::zen::select_mode,
-};
+use crate::cli::args::{AccessArgs, BeforeCommand, CatalogFlags, UpstreamsArg, WaitArg};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -73,9 +70,9 @@ pub enum Command {
     Select {
         /// The task, in plain words
         task: String,
-        /// How many modes to return
-        #[arg(long = "top", default_value_t = select_mode::DEFAULT_TOP_K)]
-        top: usize,
+        /// How many modes to return [default: 3, or 5 when the best is unsure]
+        #[arg(long = "top")]
+        top: Option<usize>,
         /// Print the exact tool reply as JSON
         #[arg(long)]
         json: bool,

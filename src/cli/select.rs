@@ -15,7 +15,7 @@ use crate::{
 pub fn run(
     catalog: &CatalogArgs,
     task: String,
-    top: usize,
+    top: Option<usize>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let runtime = runtime(false)?;
@@ -23,7 +23,7 @@ pub fn run(
     let args = select_mode::SelectArgs {
         task_description: Some(task),
         mode: None,
-        top_k: Some(top),
+        top_k: top,
     };
     let outcome = select_mode::run(&engine, &args);
     runtime.block_on(engine.services().gateway.shutdown());

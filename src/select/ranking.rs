@@ -177,7 +177,7 @@ impl Index {
             .iter()
             .take(EXPLAINED)
             .map(|r| r.mode_index)
-            .filter(|&m| self.held(&query, m))
+            .filter(|&m| self.held(&query, m) || self.unsure_change(&query, m, &ranked))
             .collect();
         Ranking {
             unasked,
@@ -185,7 +185,9 @@ impl Index {
             by_model: false,
             held_back,
             first_unasked_destructive: first.is_some_and(|m| {
-                self.held(&query, m) || self.off_topic_change(&query, m, no_fit, &ranked)
+                self.held(&query, m)
+                    || self.off_topic_change(&query, m, no_fit, &ranked)
+                    || self.unsure_change(&query, m, &ranked)
             }),
             named: first.is_some_and(|m| query.named.contains(&m)),
             ranked,
@@ -203,6 +205,19 @@ impl Index {
         changes
             && !query.named.contains(&mode)
             && ranked.first().is_some_and(|best| no_fit >= best.confidence)
+    }
+
+    /// A request whose only sign of asking for a change is a verb the
+    /// action classes do not know ("sketch how everything under src is
+    /// nested") gets no ready call to a tool that changes state unless the
+    /// ranking is sure of it: the verb may describe, not command.
+    fn unsure_change(&self, query: &Query, mode: usize, ranked: &[Ranked]) -> bool {
+        query.change_by_unknown_verb
+            && !query.named.contains(&mode)
+            && self.changes_state.get(mode).copied().unwrap_or(false)
+            && ranked
+                .first()
+                .is_some_and(|best| best.confidence < super::confidence::LOW_CONFIDENCE)
     }
 
     /// The safety rule: when destructive modes the request does not ask for

@@ -57,6 +57,10 @@ pub(super) struct Query {
     /// under a negation, or an imperative in a verb the classes do not
     /// know ([`action::opens_with_unclassified_verb`]: "star octo/app").
     pub(super) asks_change: bool,
+    /// ... and only by such an unknown verb: what it asks to change is a
+    /// guess, which a ranking that is unsure does not act on
+    /// (`Index::unsure_change`).
+    pub(super) change_by_unknown_verb: bool,
     /// The kinds of value the request carries ([`Values::of_request`]).
     pub(super) values: Values,
 }
@@ -101,6 +105,8 @@ impl Index {
             negated: read.negated,
             asks_change: read.all.intersects(Actions::CHANGING)
                 || action::opens_with_unclassified_verb(&split.asked),
+            change_by_unknown_verb: !read.all.intersects(Actions::CHANGING)
+                && action::opens_with_unclassified_verb(&split.asked),
             values: Values::of_request(text),
             named: self.named_in(text),
         }

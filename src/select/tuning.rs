@@ -70,7 +70,11 @@ pub struct Tuning {
     /// without the meaning signal).
     pub no_fit_score: f32,
     /// With the meaning signal: which quantile of the probes' best scores
-    /// a request must beat (src/select/nofit.rs).
+    /// a request must beat (src/select/nofit.rs). The median: higher
+    /// quantiles (0.67, 0.8 with the model) flagged 13-33% of relevant
+    /// requests on four foreign sets, and with the built-in modes a flagged
+    /// request is served `chat`
+    /// (docs/decisions/0015-no-fit-at-the-probes-median.md).
     pub no_fit_quantile: f32,
     /// With the meaning signal: how far above that quantile.
     pub no_fit_margin: f32,
@@ -156,15 +160,12 @@ impl Tuning {
     /// about 0.2, and the right tool stands further above the rest. So the
     /// meaning signal weighs more (3 against the table's 1.5: on the
     /// real-server tune half with the built-ins on, 2 gave 0.638 top-1 and
-    /// 3 0.650, 4 and 6 less), has no
-    /// floor, and a request must beat a higher quantile of the no-fit probes
-    /// (chosen on the dev halves; docs/selection.md has the grid). The
+    /// 3 0.650, 4 and 6 less) and has no floor. The
     /// word-by-word match does not run: the model weighs words in context.
     pub const fn for_full_model(self) -> Tuning {
         Tuning {
             semantic_weight: self.semantic_weight * 2.0,
             semantic_floor: 0.0,
-            no_fit_quantile: 0.8,
             ..self
         }
     }
@@ -195,8 +196,8 @@ impl Tuning {
         second_best_share: 0.3,
         topic_weight: 0.5,
         temperature: 0.2,
-        no_fit_score: 0.4,
-        no_fit_quantile: 0.67,
+        no_fit_score: 0.6,
+        no_fit_quantile: 0.5,
         no_fit_margin: 1.0,
         evidence_scale: 8.0,
         ask_model_below: 2.0,
@@ -210,7 +211,7 @@ impl Tuning {
         unasked_destructive: 0.5,
         builtin_meaning: 0.0,
         meaning_parameters: false,
-        request_tokens: 64,
+        request_tokens: 48,
     };
 
     /// These constants with the overrides of `spec` (`name=value` pairs,
@@ -234,6 +235,7 @@ impl Tuning {
                 "semantic_weight" => &mut tuning.semantic_weight,
                 "semantic_floor" => &mut tuning.semantic_floor,
                 "temperature" => &mut tuning.temperature,
+                "no_fit_score" => &mut tuning.no_fit_score,
                 "no_fit_quantile" => &mut tuning.no_fit_quantile,
                 "no_fit_margin" => &mut tuning.no_fit_margin,
                 "evidence_scale" => &mut tuning.evidence_scale,

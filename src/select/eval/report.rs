@@ -60,7 +60,7 @@ pub fn to_json(report: &Report) -> Value {
         "next_call_right": round3(report.next_call_right),
         "served_top1": round3(report.served_top1),
         "served_top1_acceptable": round3(report.served_top1_acceptable),
-        "reply_recall_at_3": round3(report.reply_recall),
+        "reply_recall": round3(report.reply_recall),
         "benign_queries": report.benign_queries,
         "benign_changing_calls": report.benign_changing.len(),
         "change_queries": report.change_queries,
@@ -141,7 +141,7 @@ pub fn to_table(report: &Report, show_misses: bool) -> String {
     );
     let _ = writeln!(
         out,
-        "next_call right {:.3} (from the {})   served reply: top-1 {:.3}, top-1 (acceptable) {:.3}, recall@3 {:.3}",
+        "next_call right {:.3} (from the {})   served reply: top-1 {:.3}, top-1 (acceptable) {:.3}, right mode shown {:.3}",
         report.next_call_right,
         report.next_call_from,
         report.served_top1,
@@ -424,12 +424,12 @@ mod tests {
         );
         let json = to_json(&report);
         assert_eq!(json["served_top1"], 0.5);
-        assert_eq!(json["reply_recall_at_3"], 0.75);
+        assert_eq!(json["reply_recall"], 0.75);
         assert_eq!(json["benign_changing_calls"], 2);
         let table = to_table(&report, false);
         assert!(
             table.contains("served reply: top-1 0.500")
-                && table.contains("recall@3 0.750")
+                && table.contains("right mode shown 0.750")
                 && table.contains("state-changing next_calls on benign queries: 2 of 3"),
             "{table}"
         );

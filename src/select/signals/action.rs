@@ -158,13 +158,26 @@ impl Actions {
         let segment = name.rsplit(['.', '/', ':']).next().unwrap_or(name);
         let segment = segment.rsplit("__").next().unwrap_or(segment);
         let mut main = Actions::NONE;
-        for word in words(segment) {
-            if is_neutral_verb(&word) {
+        let named: Vec<String> = words(segment).collect();
+        for (at, word) in named.iter().enumerate() {
+            if is_neutral_verb(word) {
                 break;
             }
-            let class = of_word(&word);
+            let class = of_word(word);
             if !class.is_empty() {
                 main = class;
+                break;
+            }
+            // A noun as often as a verb (`tag_list`, `order_status`): a
+            // later word that changes nothing says what the tool does.
+            let read_later = || {
+                named[at + 1..].iter().any(|later| {
+                    let class = of_word(later);
+                    !class.is_empty() && !class.intersects(Actions::CHANGING)
+                })
+            };
+            if is_changing_tool_verb(word) && !read_later() {
+                main = Actions::UPDATE;
                 break;
             }
         }
@@ -386,6 +399,116 @@ static NEUTRAL_STEMS: LazyLock<HashSet<String>> = LazyLock::new(|| {
         .map(|verb| stemmer.stem(verb).into_owned())
         .collect()
 });
+
+/// Verbs that change state when a tool's name opens with them
+/// (`star_repository`, `browser_close`, `set_issue_fields`), beyond the
+/// action classes: read in tool names only, as "set up", "close to" or
+/// "start by" in a request ask for no change. Without `readOnlyHint` (most
+/// servers send none) they are what keeps such a tool from a ready call
+/// for a request that asks for no change.
+const CHANGING_TOOL_VERBS: &[&str] = &[
+    "set",
+    "unset",
+    "mark",
+    "assign",
+    "unassign",
+    "label",
+    "tag",
+    "pin",
+    "unpin",
+    "star",
+    "unstar",
+    "reprioritize",
+    "prioritize",
+    "resolve",
+    "unresolve",
+    "approve",
+    "reject",
+    "dismiss",
+    "close",
+    "reopen",
+    "lock",
+    "unlock",
+    "apply",
+    "subscribe",
+    "unsubscribe",
+    "follow",
+    "unfollow",
+    "invite",
+    "fork",
+    "copy",
+    "upload",
+    "put",
+    "publish",
+    "deploy",
+    "install",
+    "uninstall",
+    "cancel",
+    "kill",
+    "start",
+    "stop",
+    "restart",
+    "pause",
+    "resume",
+    "schedule",
+    "book",
+    "reserve",
+    "order",
+    "buy",
+    "purchase",
+    "pay",
+    "refund",
+    "transfer",
+    "grant",
+    "revoke",
+    "ban",
+    "block",
+    "unblock",
+    "mute",
+    "unmute",
+    "archive",
+    "unarchive",
+    "import",
+    "sync",
+    "rotate",
+    "submit",
+    "accept",
+    "decline",
+    "click",
+    "fill",
+    "type",
+    "press",
+    "drag",
+    "hover",
+    "navigate",
+    "upsert",
+    "increment",
+    "decrement",
+    "react",
+    "vote",
+    "reply",
+    "comment",
+    "share",
+    "transition",
+    "link",
+    "unlink",
+    "attach",
+    "detach",
+];
+
+/// The stems of [`CHANGING_TOOL_VERBS`].
+static CHANGING_TOOL_STEMS: LazyLock<HashSet<String>> = LazyLock::new(|| {
+    let (stemmer, _) = &*BY_STEM;
+    CHANGING_TOOL_VERBS
+        .iter()
+        .map(|verb| stemmer.stem(verb).into_owned())
+        .collect()
+});
+
+fn is_changing_tool_verb(word: &str) -> bool {
+    let (stemmer, _) = &*BY_STEM;
+    CHANGING_TOOL_STEMS.contains(stemmer.stem(word).as_ref())
+}
 
 fn is_neutral_verb(word: &str) -> bool {
     let (stemmer, _) = &*BY_STEM;
@@ -635,6 +758,39 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn verbs_outside_the_action_classes_change_state_in_tool_names() {
+        for (name, description) in [
+            ("github__star_repository", "Star a GitHub repository"),
+            ("set_issue_fields", "Set custom field values on an issue"),
+            ("browser_close", "Close the page"),
+            ("assign_copilot_to_issue", "Assign Copilot to an issue"),
+            ("huly__start_timer", "Start a timer"),
+            ("secret_put", "Store a secret"),
+        ] {
+            assert!(
+                Actions::main_of_tool(name, description).intersects(Actions::CHANGING),
+                "{name}"
+            );
+        }
+        // A noun as often as a verb, followed by what the tool does; and
+        // a description that opens with reading.
+        for (name, description) in [
+            ("tag_list", "Lists the tags of a repository"),
+            ("order_status", "The status of an order"),
+            ("comment_get", "One comment"),
+            ("book_info", "Gets the details of a book"),
+        ] {
+            assert!(
+                !Actions::main_of_tool(name, description).intersects(Actions::CHANGING),
+                "{name}"
+            );
+        }
+        // A request is not read for them: "set up" or "start by" asks for
+        // nothing to change.
+        assert!(!Actions::of_request("start by showing me the diff").intersects(Actions::CHANGING));
     }
 
     #[test]

@@ -16,6 +16,14 @@ use crate::{
 };
 
 pub const DEFAULT_TOP_K: usize = 3;
+/// The most modes a reply shows when the client does not say (`top_k`)
+/// and the first ones are unsure ([`shown_by_default`]): the right tool is
+/// then often fourth or fifth (real-server requests: among the first three
+/// 0.78, the first five 0.84), and two more names cost less than a wrong
+/// call.
+pub const UNSURE_TOP_K: usize = 5;
+/// The share of the confidence the modes a reply shows by default cover.
+const SHOWN_CONFIDENCE: f32 = 0.9;
 /// How much of a task description the ranking reads: a task is stated in
 /// its first sentences, and analysing megabytes of pasted logs would hold
 /// the session (and the CPU) for seconds.
@@ -104,7 +112,12 @@ fn named_by_first_word<'a>(catalog: &'a crate::catalog::Catalog, task: &str) -> 
 /// What a select asks for, once its arguments are checked.
 enum Asked<'a> {
     Describe(&'a str),
-    Recommend { task: &'a str, top_k: usize },
+    /// `top_k`: as the client asked, or `None` for the default (more
+    /// modes when the ranking is unsure).
+    Recommend {
+        task: &'a str,
+        top_k: Option<usize>,
+    },
     Invalid(Outcome),
 }
 
@@ -121,7 +134,7 @@ fn asked(args: &SelectArgs) -> Asked<'_> {
             if (1..=MAX_TOP_K).contains(&top_k) {
                 Asked::Recommend {
                     task: analysed_part(task),
-                    top_k,
+                    top_k: args.top_k,
                 }
             } else {
                 Asked::Invalid(Outcome::failure(
@@ -210,12 +223,31 @@ fn recommended(
     snapshot: &Snapshot,
     ranking: &Ranking,
     task: &str,
-    top_k: usize,
+    top_k: Option<usize>,
 ) -> Outcome {
+    let top_k = top_k.unwrap_or_else(|| shown_by_default(ranking));
     let mut reply = recommend(snapshot, ranking, task, top_k);
     note_unavailable(engine, &mut reply);
     design_fields(&mut reply);
     Outcome::ok(reply)
+}
+
+/// How many modes a reply shows when the client does not say: as many as
+/// it takes for their confidences to add up to [`SHOWN_CONFIDENCE`], at
+/// least [`DEFAULT_TOP_K`] and at most [`UNSURE_TOP_K`]. Confidence is
+/// calibrated (docs/selection.md), so the reply then holds the right mode
+/// about that often.
+fn shown_by_default(ranking: &Ranking) -> usize {
+    let mut total = 0.0;
+    let needed = ranking
+        .ranked
+        .iter()
+        .position(|ranked| {
+            total += ranked.confidence;
+            total >= SHOWN_CONFIDENCE
+        })
+        .map_or(UNSURE_TOP_K, |at| at + 1);
+    needed.clamp(DEFAULT_TOP_K, UNSURE_TOP_K)
 }
 
 /// `catalog` is the snapshot `ranking` was made on (its mode indices).

@@ -300,21 +300,21 @@ fn a_tool_that_stands_out_is_served_instead_of_the_chat_fallback() {
     let ranking = engine
         .index()
         .index()
-        .ranking("get the raw HTML from http://localhost:8000/health");
+        .ranking("pull down http://localhost:8000/health as it is");
     assert!(
         ranking.no_clear_fit() && ranking.stands_out(),
         "{ranking:?}"
     );
     let reply = select(
         &engine,
-        "get the raw HTML from http://localhost:8000/health",
+        "pull down http://localhost:8000/health as it is",
         None,
     );
     assert_eq!(reply["mode"], "fetch__fetch", "{reply}");
     assert_eq!(next_mode(&reply), Some("fetch__fetch"), "{reply}");
     assert_eq!(reply["low_confidence"], true);
     // A tool that changes state is served without a ready call then.
-    let task = "rename draft.txt to final.txt";
+    let task = "move draft.txt to final.txt";
     let ranking = engine.index().index().ranking(task);
     assert!(
         ranking.no_clear_fit() && ranking.stands_out(),
@@ -324,4 +324,31 @@ fn a_tool_that_stands_out_is_served_instead_of_the_chat_fallback() {
     assert_eq!(reply["mode"], "filesystem__move_file", "{reply}");
     assert!(reply.get("next_call").is_none(), "{reply}");
     assert!(reply["caution"].as_str().unwrap().contains("no ready call"));
+}
+
+/// Modes a reply shows by default: three when the first are sure, up to
+/// five when it takes more to cover most of the confidence; a `top_k`
+/// the client gives is kept either way.
+#[test]
+fn an_unsure_reply_shows_more_modes_unless_the_client_says_how_many() {
+    let shown = |reply: &Value| {
+        1 + reply["alternatives"].as_array().map_or(0, Vec::len)
+            - usize::from(reply["mode"] == FALLBACK_MODE)
+    };
+    let sure = select(
+        &engine(),
+        "write unit tests with edge cases for the date parser",
+        None,
+    );
+    assert!(shown(&sure) <= DEFAULT_TOP_K, "{sure}");
+    let engine = gateway_engine();
+    let task = "tidy up the notes";
+    let ranking = engine.index().index().ranking(task);
+    let top: f32 = ranking.ranked.iter().take(3).map(|r| r.confidence).sum();
+    assert!(top < SHOWN_CONFIDENCE, "{ranking:?}");
+    let unsure = select(&engine, task, None);
+    assert!(shown(&unsure) > DEFAULT_TOP_K, "{unsure}");
+    assert!(shown(&unsure) <= UNSURE_TOP_K, "{unsure}");
+    let asked = select(&engine, task, Some(2));
+    assert_eq!(shown(&asked), 2, "{asked}");
 }

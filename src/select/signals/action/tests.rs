@@ -1,0 +1,231 @@
+//! The action classes: requests, tool names, questions and negations.
+
+use super::*;
+
+#[test]
+fn questions_are_told_from_requests_to_act() {
+    for question in [
+        "what branch am I on at the moment",
+        "which branches exist on the remote",
+        "show me the last five commits",
+        "is there a file called notes.md",
+        "What's in the staging area?",
+        "the weather in Oslo?",
+    ] {
+        assert!(is_question(question), "{question}");
+    }
+    for request in [
+        "commit my changes with the message fix typo",
+        "create a branch called feature-x",
+        "can you switch to the main branch?",
+        "please store that Alice is a person?",
+        "",
+    ] {
+        assert!(!is_question(request), "{request}");
+    }
+}
+
+#[test]
+fn the_verb_counts_and_the_object_does_not() {
+    // "stage" adds; "staged" names what is there.
+    assert!(Actions::of_request("stage the file src/main.rs").intersects(Actions::CREATE));
+    assert!(!Actions::of_request("show the staged diff").intersects(Actions::CREATE));
+    // Making a commit asks to commit; the noun alone does not.
+    assert!(Actions::of_request("make a commit of what I staged").intersects(Actions::COMMIT));
+    assert!(!Actions::of_request("make sure the next commit is small").intersects(Actions::COMMIT));
+    // A participle in a name is its object: this diff does not unstage.
+    assert!(!Actions::of_tool("git_diff_unstaged", "").intersects(Actions::RESET));
+    assert!(Actions::of_tool("git_reset", "").intersects(Actions::RESET));
+    // Creating a file writes one.
+    assert!(
+        Actions::of_request("create a file notes.md")
+            .intersects(Actions::of_tool("write_file", ""))
+    );
+}
+
+#[test]
+fn an_imperative_in_a_verb_of_no_class_asks_to_act() {
+    for request in [
+        "star the repository octo/app",
+        "fork octo/web into my account",
+        "jot down that Maria loves jazz",
+        "please land PR 12",
+        "I want to order a custom sculpture",
+    ] {
+        assert!(opens_with_unclassified_verb(request), "{request}");
+    }
+    for request in [
+        "show me the staged diff",
+        "the diff of my branch, please",
+        "what do you know about Maria?",
+        "look up the entity Alice",
+        "calculate the entropy change",
+        "my notes from yesterday",
+        "",
+    ] {
+        assert!(!opens_with_unclassified_verb(request), "{request}");
+    }
+}
+
+#[test]
+fn a_wish_to_act_is_no_question_even_when_a_question_follows() {
+    for request in [
+        "I want to order a custom bronze sculpture of a horse. What material options are available?",
+        "I need a QR code for my contact information. Can you help?",
+        "Greetings! I'd like to book a table. Is 8pm free?",
+    ] {
+        assert!(!is_question(request), "{request}");
+    }
+    assert!(is_question("I want to know which branch I am on?"));
+    assert!(is_question(
+        "What is the cheapest selling price in the store?"
+    ));
+}
+
+#[test]
+fn only_the_verb_of_a_name_is_its_action() {
+    // "store" as a namespace or a noun, "change" as an object.
+    for (name, description) in [
+        ("store.find_nearby", "Locate nearby stores"),
+        (
+            "video_games.store_price",
+            "Fetches the selling price of a game in a store",
+        ),
+        ("calculate_entropy_change", "Calculate the entropy change"),
+    ] {
+        assert!(
+            !Actions::main_of_tool(name, description).intersects(Actions::CHANGING),
+            "{name}"
+        );
+    }
+    for (name, description) in [
+        ("sculpture.create_custom", "Order a custom sculpture"),
+        ("calendar_event_create", "Creates a new calendar event"),
+        ("git_commit", "Records changes to the repository"),
+    ] {
+        assert!(
+            Actions::main_of_tool(name, description).intersects(Actions::CHANGING),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn verbs_outside_the_action_classes_change_state_in_tool_names() {
+    for (name, description) in [
+        ("github__star_repository", "Star a GitHub repository"),
+        ("set_issue_fields", "Set custom field values on an issue"),
+        ("browser_close", "Close the page"),
+        ("assign_copilot_to_issue", "Assign Copilot to an issue"),
+        ("huly__start_timer", "Start a timer"),
+        ("secret_put", "Store a secret"),
+    ] {
+        assert!(
+            Actions::main_of_tool(name, description).intersects(Actions::CHANGING),
+            "{name}"
+        );
+    }
+    // A noun as often as a verb, followed by what the tool does; and
+    // a description that opens with reading.
+    for (name, description) in [
+        ("tag_list", "Lists the tags of a repository"),
+        ("order_status", "The status of an order"),
+        ("comment_get", "One comment"),
+        ("book_info", "Gets the details of a book"),
+    ] {
+        assert!(
+            !Actions::main_of_tool(name, description).intersects(Actions::CHANGING),
+            "{name}"
+        );
+    }
+    // A request is not read for them: "set up" or "start by" asks for
+    // nothing to change.
+    assert!(!Actions::of_request("start by showing me the diff").intersects(Actions::CHANGING));
+}
+
+#[test]
+fn repository_verbs_change_state() {
+    let commit = Actions::of_tool("git_commit", "Records changes to the repository");
+    let checkout = Actions::of_tool("git_checkout", "Switches branches");
+    let status = Actions::of_tool("git_status", "Shows the working tree status");
+    assert!(commit.intersects(Actions::CHANGING));
+    assert!(checkout.intersects(Actions::CHANGING));
+    assert!(!status.intersects(Actions::CHANGING));
+    // A diff of unstaged changes compares; it does not reset.
+    let diff = Actions::main_of_tool("git__git_diff_unstaged", "Shows changes");
+    assert!(!diff.intersects(Actions::CHANGING));
+    assert!(
+        Actions::main_of_tool("git__git_create_branch", "Creates a new branch")
+            .intersects(Actions::CHANGING)
+    );
+    // Only tools are read for repository verbs: in a request "commit"
+    // is as often the noun.
+    assert!(
+        !Actions::of_request("include the new file in the next commit").intersects(Actions::COMMIT)
+    );
+}
+
+#[test]
+fn synonyms_of_a_verb_share_its_class() {
+    for request in [
+        "store in the knowledge graph that Alice is a person",
+        "save a note that the meeting moved",
+        "record that Bob works at Acme",
+        "please add Carol as a contact",
+    ] {
+        assert!(
+            Actions::of_request(request).intersects(Actions::CREATE),
+            "{request}"
+        );
+    }
+    assert!(
+        Actions::of_tool("create_entities", "Create multiple new entities")
+            .intersects(Actions::CREATE)
+    );
+}
+
+#[test]
+fn what_changed_asks_for_the_state_and_change_asks_for_an_update() {
+    let changed = Actions::of_request("what changed in my repo?");
+    assert!(changed.intersects(Actions::STATUS));
+    assert!(!changed.intersects(Actions::UPDATE));
+    let change = Actions::of_request("change the port to 8080");
+    assert!(change.intersects(Actions::UPDATE));
+    assert!(!change.intersects(Actions::STATUS));
+    assert!(Actions::of_tool("git_status", "Shows the working tree status").intersects(changed));
+}
+
+#[test]
+fn a_destructive_tool_is_licensed_only_by_its_own_action() {
+    let delete = Actions::of_tool("delete_entities", "Delete multiple entities");
+    assert!(!Actions::of_request("store that Alice is a person").licenses(delete));
+    assert!(Actions::of_request("remove Alice from the graph").licenses(delete));
+    assert!(Actions::of_request("please erase the entity Bob").licenses(delete));
+    let reset = Actions::of_tool("git_reset", "Unstages all staged changes");
+    assert!(!Actions::of_request("what changed in my repo?").licenses(reset));
+    assert!(Actions::of_request("unstage everything").licenses(reset));
+    // A tool whose name says nothing needs a destroying verb.
+    assert!(!Actions::of_request("tell me about the weather").licenses(Actions::NONE));
+    assert!(Actions::of_request("wipe it").licenses(Actions::NONE));
+}
+
+#[test]
+fn the_first_action_word_is_the_main_action() {
+    let (main, all) = Actions::of_request_main("list all entities and relations you have stored");
+    assert_eq!(main, Actions::LIST);
+    assert!(all.intersects(Actions::CREATE));
+    let (main, _) = Actions::of_request_main("hello there, nothing to do");
+    assert!(main.is_empty());
+    assert!(Actions::of_request("read https://example.com/a for me").intersects(Actions::FETCH));
+}
+
+#[test]
+fn words_split_identifiers_and_inflections_meet() {
+    assert_eq!(
+        Actions::of_tool("deleteEntities", ""),
+        Actions::of_tool("delete-entities", "")
+    );
+    assert!(Actions::of_request("I deleted it, then stored it again").intersects(Actions::DELETE));
+    assert!(Actions::of_request("I deleted it, then stored it again").intersects(Actions::CREATE));
+    assert!(Actions::of_request("hello there").is_empty());
+}

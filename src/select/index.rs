@@ -67,6 +67,10 @@ pub struct Index {
     /// Per mode: does it change state ([`changes_state`])? A question is
     /// not offered one first.
     pub(super) changes_state: Vec<bool>,
+    /// Per mode: does it change state by the action classes alone
+    /// (`changes_state_with(.., false)`)? What orders a ranking; the
+    /// ready calls read [`Index::changes_state`].
+    pub(super) changes_state_by_class: Vec<bool>,
     /// Names and aliases that look like identifiers (`git_status`,
     /// `memory__create_entities`, `get-sum`), lower-cased, to the modes
     /// they name: a request that writes one asks for that mode.
@@ -254,8 +258,14 @@ impl Index {
             .iter()
             .map(|m| changes_state(m.manifest()))
             .collect();
+        let changes_state_by_class = catalog
+            .modes()
+            .iter()
+            .map(|m| changes_state_with(m.manifest(), false))
+            .collect();
         Index {
             changes_state,
+            changes_state_by_class,
             ranker,
             tuning,
             analyzer,
@@ -301,6 +311,12 @@ impl Index {
 /// zenmode's own modes (those with example phrasings) never do. The
 /// safety rules and `zenmode eval` read it here.
 pub fn changes_state(manifest: &Manifest) -> bool {
+    changes_state_with(manifest, true)
+}
+
+/// [`changes_state`], with (`true`) or without the verbs read in tool
+/// names only ([`Actions::main_of_tool_with`]).
+fn changes_state_with(manifest: &Manifest, tool_verbs: bool) -> bool {
     if !manifest.examples.is_empty() {
         return false;
     }
@@ -313,7 +329,8 @@ pub fn changes_state(manifest: &Manifest) -> bool {
     }
     let name = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
     manifest.destructive()
-        || Actions::main_of_tool(name, &manifest.description).intersects(Actions::CHANGING)
+        || Actions::main_of_tool_with(name, &manifest.description, tool_verbs)
+            .intersects(Actions::CHANGING)
 }
 
 /// Names and aliases of a catalog that look like identifiers (with `_`,

@@ -224,7 +224,10 @@ impl Index {
     /// rank above the first harmless one, they go just below it (their
     /// order kept). Returns them, best first.
     fn hold_back_destructive(&self, query: &Query, ranked: &mut [Ranked]) -> Vec<usize> {
-        let Some(safe) = ranked.iter().position(|r| !self.held(query, r.mode_index)) else {
+        let Some(safe) = ranked
+            .iter()
+            .position(|r| !self.held_in_order(query, r.mode_index))
+        else {
             return Vec::new();
         };
         if safe == 0 {

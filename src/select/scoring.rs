@@ -330,7 +330,17 @@ impl Index {
     /// rules out what the tool does ("don't commit, just show the diff"),
     /// or for one that asks for no change at all ("the staged diff, please").
     pub(super) fn held(&self, query: &Query, mode: usize) -> bool {
-        let changes_state = self.changes_state.get(mode).copied().unwrap_or(false);
+        self.held_by(query, mode, &self.changes_state)
+    }
+
+    /// [`Index::held`] as the ranking's order reads it: whether a tool
+    /// changes state by the action classes alone.
+    pub(super) fn held_in_order(&self, query: &Query, mode: usize) -> bool {
+        self.held_by(query, mode, &self.changes_state_by_class)
+    }
+
+    fn held_by(&self, query: &Query, mode: usize, changing: &[bool]) -> bool {
+        let changes_state = changing.get(mode).copied().unwrap_or(false);
         self.unasked_destructive(query, mode)
             || (changes_state
                 && !query.named.contains(&mode)

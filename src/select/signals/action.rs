@@ -155,6 +155,14 @@ impl Actions {
     /// alone overrules a name whose verb is also a noun
     /// (`video_games.store_price`: "Fetches the selling price ...").
     pub fn main_of_tool(name: &str, description: &str) -> Actions {
+        Self::main_of_tool_with(name, description, true)
+    }
+
+    /// [`Actions::main_of_tool`] with the action classes alone (`false`),
+    /// without the verbs read in tool names only: what orders a ranking.
+    /// Counting those verbs there too held MetaTool's tools below harmless
+    /// ones for questions, and its top-1 fell under the model alone's.
+    pub fn main_of_tool_with(name: &str, description: &str, tool_verbs: bool) -> Actions {
         let segment = name.rsplit(['.', '/', ':']).next().unwrap_or(name);
         let segment = segment.rsplit("__").next().unwrap_or(segment);
         let mut main = Actions::NONE;
@@ -176,7 +184,7 @@ impl Actions {
                     !class.is_empty() && !class.intersects(Actions::CHANGING)
                 })
             };
-            if is_changing_tool_verb(word) && !read_later() {
+            if tool_verbs && is_changing_tool_verb(word) && !read_later() {
                 main = Actions::UPDATE;
                 break;
             }

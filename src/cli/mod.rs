@@ -70,7 +70,7 @@ pub enum Command {
     Select {
         /// The task, in plain words
         task: String,
-        /// How many modes to return [default: 3, or 5 when the best is unsure]
+        /// How many modes to return [default: 3, or up to 5 when the first three are unsure]
         #[arg(long = "top")]
         top: Option<usize>,
         /// Print the exact tool reply as JSON

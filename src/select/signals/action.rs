@@ -400,13 +400,22 @@ const NEUTRAL_VERBS: &[&str] = &[
 
 /// The stems of [`NEUTRAL_VERBS`], stemmed once: every tool name of a
 /// catalog is read against them when the index is built.
-static NEUTRAL_STEMS: LazyLock<HashSet<String>> = LazyLock::new(|| {
+static NEUTRAL_STEMS: LazyLock<HashSet<String>> = LazyLock::new(|| stems_of(NEUTRAL_VERBS));
+
+/// The stems of `verbs`, to meet their inflections (`closes`, `starred`).
+fn stems_of(verbs: &[&str]) -> HashSet<String> {
     let (stemmer, _) = &*BY_STEM;
-    NEUTRAL_VERBS
+    verbs
         .iter()
         .map(|verb| stemmer.stem(verb).into_owned())
         .collect()
-});
+}
+
+/// Whether `word`'s stem is one of `stems`.
+fn has_stem(stems: &HashSet<String>, word: &str) -> bool {
+    let (stemmer, _) = &*BY_STEM;
+    stems.contains(stemmer.stem(word).as_ref())
+}
 
 /// Verbs that change state when a tool's name opens with them
 /// (`star_repository`, `browser_close`, `set_issue_fields`), beyond the
@@ -474,7 +483,6 @@ const CHANGING_TOOL_VERBS: &[&str] = &[
     "unblock",
     "mute",
     "unmute",
-    "archive",
     "unarchive",
     "import",
     "sync",
@@ -499,28 +507,20 @@ const CHANGING_TOOL_VERBS: &[&str] = &[
     "share",
     "transition",
     "link",
-    "unlink",
     "attach",
     "detach",
 ];
 
 /// The stems of [`CHANGING_TOOL_VERBS`].
-static CHANGING_TOOL_STEMS: LazyLock<HashSet<String>> = LazyLock::new(|| {
-    let (stemmer, _) = &*BY_STEM;
-    CHANGING_TOOL_VERBS
-        .iter()
-        .map(|verb| stemmer.stem(verb).into_owned())
-        .collect()
-});
+static CHANGING_TOOL_STEMS: LazyLock<HashSet<String>> =
+    LazyLock::new(|| stems_of(CHANGING_TOOL_VERBS));
 
 fn is_changing_tool_verb(word: &str) -> bool {
-    let (stemmer, _) = &*BY_STEM;
-    CHANGING_TOOL_STEMS.contains(stemmer.stem(word).as_ref())
+    has_stem(&CHANGING_TOOL_STEMS, word)
 }
 
 fn is_neutral_verb(word: &str) -> bool {
-    let (stemmer, _) = &*BY_STEM;
-    NEUTRAL_STEMS.contains(stemmer.stem(word).as_ref())
+    has_stem(&NEUTRAL_STEMS, word)
 }
 
 /// Verbs by which a speaker says they want something done ("I want to

@@ -110,6 +110,11 @@ fn only_the_verb_of_a_name_is_its_action() {
     }
 }
 
+/// Whether a tool so named and described changes state by its verb.
+fn changing(name: &str, description: &str) -> bool {
+    Actions::main_of_tool(name, description).intersects(Actions::CHANGING)
+}
+
 #[test]
 fn verbs_outside_the_action_classes_change_state_in_tool_names() {
     for (name, description) in [
@@ -120,10 +125,7 @@ fn verbs_outside_the_action_classes_change_state_in_tool_names() {
         ("huly__start_timer", "Start a timer"),
         ("secret_put", "Store a secret"),
     ] {
-        assert!(
-            Actions::main_of_tool(name, description).intersects(Actions::CHANGING),
-            "{name}"
-        );
+        assert!(changing(name, description), "{name}");
     }
     // A noun as often as a verb, followed by what the tool does; and
     // a description that opens with reading.
@@ -133,11 +135,11 @@ fn verbs_outside_the_action_classes_change_state_in_tool_names() {
         ("comment_get", "One comment"),
         ("book_info", "Gets the details of a book"),
     ] {
-        assert!(
-            !Actions::main_of_tool(name, description).intersects(Actions::CHANGING),
-            "{name}"
-        );
+        assert!(!changing(name, description), "{name}");
     }
+    // The ranking's order reads the action classes alone.
+    let star = Actions::main_of_tool_with("star_repository", "Star a repository", false);
+    assert!(!star.intersects(Actions::CHANGING));
     // A request is not read for them: "set up" or "start by" asks for
     // nothing to change.
     assert!(!Actions::of_request("start by showing me the diff").intersects(Actions::CHANGING));

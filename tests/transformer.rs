@@ -86,6 +86,44 @@ fn vectors_match_the_reference_model() {
     }
 }
 
+/// The two arithmetics of `crates/bert` (f32 products on any CPU,
+/// bfloat16 on AMX tiles where the CPU has them) give the same vectors to
+/// a cosine of 0.9999, over sequences from one token to the model's 256.
+/// Where the tiles are missing both load as f32, and this holds trivially;
+/// `vectors_match_the_reference_model` checks whichever this machine uses.
+#[test]
+fn the_tile_encoder_agrees_with_the_f32_one() {
+    if !have_model() {
+        return;
+    }
+    use zenmode_bert::{Arithmetic, Bert, Config};
+    let dir = model_dir();
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let config: Config =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    let f32_encoder = Bert::load_with(&bytes, &config, Arithmetic::F32).unwrap();
+    let tile_encoder = Bert::load_with(&bytes, &config, Arithmetic::Tiles).unwrap();
+    eprintln!(
+        "this machine's tiles encoder: {:?}",
+        tile_encoder.arithmetic()
+    );
+    assert_eq!(f32_encoder.arithmetic(), Arithmetic::F32);
+    for tokens in [1usize, 2, 7, 16, 17, 31, 48, 100, 256] {
+        let ids: Vec<u32> = std::iter::once(101)
+            .chain((1..tokens.saturating_sub(1)).map(|i| 1000 + (i as u32 * 7919) % 28000))
+            .chain(std::iter::once(102))
+            .take(tokens)
+            .collect();
+        let (a, b) = (
+            f32_encoder.mean_output(&ids).unwrap(),
+            tile_encoder.mean_output(&ids).unwrap(),
+        );
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let similarity = cosine(&a, &b) / norm(&a) / norm(&b);
+        assert!(similarity > 0.9999, "{tokens} tokens: cosine {similarity}");
+    }
+}
+
 /// all-MiniLM-L6-v2 alone (top-1, MRR), from scripts/embedding/baseline.py.
 const BASELINES: [(&str, f64, f64); 5] = [
     ("bfcl_multiple", 0.750, 0.843),

@@ -44,9 +44,9 @@ impl Index {
     /// the model disagree on about a request in three, and a reply that
     /// changed a second later, for the same request, could not be
     /// trusted. With the tool vectors cached (`upstream add` computes
-    /// them) the model's index is ready in well under a second; a catalog
-    /// the model has never seen takes longer than `limit`, and the table
-    /// answers meanwhile.
+    /// them) the model's index is ready in well under a second; a large
+    /// catalog the model has never seen takes seconds, and past `limit`
+    /// the table answers meanwhile.
     pub fn ranking_when_ready(&self, query: &str, limit: std::time::Duration) -> Ranking {
         let started = std::time::Instant::now();
         while self.model_pending() && !super::model_builds::gave_up() && started.elapsed() < limit {

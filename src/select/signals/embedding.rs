@@ -145,24 +145,26 @@ impl EmbeddingIndex {
         let mut vectors = Vec::new();
         let mut tokens = Vec::new();
         let mut starts = vec![0];
-        let mut ids = Vec::new();
-        for text in texts {
-            let vector = match encoder {
-                Encoder::Table(table) => {
-                    let vector = table.embed_text(text, &mut ids);
+        let mut add = |vector: Option<Vec<f32>>| match vector {
+            Some(vector) => vectors.extend(vector),
+            None => vectors.resize(vectors.len() + dims, 0.0),
+        };
+        match encoder {
+            Encoder::Table(table) => {
+                let mut ids = Vec::new();
+                for text in texts {
+                    add(table.embed_text(text, &mut ids));
                     ids.retain(|&id| table.is_content(id));
                     ids.sort_unstable();
                     ids.dedup();
                     tokens.extend_from_slice(&ids);
                     starts.push(tokens.len());
-                    vector
                 }
-                #[cfg(feature = "transformer")]
-                Encoder::Model(_) => encoder.embed(text, true),
-            };
-            match vector {
-                Some(vector) => vectors.extend(vector),
-                None => vectors.resize(vectors.len() + dims, 0.0),
+            }
+            #[cfg(feature = "transformer")]
+            Encoder::Model(model) => {
+                let texts: Vec<&str> = texts.collect();
+                model.embed_all(&texts).into_iter().for_each(add);
             }
         }
         EmbeddingIndex {

@@ -61,16 +61,17 @@ pub(crate) fn bf16(value: f32) -> u16 {
 /// The weights `rows` (`outputs` rows of `inputs` values) in the tiles'
 /// layout: for each group of 16 outputs, the inputs two by two, each pair
 /// of inputs holding the 16 outputs' two weights side by side.
-pub(crate) fn pack(rows: &[f32], inputs: usize, outputs: usize) -> Vec<u16> {
+pub(crate) fn pack(rows: &[f32], inputs: usize, outputs: usize) -> Aligned {
     debug_assert!(fits(inputs, outputs) && rows.len() == inputs * outputs);
-    let mut packed = vec![0u16; inputs * outputs];
+    let mut packed = Aligned::zeroed(inputs * outputs);
+    let values = packed.values_mut();
     for (output, row) in rows.chunks_exact(inputs).enumerate() {
         let block = output / OUTPUTS_PER_TILE;
         let lane = output % OUTPUTS_PER_TILE;
         let base = block * inputs * OUTPUTS_PER_TILE;
         for (input, value) in row.iter().enumerate() {
             let pair = input / 2;
-            packed[base + (pair * OUTPUTS_PER_TILE + lane) * 2 + input % 2] = bf16(*value);
+            values[base + (pair * OUTPUTS_PER_TILE + lane) * 2 + input % 2] = bf16(*value);
         }
     }
     packed
@@ -78,15 +79,48 @@ pub(crate) fn pack(rows: &[f32], inputs: usize, outputs: usize) -> Vec<u16> {
 
 /// `x` (`tokens` rows of `inputs` f32 values) as bfloat16 rows, zero rows
 /// appended up to a whole number of tiles.
-pub(crate) fn inputs_as_tiles(x: &[f32], tokens: usize, inputs: usize, into: &mut Vec<u16>) {
+pub(crate) fn inputs_as_tiles(x: &[f32], tokens: usize, inputs: usize) -> Aligned {
     let padded = tokens.div_ceil(TOKENS_PER_TILE) * TOKENS_PER_TILE;
-    into.clear();
-    into.resize(padded * inputs, 0);
-    tiles::convert(&x[..tokens * inputs], &mut into[..tokens * inputs]);
+    let mut tiles = Aligned::zeroed(padded * inputs);
+    tiles::convert(
+        &x[..tokens * inputs],
+        &mut tiles.values_mut()[..tokens * inputs],
+    );
+    tiles
+}
+
+/// bfloat16 values whose first sits on a 64-byte boundary, so that every
+/// row a tile loads is one cache line: rows that straddle two made four
+/// tile loads take 61 ns instead of 9.4 (measured on this machine), and
+/// the products a third as fast.
+pub(crate) struct Aligned {
+    buffer: Vec<u16>,
+    start: usize,
+    len: usize,
+}
+
+impl Aligned {
+    /// 32 more values than asked for, and the first used one where the
+    /// next 64-byte boundary falls (the buffer never moves: it is never
+    /// grown).
+    pub(crate) fn zeroed(len: usize) -> Self {
+        let buffer = vec![0u16; len + 32];
+        let start = (buffer.as_ptr() as usize).wrapping_neg() % 64 / 2;
+        Aligned { buffer, start, len }
+    }
+
+    pub(crate) fn values(&self) -> &[u16] {
+        &self.buffer[self.start..][..self.len]
+    }
+
+    pub(crate) fn values_mut(&mut self) -> &mut [u16] {
+        &mut self.buffer[self.start..][..self.len]
+    }
 }
 
 /// The sums of `x_tiles` (from [`inputs_as_tiles`]) times the output
-/// pairs `pairs` (pairs of 16-output tiles) of `packed`, into `out`: one
+/// pairs `pairs` (pairs of 16-output tiles) of `packed`, plus their
+/// `bias` (of every output of the layer), into `out`: one
 /// row of `stride` f32 per padded token, the range's first output in
 /// column 0. `out` must hold a row per padded token.
 ///
@@ -97,6 +131,7 @@ pub(crate) fn product(
     x_tiles: &[u16],
     inputs: usize,
     packed: &[u16],
+    bias: &[f32],
     pairs: std::ops::Range<usize>,
     out: &mut [f32],
     stride: usize,
@@ -105,12 +140,13 @@ pub(crate) fn product(
     assert!(available() && fits(inputs, packed.len() / inputs));
     assert!(x_tiles.len() == padded * inputs && padded.is_multiple_of(TOKENS_PER_TILE));
     assert!(pairs.end * 2 * OUTPUTS_PER_TILE * inputs <= packed.len());
+    assert!(pairs.end * 2 * OUTPUTS_PER_TILE <= bias.len());
     assert!((pairs.end - pairs.start) * 2 * OUTPUTS_PER_TILE <= stride);
     assert!(out.len() >= padded * stride);
     // Safety: `available` said the CPU has the instructions and the
     // process may use the tiles; the asserts bound every tile load and
     // store below.
-    unsafe { tiles::product(x_tiles, padded, inputs, packed, pairs, out, stride) }
+    unsafe { tiles::product(x_tiles, padded, inputs, packed, bias, pairs, out, stride) }
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -213,11 +249,13 @@ mod tiles {
     /// Tiles 0-3 hold sums (two token tiles by two output tiles), 4 and 5
     /// a step of two token tiles' inputs, 6 and 7 a step of two output
     /// tiles' weights.
+    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn product(
         x: &[u16],
         padded: usize,
         inputs: usize,
         packed: &[u16],
+        bias: &[f32],
         pairs: std::ops::Range<usize>,
         out: &mut [f32],
         stride: usize,
@@ -248,12 +286,18 @@ mod tiles {
                 let mut token = 0;
                 while token < padded {
                     let two = token + TOKENS_PER_TILE < padded;
+                    // The sums start at the bias: each of the 16 rows of
+                    // a sum tile loads the same 16 values (a stride of 0).
+                    let first_bias = bias.as_ptr().add(pair * 2 * OUTPUTS_PER_TILE);
                     asm!(
-                        "tilezero tmm0",
-                        "tilezero tmm1",
-                        "tilezero tmm2",
-                        "tilezero tmm3",
-                        options(nostack, nomem)
+                        "tileloadd tmm0, [{b0} + {zero}*1]",
+                        "tileloadd tmm1, [{b1} + {zero}*1]",
+                        "tileloadd tmm2, [{b0} + {zero}*1]",
+                        "tileloadd tmm3, [{b1} + {zero}*1]",
+                        b0 = in(reg) first_bias,
+                        b1 = in(reg) first_bias.add(OUTPUTS_PER_TILE),
+                        zero = in(reg) 0usize,
+                        options(nostack, readonly)
                     );
                     let first_row = x.as_ptr().add(token * inputs);
                     for step in 0..steps {
@@ -325,11 +369,13 @@ mod tiles {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn product(
         _: &[u16],
         _: usize,
         _: usize,
         _: &[u16],
+        _: &[f32],
         _: std::ops::Range<usize>,
         _: &mut [f32],
         _: usize,

@@ -108,15 +108,7 @@ impl LayerNorm {
 
     /// Normalizes each row of `x` in place.
     fn apply(&self, x: &mut [f32]) {
-        let width = self.weight.len();
-        for row in x.chunks_exact_mut(width) {
-            let mean = row.iter().sum::<f32>() / width as f32;
-            let variance = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
-            let scale = 1.0 / (variance + self.eps).sqrt();
-            for ((v, w), b) in row.iter_mut().zip(&self.weight).zip(&self.bias) {
-                *v = (*v - mean) * scale * w + b;
-            }
-        }
+        layer_norm(x, &self.weight, &self.bias, self.eps);
     }
 }
 
@@ -590,6 +582,39 @@ fn value_sums(scores: &[f32], values: &[f32], stride: usize, column: usize) -> [
 }
 
 widest! {
+    /// Normalizes each row of `x` (rows as long as `weight`) in place.
+    fn layer_norm(x: &mut [f32], weight: &[f32], bias: &[f32], eps: f32) => layer_norm_body
+}
+
+#[inline(always)]
+fn layer_norm_body(x: &mut [f32], weight: &[f32], bias: &[f32], eps: f32) {
+    let width = weight.len();
+    for row in x.chunks_exact_mut(width) {
+        let mean = lane_sum(row, |v| v) / width as f32;
+        let variance = lane_sum(row, |v| (v - mean) * (v - mean)) / width as f32;
+        let scale = 1.0 / (variance + eps).sqrt();
+        for ((v, w), b) in row.iter_mut().zip(weight).zip(bias) {
+            *v = (*v - mean) * scale * w + b;
+        }
+    }
+}
+
+/// The sum of `f` over `values`, in sixteen running sums (one would make
+/// each addition wait for the one before).
+#[inline(always)]
+fn lane_sum(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut sums = [0.0f32; LANES];
+    let mut chunks = values.chunks_exact(LANES);
+    for chunk in chunks.by_ref() {
+        for (sum, v) in sums.iter_mut().zip(chunk) {
+            *sum += f(*v);
+        }
+    }
+    let rest: f32 = chunks.remainder().iter().map(|v| f(*v)).sum();
+    sums.iter().sum::<f32>() + rest
+}
+
+widest! {
     /// BERT's exact GELU, `x Φ(x)`, over every value.
     fn gelu(values: &mut [f32]) => gelu_body
 }
@@ -698,6 +723,34 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn layer_norm_matches_the_plain_loop() {
+        for width in [1, 37, 384] {
+            let weight: Vec<f32> = (0..width).map(|i| 0.5 + (i % 7) as f32 / 10.0).collect();
+            let bias: Vec<f32> = (0..width).map(|i| (i % 5) as f32 / 20.0 - 0.1).collect();
+            let mut x: Vec<f32> = (0..3 * width)
+                .map(|i| ((i * 31 % 41) as f32 - 20.0) / 3.0)
+                .collect();
+            let mut expected = x.clone();
+            for row in expected.chunks_exact_mut(width) {
+                let mean = row.iter().sum::<f32>() / width as f32;
+                let variance =
+                    row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
+                let scale = 1.0 / (variance + 1e-12).sqrt();
+                for ((v, w), b) in row.iter_mut().zip(&weight).zip(&bias) {
+                    *v = (*v - mean) * scale * w + b;
+                }
+            }
+            layer_norm(&mut x, &weight, &bias, 1e-12);
+            for (at, (got, want)) in x.iter().zip(&expected).enumerate() {
+                assert!(
+                    (got - want).abs() < 1e-4,
+                    "width {width}, value {at}: {got} against {want}"
+                );
             }
         }
     }

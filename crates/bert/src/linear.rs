@@ -19,15 +19,20 @@ pub enum Arithmetic {
     Tiles,
 }
 
+/// A layer's weights, packed for its arithmetic.
+enum Packed {
+    /// [`Arithmetic::F32`]: panel `p` holds outputs `p * PANEL ..`, input
+    /// by input: element `(i, l)` of the panel is `W[p * PANEL + l][i]` as
+    /// an IEEE half float, zero past the last output.
+    Panels(Vec<u16>),
+    /// [`Arithmetic::Tiles`]: `amx::pack`'s layout.
+    Tiles(amx::Aligned),
+}
+
 /// A linear layer `y = x Wᵀ + b`, its weights packed into panels (or
 /// tiles).
 pub(crate) struct Linear {
-    /// With [`Arithmetic::F32`], panel `p` holds outputs `p * PANEL ..`,
-    /// input by input: element `(i, l)` of the panel is
-    /// `W[p * PANEL + l][i]` as an IEEE half float, zero past the last
-    /// output. With [`Arithmetic::Tiles`], `amx::pack`'s layout.
-    packed: Vec<u16>,
-    arithmetic: Arithmetic,
+    packed: Packed,
     bias: Vec<f32>,
     inputs: usize,
     outputs: usize,
@@ -71,8 +76,7 @@ impl Linear {
         debug_assert!(rows.len() == inputs * outputs && bias.len() == outputs);
         if arithmetic == Arithmetic::Tiles && amx::available() && amx::fits(inputs, outputs) {
             return Linear {
-                packed: amx::pack(rows, inputs, outputs),
-                arithmetic,
+                packed: Packed::Tiles(amx::pack(rows, inputs, outputs)),
                 bias,
                 inputs,
                 outputs,
@@ -88,8 +92,7 @@ impl Linear {
             }
         }
         Linear {
-            packed,
-            arithmetic: Arithmetic::F32,
+            packed: Packed::Panels(packed),
             bias,
             inputs,
             outputs,
@@ -100,27 +103,29 @@ impl Linear {
     /// panels are), a 48-token request took 5.6 ms instead of 3.8 (waking
     /// the second thread and its tiles costs more than it saves), and the
     /// other core stays free for another request.
-    fn forward_on_tiles(&self, x: &[f32], tokens: usize, out: &mut Vec<f32>) {
-        let mut x_tiles = Vec::new();
-        amx::inputs_as_tiles(x, tokens, self.inputs, &mut x_tiles);
+    fn forward_on_tiles(
+        &self,
+        weights: &amx::Aligned,
+        x: &[f32],
+        tokens: usize,
+        out: &mut Vec<f32>,
+    ) {
+        let x_tiles = amx::inputs_as_tiles(x, tokens, self.inputs);
+        let x_tiles = x_tiles.values();
         let padded = x_tiles.len() / self.inputs;
         out.clear();
         out.resize(padded * self.outputs, 0.0);
         let pairs = self.outputs / (2 * amx::OUTPUTS_PER_TILE);
         amx::product(
-            &x_tiles,
+            x_tiles,
             self.inputs,
-            &self.packed,
+            weights.values(),
+            &self.bias,
             0..pairs,
             out,
             self.outputs,
         );
         out.truncate(tokens * self.outputs);
-        for row in out.chunks_exact_mut(self.outputs) {
-            for (y, b) in row.iter_mut().zip(&self.bias) {
-                *y += b;
-            }
-        }
     }
 
     /// `out` = this layer applied to each of the `tokens` rows of `x`.
@@ -129,22 +134,23 @@ impl Linear {
     /// second half simply runs after the first.
     pub(crate) fn forward(&self, x: &[f32], tokens: usize, out: &mut Vec<f32>) {
         debug_assert_eq!(x.len(), tokens * self.inputs);
-        if self.arithmetic == Arithmetic::Tiles {
-            return self.forward_on_tiles(x, tokens, out);
-        }
+        let packed = match &self.packed {
+            Packed::Tiles(weights) => return self.forward_on_tiles(weights, x, tokens, out),
+            Packed::Panels(packed) => packed,
+        };
         out.clear();
         out.resize(tokens * self.outputs, 0.0);
         let panels = self.outputs.div_ceil(PANEL);
         let half = panels.div_ceil(2);
         if panels < 2 {
-            self.panels_into(x, tokens, 0..panels, out, self.outputs);
+            self.panels_into(packed, x, tokens, 0..panels, out, self.outputs);
             return;
         }
         let second_width = self.outputs - half * PANEL;
         let mut second = vec![0.0f32; tokens * second_width];
         rayon::join(
-            || self.panels_into(x, tokens, 0..half, out, self.outputs),
-            || self.panels_into(x, tokens, half..panels, &mut second, second_width),
+            || self.panels_into(packed, x, tokens, 0..half, out, self.outputs),
+            || self.panels_into(packed, x, tokens, half..panels, &mut second, second_width),
         );
         let first_width = half * PANEL;
         for (row, part) in out
@@ -159,6 +165,7 @@ impl Linear {
     /// `stride` values, the range's first output in column 0.
     fn panels_into(
         &self,
+        packed: &[u16],
         x: &[f32],
         tokens: usize,
         panels: std::ops::Range<usize>,
@@ -168,7 +175,7 @@ impl Linear {
         let mut sums = [0.0f32; ROWS * PANEL];
         let columns = panels.start * PANEL;
         for panel_index in panels {
-            let panel = &self.packed[panel_index * PANEL * self.inputs..][..PANEL * self.inputs];
+            let panel = &packed[panel_index * PANEL * self.inputs..][..PANEL * self.inputs];
             let first = panel_index * PANEL;
             let width = PANEL.min(self.outputs - first);
             let mut token = 0;
@@ -446,7 +453,7 @@ mod tests {
                     && amx::available()
                     && amx::fits(inputs, outputs);
                 assert_eq!(
-                    layer.arithmetic == Arithmetic::Tiles,
+                    matches!(layer.packed, Packed::Tiles(_)),
                     tiles,
                     "{inputs}x{outputs} asked for {arithmetic:?}"
                 );
@@ -489,8 +496,8 @@ mod tests {
         assert!(amx::bf16(f32::NAN) & 0x7f80 == 0x7f80 && amx::bf16(f32::NAN) & 0x7f != 0);
         let mut converted = [0u16; 37];
         let values: Vec<f32> = (0..37).map(|i| i as f32 * 0.37 - 5.0).collect();
-        let mut tiles = Vec::new();
-        amx::inputs_as_tiles(&values, 1, 37, &mut tiles);
+        let tiles = amx::inputs_as_tiles(&values, 1, 37);
+        let tiles = tiles.values();
         for (c, v) in converted.iter_mut().zip(&values) {
             *c = amx::bf16(*v);
         }

@@ -8,6 +8,8 @@
 
 /// Extra allowed roots for file access, `:`-separated (`;` on Windows).
 pub const ALLOWED_ROOTS: &str = "ZEN_ALLOWED_ROOTS";
+/// `1` keeps the model's encoder off AMX tiles (f32 products instead).
+pub const BERT_NO_AMX: &str = "ZEN_BERT_NO_AMX";
 /// The bearer token `serve --transport http` requires.
 pub const AUTH_TOKEN: &str = "ZEN_AUTH_TOKEN";
 /// HTTP: seconds a request body may take.

@@ -1,19 +1,20 @@
 //! The linear layers' products on Intel AMX tiles, where the CPU and the
 //! operating system offer them.
 //!
-//! On two cores the f32 panels (`linear.rs`) spend about 10 ms on a
-//! 48-token request, most of it in products that run at a third of what
+//! On two cores the f32 panels (`linear.rs`) spent about 10 ms on a
+//! 48-token request, most of it in products that ran at a fifth of what
 //! AVX-512's multiply-add units can do, while an AMX tile multiply does a
 //! 16 × 32 by 32 × 16 product of bfloat16 values into f32 sums in a few
 //! cycles: measured here, 1.6 × 10¹² multiply-adds a second on one core
 //! against about 0.12 × 10¹² for AVX-512 in f32. With the products nearly
-//! free, what is left is reading the weights once per request.
+//! free, what is left is loading the tiles and reading the weights once
+//! per request.
 //!
 //! The price is bfloat16's 8-bit mantissa on the weights and on the
 //! layer's inputs (the sums stay f32). `tests/transformer.rs` holds the
-//! vectors to the reference implementation's within a cosine of 0.999,
-//! and the routing sets to the f32 encoder's figures
-//! (docs/decisions/0016-amx-tiles-for-the-encoder.md).
+//! vectors within a cosine of 0.9999 of the f32 encoder's and of the
+//! reference implementation's; on the routing sets one request in a
+//! hundred or fewer changes (docs/decisions/0016-amx-tiles-for-the-encoder.md).
 //!
 //! Rust has no stable AMX intrinsics, so the few instructions used are
 //! written as inline assembly; the compiler never allocates tile
@@ -30,14 +31,10 @@ pub(crate) const TOKENS_PER_TILE: usize = 16;
 
 /// Whether the products can run on tiles here: the CPU has AMX with
 /// bfloat16, the operating system saves the tiles' state, and it granted
-/// this process their use. Checked once; `ZEN_BERT_NO_AMX=1` says no (to
-/// compare the two encoders on one machine).
+/// this process their use. Checked once.
 pub(crate) fn available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        std::env::var_os("ZEN_BERT_NO_AMX").is_none_or(|v| v.is_empty() || v == "0")
-            && tiles::granted()
-    })
+    *AVAILABLE.get_or_init(tiles::granted)
 }
 
 /// Whether a layer of this shape can use the tiles: whole steps of inputs

@@ -26,6 +26,7 @@ use std::{
 use sha2::{Digest, Sha256};
 
 use super::wordpiece::WordPiece;
+use crate::platform::settings;
 use zenmode_bert::{Arithmetic, Bert, Config};
 
 /// A cache file larger than this (about 43,000 texts) is left alone rather
@@ -230,7 +231,13 @@ impl Transformer {
         // kill it.
         let bytes = std::fs::read(&weights)
             .map_err(|error| format!("cannot read {}: {error}", weights.display()))?;
-        let model = Bert::load(&bytes, &config)
+        // The tiles where the machine has them, unless `ZEN_BERT_NO_AMX`
+        // says otherwise (`load_with` falls back to f32 without them).
+        let arithmetic = match settings::get_os(settings::BERT_NO_AMX) {
+            Some(value) if value != "0" => Arithmetic::F32,
+            _ => Arithmetic::Tiles,
+        };
+        let model = Bert::load_with(&bytes, &config, arithmetic)
             .map_err(|error| format!("{} does not hold this model: {error}", weights.display()))?;
         Ok(Transformer {
             model,

@@ -76,14 +76,13 @@ pub(crate) fn pack(rows: &[f32], inputs: usize, outputs: usize) -> Aligned {
 
 /// `x` (`tokens` rows of `inputs` f32 values) as bfloat16 rows, zero rows
 /// appended up to a whole number of tiles.
-pub(crate) fn inputs_as_tiles(x: &[f32], tokens: usize, inputs: usize) -> Aligned {
+/// Into `tiles`, reusing its space when it is large enough.
+pub(crate) fn inputs_into_tiles(x: &[f32], tokens: usize, inputs: usize, tiles: &mut Aligned) {
     let padded = tokens.div_ceil(TOKENS_PER_TILE) * TOKENS_PER_TILE;
-    let mut tiles = Aligned::zeroed(padded * inputs);
-    tiles::convert(
-        &x[..tokens * inputs],
-        &mut tiles.values_mut()[..tokens * inputs],
-    );
-    tiles
+    tiles.reuse(padded * inputs);
+    let values = tiles.values_mut();
+    tiles::convert(&x[..tokens * inputs], &mut values[..tokens * inputs]);
+    values[tokens * inputs..].fill(0);
 }
 
 /// bfloat16 values whose first sits on a 64-byte boundary, so that every
@@ -106,6 +105,16 @@ impl Aligned {
         Aligned { buffer, start, len }
     }
 
+    /// `len` values from now on, in the same space if it holds them (their
+    /// contents left as they were), else in new zeroed space.
+    pub(crate) fn reuse(&mut self, len: usize) {
+        if self.start + len <= self.buffer.len() {
+            self.len = len;
+        } else {
+            *self = Aligned::zeroed(len);
+        }
+    }
+
     pub(crate) fn values(&self) -> &[u16] {
         &self.buffer[self.start..][..self.len]
     }
@@ -115,7 +124,7 @@ impl Aligned {
     }
 }
 
-/// The sums of `x_tiles` (from [`inputs_as_tiles`]) times the output
+/// The sums of `x_tiles` (from [`inputs_into_tiles`]) times the output
 /// pairs `pairs` (pairs of 16-output tiles) of `packed`, plus their
 /// `bias` (of every output of the layer), into `out`: one
 /// row of `stride` f32 per padded token, the range's first output in

@@ -330,10 +330,17 @@ impl Bert {
             x.extend(word.iter().zip(position).map(|(w, p)| w + p));
         }
         self.embedding_norm.apply(&mut x);
-        let mut buffers = Buffers::default();
-        for layer in &self.layers {
-            self.layer(layer, &mut x, tokens, &mut buffers);
+        // Each thread keeps its scratch space between sequences: freed,
+        // its pages went back to the system and came back zeroed, a twentieth
+        // of a request's time.
+        thread_local! {
+            static BUFFERS: std::cell::RefCell<Buffers> = std::cell::RefCell::default();
         }
+        BUFFERS.with_borrow_mut(|buffers| {
+            for layer in &self.layers {
+                self.layer(layer, &mut x, tokens, buffers);
+            }
+        });
         let mut mean = vec![0.0f32; hidden];
         for row in x.chunks_exact(hidden) {
             for (m, v) in mean.iter_mut().zip(row) {
@@ -503,6 +510,13 @@ fn attention_body(
             // Sixteen of the head's outputs at a time, summed over the
             // values in registers.
             let values = &qkv[2 * hidden + offset..];
+            if width == 2 * LANES {
+                let sums = value_sums_32(&scores[..tokens], values, stride);
+                for (o, sum) in out.iter_mut().zip(sums) {
+                    *o = sum * inverse;
+                }
+                continue;
+            }
             let mut pieces = out.chunks_exact_mut(LANES);
             for (piece, out) in pieces.by_ref().enumerate() {
                 let sums = value_sums(&scores[..tokens], values, stride, piece * LANES);
@@ -534,8 +548,8 @@ fn key_scores<const N: usize>(
     out: &mut [f32],
 ) -> usize {
     let mut sums = [[0.0f32; LANES]; N];
-    for (d, q_value) in q.iter().enumerate() {
-        let row = &keys[d * lanes + start..][..N * LANES];
+    for (row, q_value) in keys.chunks_exact(lanes).zip(q) {
+        let row = &row[start..][..N * LANES];
         for (block, sums) in sums.iter_mut().enumerate() {
             for (sum, k) in sums.iter_mut().zip(&row[block * LANES..][..LANES]) {
                 *sum += q_value * k;
@@ -546,6 +560,38 @@ fn key_scores<const N: usize>(
         chunk.copy_from_slice(sums);
     }
     N * LANES
+}
+
+/// [`value_sums`] for heads 32 wide (MiniLM's), both halves in one pass
+/// over the values' rows.
+#[inline(always)]
+fn value_sums_32(scores: &[f32], values: &[f32], stride: usize) -> [f32; 2 * LANES] {
+    let mut even = [0.0f32; 2 * LANES];
+    let mut odd = [0.0f32; 2 * LANES];
+    let mut rows = values.chunks(stride);
+    let mut pairs = scores.chunks_exact(2);
+    for scores in pairs.by_ref() {
+        let (Some(first), Some(second)) = (rows.next(), rows.next()) else {
+            break;
+        };
+        for ((e, o), (x, y)) in even
+            .iter_mut()
+            .zip(odd.iter_mut())
+            .zip(first[..2 * LANES].iter().zip(&second[..2 * LANES]))
+        {
+            *e += scores[0] * x;
+            *o += scores[1] * y;
+        }
+    }
+    if let ([last], Some(row)) = (pairs.remainder(), rows.next()) {
+        for (e, x) in even.iter_mut().zip(&row[..2 * LANES]) {
+            *e += last * x;
+        }
+    }
+    for (e, o) in even.iter_mut().zip(odd) {
+        *e += o;
+    }
+    even
 }
 
 /// The sum over values of each value's sixteen entries from `column`

@@ -110,11 +110,33 @@ impl Linear {
         tokens: usize,
         out: &mut Vec<f32>,
     ) {
-        let x_tiles = amx::inputs_as_tiles(x, tokens, self.inputs);
-        let x_tiles = x_tiles.values();
+        // Kept by each thread between layers and sequences, as the
+        // encoder's other scratch space is.
+        thread_local! {
+            static INPUTS: std::cell::RefCell<amx::Aligned> =
+                std::cell::RefCell::new(amx::Aligned::zeroed(0));
+        }
+        INPUTS.with_borrow_mut(|x_tiles| {
+            amx::inputs_into_tiles(x, tokens, self.inputs, x_tiles);
+            self.product_on_tiles(weights, x_tiles.values(), tokens, out);
+        });
+    }
+
+    fn product_on_tiles(
+        &self,
+        weights: &amx::Aligned,
+        x_tiles: &[u16],
+        tokens: usize,
+        out: &mut Vec<f32>,
+    ) {
         let padded = x_tiles.len() / self.inputs;
-        out.clear();
-        out.resize(padded * self.outputs, 0.0);
+        // The tiles write every value of every padded row, so the space
+        // kept from an earlier product need not be zeroed first.
+        if out.len() < padded * self.outputs {
+            out.resize(padded * self.outputs, 0.0);
+        } else {
+            out.truncate(padded * self.outputs);
+        }
         let pairs = self.outputs / (2 * amx::OUTPUTS_PER_TILE);
         amx::product(
             x_tiles,
@@ -457,11 +479,14 @@ mod tests {
                     tiles,
                     "{inputs}x{outputs} asked for {arithmetic:?}"
                 );
-                for tokens in [1, 6, 15, 16, 17, 33, 48] {
+                // One output buffer for every call, as the encoder keeps
+                // one: what a longer call left must not show through.
+                let mut out = Vec::new();
+                for tokens in [48, 1, 6, 15, 16, 17, 33] {
                     let x: Vec<f32> = (0..tokens * inputs)
                         .map(|i| ((i * 13 % 17) as f32 - 8.0) / 5.0)
                         .collect();
-                    let mut out = Vec::new();
+                    out.iter_mut().for_each(|v| *v = f32::NAN);
                     layer.forward(&x, tokens, &mut out);
                     assert_eq!(out.len(), tokens * outputs);
                     for t in 0..tokens {
@@ -496,8 +521,11 @@ mod tests {
         assert!(amx::bf16(f32::NAN) & 0x7f80 == 0x7f80 && amx::bf16(f32::NAN) & 0x7f != 0);
         let mut converted = [0u16; 37];
         let values: Vec<f32> = (0..37).map(|i| i as f32 * 0.37 - 5.0).collect();
-        let tiles = amx::inputs_as_tiles(&values, 1, 37);
-        let tiles = tiles.values();
+        // Space that held other values first: the padding is zeroed again.
+        let mut reused = amx::Aligned::zeroed(40 * 16);
+        reused.values_mut().fill(7);
+        amx::inputs_into_tiles(&values, 1, 37, &mut reused);
+        let tiles = reused.values();
         for (c, v) in converted.iter_mut().zip(&values) {
             *c = amx::bf16(*v);
         }

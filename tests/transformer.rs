@@ -101,8 +101,8 @@ fn the_tile_encoder_agrees_with_the_f32_one() {
     let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
     let config: Config =
         serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
-    let f32_encoder = Bert::load_with(&bytes, &config, Arithmetic::F32).unwrap();
-    let tile_encoder = Bert::load_with(&bytes, &config, Arithmetic::Tiles).unwrap();
+    let f32_encoder = Bert::load(&bytes, &config, Arithmetic::F32).unwrap();
+    let tile_encoder = Bert::load(&bytes, &config, Arithmetic::Tiles).unwrap();
     eprintln!(
         "this machine's tiles encoder: {:?}",
         tile_encoder.arithmetic()

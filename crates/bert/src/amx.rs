@@ -55,6 +55,13 @@ pub(crate) fn bf16(value: f32) -> u16 {
     ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) as u16
 }
 
+/// `x` as bfloat16 into `out`, a value at a time.
+fn convert_plain(x: &[f32], out: &mut [u16]) {
+    for (o, v) in out.iter_mut().zip(x) {
+        *o = bf16(*v);
+    }
+}
+
 /// The weights `rows` (`outputs` rows of `inputs` values) in the tiles'
 /// layout: for each group of 16 outputs, the inputs two by two, each pair
 /// of inputs holding the 16 outputs' two weights side by side.
@@ -152,7 +159,10 @@ pub(crate) fn product(
     // Safety: `available` said the CPU has the instructions and the
     // process may use the tiles; the asserts bound every tile load and
     // store below.
-    unsafe { tiles::product(x_tiles, padded, inputs, packed, bias, pairs, out, stride) }
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    unsafe {
+        tiles::product(x_tiles, padded, inputs, packed, bias, pairs, out, stride)
+    }
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -210,9 +220,7 @@ mod tiles {
             // Safety: the CPU has the instructions (checked above).
             unsafe { convert_wide(x, out) }
         } else {
-            for (o, v) in out.iter_mut().zip(x) {
-                *o = super::bf16(*v);
-            }
+            super::convert_plain(x, out);
         }
     }
 
@@ -231,9 +239,7 @@ mod tiles {
                 _mm256_storeu_si256(out.as_mut_ptr().add(at * 16).cast(), halves);
             }
         }
-        for (o, v) in out[whole.len()..].iter_mut().zip(rest) {
-            *o = super::bf16(*v);
-        }
+        super::convert_plain(rest, &mut out[whole.len()..]);
     }
 
     #[target_feature(enable = "xsave")]
@@ -289,12 +295,12 @@ mod tiles {
             asm!("ldtilecfg [{}]", in(reg) &config, options(nostack, readonly));
             for (column, pair) in pairs.enumerate() {
                 let weights = packed.as_ptr().add(pair * 2 * tile_weights);
+                let first_bias = bias.as_ptr().add(pair * 2 * OUTPUTS_PER_TILE);
                 let mut token = 0;
                 while token < padded {
                     let two = token + TOKENS_PER_TILE < padded;
                     // The sums start at the bias: each of the 16 rows of
                     // a sum tile loads the same 16 values (a stride of 0).
-                    let first_bias = bias.as_ptr().add(pair * 2 * OUTPUTS_PER_TILE);
                     asm!(
                         "tileloadd tmm0, [{b0} + {zero}*1]",
                         "tileloadd tmm1, [{b1} + {zero}*1]",
@@ -369,23 +375,5 @@ mod tiles {
         false
     }
 
-    pub(super) fn convert(x: &[f32], out: &mut [u16]) {
-        for (o, v) in out.iter_mut().zip(x) {
-            *o = super::bf16(*v);
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn product(
-        _: &[u16],
-        _: usize,
-        _: usize,
-        _: &[u16],
-        _: &[f32],
-        _: std::ops::Range<usize>,
-        _: &mut [f32],
-        _: usize,
-    ) {
-        unreachable!("the tiles are never available here")
-    }
+    pub(super) use super::convert_plain as convert;
 }

@@ -37,13 +37,13 @@ mod amx;
 mod linear;
 
 pub use linear::Arithmetic;
+use linear::Linear;
+use safetensors::{Dtype, SafeTensors};
+use serde::Deserialize;
 
 /// Values in one AVX-512 register: the attention's loops work sixteen at a
 /// time.
 const LANES: usize = 16;
-use linear::Linear;
-use safetensors::{Dtype, SafeTensors};
-use serde::Deserialize;
 
 /// What the encoder reads from the model's `config.json`; the other fields
 /// of a BERT configuration (dropout, initializer range ...) do not matter
@@ -183,26 +183,12 @@ struct Buffers {
 }
 
 impl Bert {
-    /// Reads the model from the bytes of its `model.safetensors`, with the
-    /// fastest arithmetic this machine has; the caller has checked that
-    /// `config` is a usable shape.
-    pub fn load(bytes: &[u8], config: &Config) -> Result<Self, String> {
-        let arithmetic = if amx::available() {
-            Arithmetic::Tiles
-        } else {
-            Arithmetic::F32
-        };
-        Self::load_with(bytes, config, arithmetic)
-    }
-
-    /// [`Bert::load`] with the given arithmetic; [`Arithmetic::Tiles`]
-    /// where the tiles are not available, or for layers whose shape they
-    /// do not fit, falls back to f32.
-    pub fn load_with(
-        bytes: &[u8],
-        config: &Config,
-        arithmetic: Arithmetic,
-    ) -> Result<Self, String> {
+    /// Reads the model from the bytes of its `model.safetensors`, its
+    /// layers packed for `arithmetic`; the caller has checked that
+    /// `config` is a usable shape. [`Arithmetic::Tiles`] falls back to f32
+    /// where the tiles are not available, and for layers whose shape they
+    /// do not fit.
+    pub fn load(bytes: &[u8], config: &Config, arithmetic: Arithmetic) -> Result<Self, String> {
         let arithmetic = if arithmetic == Arithmetic::Tiles && !amx::available() {
             Arithmetic::F32
         } else {
@@ -511,7 +497,7 @@ fn attention_body(
             // values in registers.
             let values = &qkv[2 * hidden + offset..];
             if width == 2 * LANES {
-                let sums = value_sums_32(&scores[..tokens], values, stride);
+                let sums = value_sums::<{ 2 * LANES }>(&scores[..tokens], values, stride, 0);
                 for (o, sum) in out.iter_mut().zip(sums) {
                     *o = sum * inverse;
                 }
@@ -519,7 +505,7 @@ fn attention_body(
             }
             let mut pieces = out.chunks_exact_mut(LANES);
             for (piece, out) in pieces.by_ref().enumerate() {
-                let sums = value_sums(&scores[..tokens], values, stride, piece * LANES);
+                let sums = value_sums::<LANES>(&scores[..tokens], values, stride, piece * LANES);
                 for (o, sum) in out.iter_mut().zip(sums) {
                     *o = sum * inverse;
                 }
@@ -562,13 +548,20 @@ fn key_scores<const N: usize>(
     N * LANES
 }
 
-/// [`value_sums`] for heads 32 wide (MiniLM's), both halves in one pass
-/// over the values' rows.
+/// The sum over values of each value's `W` entries from `column` times
+/// its score, in one pass over the values' rows (a head 32 wide, MiniLM's,
+/// is one pass); the even and odd values in separate sums, so that one
+/// addition need not wait for the one before.
 #[inline(always)]
-fn value_sums_32(scores: &[f32], values: &[f32], stride: usize) -> [f32; 2 * LANES] {
-    let mut even = [0.0f32; 2 * LANES];
-    let mut odd = [0.0f32; 2 * LANES];
-    let mut rows = values.chunks(stride);
+fn value_sums<const W: usize>(
+    scores: &[f32],
+    values: &[f32],
+    stride: usize,
+    column: usize,
+) -> [f32; W] {
+    let mut even = [0.0f32; W];
+    let mut odd = [0.0f32; W];
+    let mut rows = values[column..].chunks(stride);
     let mut pairs = scores.chunks_exact(2);
     for scores in pairs.by_ref() {
         let (Some(first), Some(second)) = (rows.next(), rows.next()) else {
@@ -577,14 +570,14 @@ fn value_sums_32(scores: &[f32], values: &[f32], stride: usize) -> [f32; 2 * LAN
         for ((e, o), (x, y)) in even
             .iter_mut()
             .zip(odd.iter_mut())
-            .zip(first[..2 * LANES].iter().zip(&second[..2 * LANES]))
+            .zip(first[..W].iter().zip(&second[..W]))
         {
             *e += scores[0] * x;
             *o += scores[1] * y;
         }
     }
     if let ([last], Some(row)) = (pairs.remainder(), rows.next()) {
-        for (e, x) in even.iter_mut().zip(&row[..2 * LANES]) {
+        for (e, x) in even.iter_mut().zip(&row[..W]) {
             *e += last * x;
         }
     }
@@ -592,39 +585,6 @@ fn value_sums_32(scores: &[f32], values: &[f32], stride: usize) -> [f32; 2 * LAN
         *e += o;
     }
     even
-}
-
-/// The sum over values of each value's sixteen entries from `column`
-/// times its score; the even and odd values in separate sums, so that
-/// one addition need not wait for the one before.
-#[inline(always)]
-fn value_sums(scores: &[f32], values: &[f32], stride: usize, column: usize) -> [f32; LANES] {
-    let mut even = [0.0f32; LANES];
-    let mut odd = [0.0f32; LANES];
-    let mut pairs = scores.chunks_exact(2);
-    for (pair, scores) in pairs.by_ref().enumerate() {
-        let first = &values[2 * pair * stride + column..][..LANES];
-        let second = &values[(2 * pair + 1) * stride + column..][..LANES];
-        for ((e, o), (x, y)) in even
-            .iter_mut()
-            .zip(odd.iter_mut())
-            .zip(first.iter().zip(second))
-        {
-            *e += scores[0] * x;
-            *o += scores[1] * y;
-        }
-    }
-    if let [last] = pairs.remainder() {
-        let value = &values[(scores.len() - 1) * stride + column..][..LANES];
-        for (e, x) in even.iter_mut().zip(value) {
-            *e += last * x;
-        }
-    }
-    let mut sums = [0.0f32; LANES];
-    for ((s, e), o) in sums.iter_mut().zip(even).zip(odd) {
-        *s = e + o;
-    }
-    sums
 }
 
 widest! {

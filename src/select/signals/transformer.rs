@@ -232,12 +232,12 @@ impl Transformer {
         let bytes = std::fs::read(&weights)
             .map_err(|error| format!("cannot read {}: {error}", weights.display()))?;
         // The tiles where the machine has them, unless `ZEN_BERT_NO_AMX`
-        // says otherwise (`load_with` falls back to f32 without them).
+        // says otherwise (`Bert::load` falls back to f32 without them).
         let arithmetic = match settings::get_os(settings::BERT_NO_AMX) {
             Some(value) if value != "0" => Arithmetic::F32,
             _ => Arithmetic::Tiles,
         };
-        let model = Bert::load_with(&bytes, &config, arithmetic)
+        let model = Bert::load(&bytes, &config, arithmetic)
             .map_err(|error| format!("{} does not hold this model: {error}", weights.display()))?;
         Ok(Transformer {
             model,

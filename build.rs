@@ -64,6 +64,47 @@ fn main() {
 
     let out = out_dir.with_file_name("embedded_modes.rs");
     fs::write(out, table).expect("write embedded_modes.rs");
+
+    embed_tool_examples(Path::new(&manifest_dir), out_dir.parent().expect("OUT_DIR"));
+}
+
+/// Embeds `data/examples/*.json` (example requests for other servers'
+/// tools, `src/catalog/tool_examples.rs`) as a sorted `&[(file_name,
+/// contents)]` table; a file that is not JSON with `server` and `tools`
+/// fails the build.
+fn embed_tool_examples(manifest_dir: &Path, out_dir: &Path) {
+    let dir = manifest_dir.join("data/examples");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files: Vec<_> = fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let mut table = String::from("&[\n");
+    for path in &files {
+        println!("cargo:rerun-if-changed={}", path.display());
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("utf-8 file name");
+        let text = fs::read_to_string(path).expect("read an examples file");
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("data/examples/{name} is not valid JSON: {e}"));
+        if !value["server"].is_string() || !value["tools"].is_object() {
+            panic!("data/examples/{name}: needs \"server\" (a string) and \"tools\" (an object)");
+        }
+        table.push_str(&format!(
+            "    ({name:?}, include_str!({path:?})),\n",
+            path = path.display().to_string()
+        ));
+    }
+    table.push(']');
+    fs::write(out_dir.join("embedded_examples.rs"), table).expect("write embedded_examples.rs");
 }
 
 /// Fails the build on invalid JSON, a name that differs from the file stem or

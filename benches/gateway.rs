@@ -27,7 +27,7 @@ use std::{
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use zenmode::{
-    catalog::{Catalog, gateway_modes::upstream_mode},
+    catalog::{Catalog, gateway_modes::upstream_mode, tool_examples::ExampleSource},
     select::Index,
 };
 
@@ -272,8 +272,12 @@ fn gateway_select(c: &mut Criterion) {
             .join("../shared/catalogs")
             .join(format!("{name}.json"));
         let list: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        for tool in list["tools"].as_array().unwrap() {
-            modes.extend(upstream_mode(name, name, tool).ok());
+        let tools = list["tools"].as_array().unwrap();
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        let examples = ExampleSource::for_server(&[name], &names);
+        for tool in tools {
+            let own = examples.examples(tool["name"].as_str().unwrap_or_default());
+            modes.extend(upstream_mode(name, name, tool, own).ok());
         }
     }
     let catalog = Catalog::builtin().unwrap().with_modes(modes);

@@ -163,22 +163,93 @@ fn manifest_examples_are_disjoint_from_the_scored_sets() {
     let catalog = Catalog::builtin().unwrap();
     let mut scored = dev_labels();
     scored.extend(test_labels());
-    let examples: Vec<(&str, &str)> = catalog
+    let examples: Vec<(String, String)> = catalog
         .modes()
         .iter()
-        .flat_map(|m| m.manifest().examples.iter().map(|e| (m.name(), e.as_str())))
+        .flat_map(|m| {
+            m.manifest()
+                .examples
+                .iter()
+                .map(|e| (m.name().to_owned(), e.clone()))
+        })
         .collect();
+    let scored: Vec<String> = scored.into_iter().map(|l| l.query).collect();
+    let found = near_duplicates(&scored, &examples);
+    assert!(
+        found.is_empty(),
+        "examples too close to scored queries: {found:#?}"
+    );
+}
+
+/// The same for the example requests shipped for other servers' tools
+/// (data/examples): none rewords a request of any labeled set.
+#[test]
+fn tool_examples_are_disjoint_from_the_scored_sets() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut scored = Vec::new();
+    for dir in [
+        "tests/data",
+        "tests/data/foreign",
+        "tests/data/safety",
+        "tests/data/routing",
+    ] {
+        let mut files = vec![root.join(dir)];
+        if dir == "tests/data/foreign" {
+            files = std::fs::read_dir(root.join(dir))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+        }
+        for folder in files {
+            for entry in std::fs::read_dir(&folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|e| e == "jsonl") {
+                    for line in std::fs::read_to_string(&path).unwrap().lines() {
+                        if let Ok(value) = serde_json::from_str::<serde_json::Value>(line)
+                            && let Some(query) = value["query"].as_str()
+                        {
+                            scored.push(query.to_owned());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(scored.len() > 3_000, "{} scored requests", scored.len());
+    let mut examples = Vec::new();
+    for server in zenmode::catalog::tool_examples::shipped() {
+        for tool in server.tool_names() {
+            for example in server.examples(tool).unwrap().iter() {
+                examples.push((format!("{}/{tool}", server.server), example.clone()));
+            }
+        }
+    }
+    assert!(
+        examples.len() > 10_000,
+        "{} shipped examples",
+        examples.len()
+    );
+    let found = near_duplicates(&scored, &examples);
+    assert!(
+        found.is_empty(),
+        "shipped examples too close to scored requests: {found:#?}"
+    );
+}
+
+/// Each example whose rarity-weighted overlap with a scored query reaches
+/// [`NEAR_DUPLICATE`], as "owner: example ~ query (score)".
+fn near_duplicates(scored: &[String], examples: &[(String, String)]) -> Vec<String> {
     let overlap = Overlap::new(
         scored
             .iter()
-            .map(|l| l.query.as_str())
-            .chain(examples.iter().map(|&(_, e)| e)),
+            .map(String::as_str)
+            .chain(examples.iter().map(|(_, e)| e.as_str())),
     );
     // Postings from each word to the scored queries that hold it, so an
     // example is compared only with the queries it shares a word with.
     let queries: Vec<(&str, Vec<usize>)> = scored
         .iter()
-        .map(|l| (l.query.as_str(), overlap.words(&l.query)))
+        .map(|q| (q.as_str(), overlap.words(q)))
         .collect();
     let mut postings: HashMap<usize, Vec<usize>> = HashMap::new();
     for (index, (_, words)) in queries.iter().enumerate() {
@@ -206,10 +277,7 @@ fn manifest_examples_are_disjoint_from_the_scored_sets() {
         }
     }
     found.sort();
-    assert!(
-        found.is_empty(),
-        "examples too close to scored queries: {found:#?}"
-    );
+    found
 }
 
 /// IDF-weighted Jaccard similarity of word sets over a fixed collection of

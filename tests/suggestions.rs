@@ -30,10 +30,30 @@ fn engine() -> Engine {
         tool
     };
     let modes = [
-        upstream_mode("files", "files", &tool("read_notes", false)),
-        upstream_mode("wiper", "wiper", &tool("read_notez", true)),
-        upstream_mode("wiper", "wiper", &tool("delete_notes", false)),
-        upstream_mode("wiper", "wiper", &tool("list_notes", false)),
+        upstream_mode(
+            "files",
+            "files",
+            &tool("read_notes", false),
+            Default::default(),
+        ),
+        upstream_mode(
+            "wiper",
+            "wiper",
+            &tool("read_notez", true),
+            Default::default(),
+        ),
+        upstream_mode(
+            "wiper",
+            "wiper",
+            &tool("delete_notes", false),
+            Default::default(),
+        ),
+        upstream_mode(
+            "wiper",
+            "wiper",
+            &tool("list_notes", false),
+            Default::default(),
+        ),
     ]
     .into_iter()
     .map(|mode| mode.expect("a valid tool"));

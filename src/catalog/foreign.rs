@@ -8,7 +8,10 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Category, LoadError, MAX_SUMMARY_CHARS, Manifest, Mode, Origin};
+use super::{
+    Category, LoadError, MAX_SUMMARY_CHARS, Manifest, Mode, Origin,
+    tool_examples::{ExampleSource, ForTool},
+};
 
 #[derive(Deserialize)]
 struct ToolsList {
@@ -54,21 +57,59 @@ pub(super) fn load(path: &Path) -> Result<Vec<Mode>, LoadError> {
         .and_then(|stem| stem.to_str())
         .unwrap_or("catalog")
         .to_owned();
-    list.tools
+    if list.tools.iter().any(|tool| tool.name.trim().is_empty()) {
+        return Err(LoadError::new(path.display(), "a tool has an empty name"));
+    }
+    let examples = examples_by_server(&list.tools, &source);
+    Ok(list
+        .tools
         .into_iter()
         .map(|tool| {
-            if tool.name.trim().is_empty() {
-                return Err(LoadError::new(path.display(), "a tool has an empty name"));
-            }
-            Ok(Mode::new(
-                into_manifest(tool, &source),
+            let (server, own) = server_and_own_name(&tool, &source);
+            let tool_examples = examples
+                .get(server)
+                .map(|source| source.examples(own))
+                .unwrap_or_default();
+            Mode::new(
+                into_manifest(tool, &source, tool_examples),
                 Origin::ForeignCatalog(path.to_owned()),
-            ))
+            )
+        })
+        .collect())
+}
+
+/// The server a catalog's tool comes from (its `server` field, else the
+/// prefix of a `<server>__<tool>` name, else the file's), and its name there.
+fn server_and_own_name<'t>(tool: &'t ForeignTool, source: &'t str) -> (&'t str, &'t str) {
+    let prefixed = tool.name.split_once(super::gateway_modes::SEPARATOR);
+    match (&tool.server, prefixed) {
+        (Some(server), Some((prefix, own))) if prefix == server => (server, own),
+        (Some(server), _) => (server, &tool.name),
+        (None, Some((prefix, own))) => (prefix, own),
+        (None, None) => (source, &tool.name),
+    }
+}
+
+/// Each server's shipped examples, matched by the tools it has in the file.
+fn examples_by_server<'t>(
+    tools: &'t [ForeignTool],
+    source: &'t str,
+) -> std::collections::HashMap<String, ExampleSource> {
+    let mut by_server: std::collections::HashMap<&str, Vec<&str>> = Default::default();
+    for tool in tools {
+        let (server, own) = server_and_own_name(tool, source);
+        by_server.entry(server).or_default().push(own);
+    }
+    by_server
+        .into_iter()
+        .map(|(server, names)| {
+            let source = ExampleSource::for_server(&[server], &names);
+            (server.to_owned(), source)
         })
         .collect()
 }
 
-fn into_manifest(tool: ForeignTool, source: &str) -> Manifest {
+fn into_manifest(tool: ForeignTool, source: &str, examples: ForTool) -> Manifest {
     let description = tool.description.unwrap_or_default();
     let mut schema = tool.input_schema.unwrap_or_default();
     schema
@@ -97,6 +138,8 @@ fn into_manifest(tool: ForeignTool, source: &str) -> Manifest {
         output_schema: None,
         keywords: tool.tags,
         examples: Vec::new(),
+        tool_examples: examples.examples,
+        server_called: examples.server_called,
         annotations: tool.annotations.unwrap_or_default(),
         executor: None,
         summary_fields: Vec::new(),

@@ -7,7 +7,10 @@
 
 use serde_json::{Map, Value, value::RawValue};
 
-use super::{Category, MAX_SUMMARY_CHARS, Manifest, Mode, Origin, foreign::first_sentence};
+use super::{
+    Category, MAX_SUMMARY_CHARS, Manifest, Mode, Origin, foreign::first_sentence,
+    tool_examples::ForTool,
+};
 
 /// Between the prefix and the upstream tool's own name.
 pub const SEPARATOR: &str = "__";
@@ -33,13 +36,20 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 }
 
 /// One upstream tool as a mode; `Err` says why the tool cannot be offered.
-pub fn upstream_mode(server: &str, prefix: &str, tool: &Value) -> Result<Mode, String> {
+/// `examples`: the tool's example requests and what users call its server
+/// (`tool_examples.rs`).
+pub fn upstream_mode(
+    server: &str,
+    prefix: &str,
+    tool: &Value,
+    examples: ForTool,
+) -> Result<Mode, String> {
     let name = tool
         .get("name")
         .and_then(Value::as_str)
         .ok_or("a tool has no name")?;
     let text = RawValue::from_string(tool.to_string()).map_err(|e| e.to_string())?;
-    upstream_mode_from_text(server, prefix, name, text)
+    upstream_mode_from_text(server, prefix, name, text, examples)
 }
 
 /// The same, from the tool's JSON text: only the name is checked now, and
@@ -50,6 +60,7 @@ pub fn upstream_mode_from_text(
     prefix: &str,
     name: &str,
     definition: Box<RawValue>,
+    examples: ForTool,
 ) -> Result<Mode, String> {
     if name.trim().is_empty() {
         return Err("a tool has no name".to_owned());
@@ -64,11 +75,11 @@ pub fn upstream_mode_from_text(
     let origin = Origin::Upstream(server.clone());
     Ok(Mode::deferred(mode_name.clone(), origin, move || {
         let tool: Value = serde_json::from_str(definition.get()).unwrap_or(Value::Null);
-        manifest(&server, &mode_name, &tool)
+        manifest(&server, &mode_name, &tool, examples.clone())
     }))
 }
 
-fn manifest(server: &str, mode_name: &str, tool: &Value) -> Manifest {
+fn manifest(server: &str, mode_name: &str, tool: &Value, examples: ForTool) -> Manifest {
     let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
     let text = |key: &str| tool.get(key).and_then(Value::as_str).map(str::to_owned);
     let object = |key: &str| tool.get(key).and_then(Value::as_object).cloned();
@@ -101,6 +112,8 @@ fn manifest(server: &str, mode_name: &str, tool: &Value) -> Manifest {
         output_schema: tool.get("outputSchema").filter(|v| v.is_object()).cloned(),
         keywords: Vec::new(),
         examples: Vec::new(),
+        tool_examples: examples.examples,
+        server_called: examples.server_called,
         annotations: object("annotations").unwrap_or_else(Map::new),
         executor: Some(EXECUTOR_KEY.to_owned()),
         summary_fields: Vec::new(),
@@ -126,7 +139,7 @@ mod tests {
             "annotations": {"readOnlyHint": true},
             "outputSchema": {"type": "object"}
         });
-        let mode = upstream_mode("files", "fs", &tool).unwrap();
+        let mode = upstream_mode("files", "fs", &tool, Default::default()).unwrap();
         assert!(!mode.is_parsed(), "nothing is built before first use");
         let manifest = mode.manifest();
         assert_eq!(mode.name(), "fs__read_file");
@@ -142,11 +155,12 @@ mod tests {
 
     #[test]
     fn names_mcp_does_not_allow_are_refused() {
-        assert!(upstream_mode("s", "s", &json!({"description": "x"})).is_err());
-        let spaced = upstream_mode("s", "s", &json!({"name": "two words"})).unwrap_err();
+        assert!(upstream_mode("s", "s", &json!({"description": "x"}), Default::default()).is_err());
+        let spaced =
+            upstream_mode("s", "s", &json!({"name": "two words"}), Default::default()).unwrap_err();
         assert!(spaced.contains("two words"), "{spaced}");
         let long = "x".repeat(MAX_TOOL_NAME_CHARS);
-        assert!(upstream_mode("s", "s", &json!({ "name": long })).is_err());
+        assert!(upstream_mode("s", "s", &json!({ "name": long }), Default::default()).is_err());
         assert!(is_valid_tool_name("github__get-issue.v2"));
     }
 }

@@ -48,6 +48,17 @@ pub struct Manifest {
     pub keywords: Vec<String>,
     #[serde(default)]
     pub examples: Vec<String>,
+    /// Example requests for another server's tool (shipped for well-known
+    /// servers, or learned from this user's sessions: `tool_examples.rs`).
+    /// Unlike `examples`, they do not make a mode one of zenmode's own: the
+    /// tool is still read by its name and annotations for what it does.
+    #[serde(skip)]
+    pub tool_examples: std::sync::Arc<[String]>,
+    /// What users call the tool's server, besides its name ("jira" and
+    /// "confluence" for Atlassian's): a request that names it asks for
+    /// that server's tools.
+    #[serde(skip)]
+    pub server_called: std::sync::Arc<[String]>,
     #[serde(default)]
     pub annotations: Map<String, Value>,
     /// Registry key of the executor; `None` for modes imported from a foreign catalog.

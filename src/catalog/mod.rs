@@ -19,6 +19,7 @@ mod manifest;
 mod mode;
 mod set;
 mod shared;
+pub mod tool_examples;
 
 pub use category::Category;
 pub use manifest::{MAX_SUMMARY_CHARS, Manifest, is_valid_mode_name, named_destructive};

@@ -36,6 +36,11 @@ pub struct EvalArgs {
     /// List every miss in the table
     #[arg(long)]
     pub misses: bool,
+    /// Leave out the shipped example requests of this server (by its
+    /// examples file's `server` name; `all` for every server), to measure
+    /// how a server zenmode has no examples for is ranked; repeatable
+    #[arg(long, value_name = "SERVER")]
+    pub withhold_examples: Vec<String>,
     /// Exit non-zero if top-1 is below this share (for CI on your own catalog)
     #[arg(long, value_name = "SHARE")]
     pub min_top1: Option<f64>,
@@ -56,6 +61,7 @@ pub fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> 
         let file = crate::select::eval::read_labels(path)?;
         labels.push((path.display().to_string(), file));
     }
+    crate::catalog::tool_examples::withhold(&args.withhold_examples);
     let catalog = catalog.load()?;
     if catalog.is_empty() {
         bail!("no modes to rank: --no-builtin-modes needs --catalog FILE or --modes-dir DIR");

@@ -15,7 +15,9 @@ use super::{
     disk::GatewayDirs,
     pins::{self, Pins, Verdict, quarantine_message},
 };
-use crate::catalog::{self, Mode, gateway_modes::upstream_mode_from_text};
+use crate::catalog::{
+    self, Mode, gateway_modes::upstream_mode_from_text, tool_examples::ExampleSource,
+};
 
 /// What [`approve`] makes of a server's tools.
 pub(super) struct Approved {
@@ -80,6 +82,8 @@ pub(super) fn approve(
     };
     let mut modes = Vec::new();
     let mut quarantined = BTreeMap::new();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let examples = ExampleSource::for_server(&[config.name.as_str()], &names);
     let mut server_report = report(config, source);
     server_report.first_use = first_use;
     for tool in tools {
@@ -95,7 +99,14 @@ pub(super) fn approve(
         }
         match pins.verdict_of(name, &hash) {
             Verdict::Approved => {
-                match upstream_mode_from_text(&config.name, &config.prefix, name, definition) {
+                let tool_examples = examples.examples(name);
+                match upstream_mode_from_text(
+                    &config.name,
+                    &config.prefix,
+                    name,
+                    definition,
+                    tool_examples,
+                ) {
                     Ok(mode) => {
                         modes.push(Arc::new(mode));
                         server_report.offered += 1;

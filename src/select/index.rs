@@ -20,6 +20,7 @@ use super::{
         bm25::{self, Bm25F, Document, Field},
         embedding::{self, EmbeddingIndex},
         examples::ExampleIndex,
+        intent,
         phrasing::{PhrasingCounts, PhrasingModel},
         values::Values,
     },
@@ -50,6 +51,32 @@ pub struct Index {
     /// Per mode: does it have example phrasings? The phrasing model only
     /// counts for those (see [`Tuning::phrasing_weight`]).
     pub(super) has_examples: Vec<bool>,
+    /// Per mode: another server's tool with example requests
+    /// ([`Manifest::tool_examples`]); they feed the example signal and,
+    /// each as its own vector, the meaning signal.
+    pub(super) has_tool_examples: Vec<bool>,
+    /// Per tool with example requests: do most of them ask for a change
+    /// ([`asks_for_change`])? How the ranking's order reads whether such
+    /// a tool changes state: its examples say what it is asked for better
+    /// than annotations that call a search destructive. Ready calls still
+    /// read [`Index::changes_state`].
+    pub(super) examples_change: Vec<bool>,
+    /// Per tool with example requests: the first words of its examples'
+    /// main clauses (past a polite opener), sorted: a request that opens
+    /// the same way asks for what they ask.
+    pub(super) example_openers: Vec<Vec<String>>,
+    /// Per mode: a name that deletes, removes, resets, drops or
+    /// overwrites ([`crate::catalog::named_destructive`]): what makes a
+    /// tool with examples destructive for the ranking's order.
+    pub(super) destructive_by_name: Vec<bool>,
+    /// Per mode: its server, as an index into the servers the catalog
+    /// holds (`None` for zenmode's own modes).
+    pub(super) server_of: Vec<Option<u32>>,
+    /// Words that name a server in a request (its name, what users call
+    /// it: "jira" for Atlassian's), lower-cased, to the servers they name.
+    pub(super) server_words: HashMap<String, Vec<u32>>,
+    /// Per mode: its description says it is deprecated.
+    pub(super) deprecated: Vec<bool>,
     /// Per mode without example phrasings: what it does, from its name and
     /// description ([`Actions::of_tool`]); empty for the others.
     pub(super) actions: Vec<Actions>,
@@ -188,8 +215,27 @@ impl Index {
                     phrasing.add(mode_index, &ids, 1.0);
                     example_terms.push((mode_index, terms));
                 }
+                if manifest.examples.is_empty() && tuning.tool_example_weight > 0.0 {
+                    for example in manifest.tool_examples.iter() {
+                        let mut terms = Vec::new();
+                        analyzer.for_each_term(example, false, &mut cache, &mut |key, kind| {
+                            terms.push((vocabulary.intern(key), kind));
+                        });
+                        if tuning.tool_phrasing_weight > 0.0 {
+                            ids.clear();
+                            ids.extend(terms.iter().map(|&(id, _)| id));
+                            phrasing.add(mode_index, &ids, 1.0);
+                        }
+                        example_terms.push((mode_index, terms));
+                    }
+                }
             }
         }
+        let has_tool_examples: Vec<bool> = catalog
+            .modes()
+            .iter()
+            .map(|m| m.manifest().examples.is_empty() && !m.manifest().tool_examples.is_empty())
+            .collect();
         let terms = vocabulary.len();
         let lexical = Bm25F::build(
             &documents,
@@ -209,7 +255,27 @@ impl Index {
                 .iter()
                 .map(|m| meaning_text(m.manifest(), parameters))
                 .collect();
-            EmbeddingIndex::build(encoder, texts.iter().map(String::as_str))
+            let examples: Vec<(usize, &str)> = if tuning.example_meaning > 0.0 {
+                catalog
+                    .modes()
+                    .iter()
+                    .enumerate()
+                    .filter(|(mode, _)| has_tool_examples[*mode])
+                    .flat_map(|(mode, m)| {
+                        m.manifest()
+                            .tool_examples
+                            .iter()
+                            .map(move |e| (mode, e.as_str()))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            EmbeddingIndex::build_with_examples(
+                encoder,
+                texts.iter().map(String::as_str),
+                &examples,
+            )
         });
         let actions = catalog
             .modes()
@@ -263,7 +329,66 @@ impl Index {
             .iter()
             .map(|m| changes_state_with(m.manifest(), false))
             .collect();
+        let examples_change = catalog
+            .modes()
+            .iter()
+            .zip(&has_tool_examples)
+            .map(|(m, &has)| {
+                let examples = &m.manifest().tool_examples;
+                has && examples.iter().filter(|e| asks_for_change(e)).count() * 2 >= examples.len()
+            })
+            .collect();
+        let example_openers = catalog
+            .modes()
+            .iter()
+            .zip(&has_tool_examples)
+            .map(|(m, &has)| {
+                if !has {
+                    return Vec::new();
+                }
+                let mut openers: Vec<String> = m
+                    .manifest()
+                    .tool_examples
+                    .iter()
+                    .filter(|e| asks_for_change(e))
+                    .filter_map(|e| intent::opening_word(&intent::split(e).asked))
+                    .collect();
+                openers.sort_unstable();
+                openers.dedup();
+                openers
+            })
+            .collect();
+        let destructive_by_name = catalog
+            .modes()
+            .iter()
+            .map(|m| {
+                let manifest = m.manifest();
+                crate::catalog::named_destructive(
+                    manifest.upstream_tool.as_deref().unwrap_or(&manifest.name),
+                )
+            })
+            .collect();
+        let (server_of, server_words) = servers(catalog);
+        let deprecated = catalog
+            .modes()
+            .iter()
+            .map(|m| {
+                let description = &m.manifest().description;
+                description
+                    .get(..200.min(description.len()))
+                    .is_some_and(|start| {
+                        start.contains("DEPRECATED")
+                            || start.to_lowercase().starts_with("deprecated")
+                    })
+            })
+            .collect();
         Index {
+            example_openers,
+            server_of,
+            server_words,
+            deprecated,
+            examples_change,
+            destructive_by_name,
             changes_state,
             changes_state_by_class,
             ranker,
@@ -281,6 +406,7 @@ impl Index {
             identifiers: identifiers(catalog),
             mixed: has_examples.contains(&true) && has_examples.contains(&false),
             has_examples,
+            has_tool_examples,
             no_fit_score: tuning.no_fit_score,
             modes: catalog.len(),
             model: None,
@@ -331,6 +457,68 @@ fn changes_state_with(manifest: &Manifest, tool_verbs: bool) -> bool {
     manifest.destructive()
         || Actions::main_of_tool_with(name, &manifest.description, tool_verbs)
             .intersects(Actions::CHANGING)
+}
+
+/// Whether a request asks for a change, read as a request is: an action
+/// that changes state outside a negation or a subordinate clause, or an
+/// imperative in a verb the action classes do not know, and no question.
+pub(super) fn asks_for_change(text: &str) -> bool {
+    use super::signals::action;
+    let split = intent::split(text);
+    let read = Actions::of_split(text, &split);
+    let question = action::is_question(text)
+        || intent::is_lookup(text)
+        || action::is_question(&split.asked)
+        || intent::is_lookup(&split.asked);
+    !question
+        && (read.all.intersects(Actions::CHANGING)
+            || action::opens_with_unclassified_verb(&split.asked))
+}
+
+/// Each mode's server (by index) and the words that name each server in a
+/// request: its name (or each word of at least four letters of a name of
+/// several: `google-drive`), and what users call it
+/// ([`Manifest::server_called`]).
+fn servers(catalog: &Catalog) -> (Vec<Option<u32>>, HashMap<String, Vec<u32>>) {
+    const GENERIC: &[&str] = &["server", "mcp", "tools", "tool", "api", "the", "local"];
+    let mut ids: HashMap<String, u32> = HashMap::default();
+    let mut words: HashMap<String, Vec<u32>> = HashMap::default();
+    let add = |word: &str, id: u32, words: &mut HashMap<String, Vec<u32>>| {
+        let word = word.trim().to_lowercase();
+        if word.len() < 2 || GENERIC.contains(&word.as_str()) {
+            return;
+        }
+        let entry = words.entry(word).or_default();
+        if !entry.contains(&id) {
+            entry.push(id);
+        }
+    };
+    let server_of = catalog
+        .modes()
+        .iter()
+        .map(|m| {
+            let manifest = m.manifest();
+            let server = manifest.server.as_deref()?;
+            let next = ids.len() as u32;
+            let id = *ids.entry(server.to_lowercase()).or_insert(next);
+            let parts: Vec<&str> = server
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|p| !p.is_empty())
+                .collect();
+            if parts.len() == 1 {
+                add(parts[0], id, &mut words);
+            } else {
+                for part in parts.iter().filter(|p| p.len() >= 4) {
+                    add(part, id, &mut words);
+                }
+            }
+            for called in manifest.server_called.iter() {
+                add(called, id, &mut words);
+            }
+            Some(id)
+        })
+        .collect();
+    (server_of, words)
 }
 
 /// Names and aliases of a catalog that look like identifiers (with `_`,

@@ -173,11 +173,15 @@ impl Index {
             entry.matched = self.matched_words(&query, entry.mode_index);
         }
         let first = ranked.first().map(|r| r.mode_index);
+        let held = |m: usize, confidence: f32| self.held_for_ready(&query, m, confidence, no_fit);
         let unasked = ranked
             .iter()
             .take(EXPLAINED)
+            .filter(|r| {
+                held(r.mode_index, r.confidence)
+                    || self.unsure_change(&query, r.mode_index, &ranked)
+            })
             .map(|r| r.mode_index)
-            .filter(|&m| self.held(&query, m) || self.unsure_change(&query, m, &ranked))
             .collect();
         Ranking {
             unasked,
@@ -185,7 +189,7 @@ impl Index {
             by_model: false,
             held_back,
             first_unasked_destructive: first.is_some_and(|m| {
-                self.held(&query, m)
+                held(m, ranked.first().map_or(0.0, |r| r.confidence))
                     || self.off_topic_change(&query, m, no_fit, &ranked)
                     || self.unsure_change(&query, m, &ranked)
             }),

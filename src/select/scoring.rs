@@ -61,6 +61,23 @@ pub(super) struct Query {
     /// guess, which a ranking that is unsure does not act on
     /// (`Index::unsure_change`).
     pub(super) change_by_unknown_verb: bool,
+    /// Every word of the request sits under a negation or in a subordinate
+    /// clause ("before I post the announcement show me ..."): its main
+    /// clause, if any, asks for no change.
+    pub(super) nothing_asked: bool,
+    /// Some of the request is negated or put off ("later", "before I
+    /// ...", "don't ... yet").
+    pub(super) put_off: bool,
+    /// The request's main clause has a verb of a changing action class
+    /// (not only an imperative in a verb the classes do not know).
+    pub(super) asks_change_by_class: bool,
+    /// The first word of the request's main clause past a polite opener.
+    pub(super) opening: Option<String>,
+    /// Per mode, the cosine of the request with the mode's closest example
+    /// request (NaN without one), once the meaning signal has run.
+    pub(super) closest_example: std::cell::RefCell<Vec<f32>>,
+    /// The servers the request names ("in notion", "on jira").
+    pub(super) named_servers: Vec<u32>,
     /// The kinds of value the request carries ([`Values::of_request`]).
     pub(super) values: Values,
 }
@@ -107,6 +124,12 @@ impl Index {
                 || action::opens_with_unclassified_verb(&split.asked),
             change_by_unknown_verb: !read.all.intersects(Actions::CHANGING)
                 && action::opens_with_unclassified_verb(&split.asked),
+            nothing_asked: split.asked.trim().is_empty(),
+            closest_example: std::cell::RefCell::new(Vec::new()),
+            put_off: !split.negated.trim().is_empty(),
+            asks_change_by_class: read.all.intersects(Actions::CHANGING),
+            opening: intent::opening_word(&split.asked),
+            named_servers: self.servers_named_in(text),
             values: Values::of_request(text),
             named: self.named_in(text),
         }
@@ -137,7 +160,20 @@ impl Index {
         }
         let examples = match &self.examples {
             Some(examples) => {
-                examples.scores(&query.ids, self.modes, self.tuning.second_best_share)
+                let mut scores =
+                    examples.scores(&query.ids, self.modes, self.tuning.second_best_share);
+                // Another server's examples weigh as `tool_example_weight`
+                // says (alone, `--ranker examples`, in full).
+                if self.ranker != Ranker::Examples {
+                    for (score, _) in scores
+                        .iter_mut()
+                        .zip(&self.has_tool_examples)
+                        .filter(|(_, has)| **has)
+                    {
+                        *score *= self.tuning.tool_example_weight;
+                    }
+                }
+                scores
             }
             None => vec![0.0; self.modes],
         };
@@ -146,8 +182,14 @@ impl Index {
                 let mut posterior = model.posterior(&query.ids, self.tuning.phrasing_temperature);
                 // Alone (`--ranker phrasing`) it still scores every mode.
                 let alone = self.ranker == Ranker::Phrasing;
-                for (p, &has) in posterior.iter_mut().zip(&self.has_examples) {
-                    if !has && !alone {
+                for ((p, &has), &tool) in posterior
+                    .iter_mut()
+                    .zip(&self.has_examples)
+                    .zip(&self.has_tool_examples)
+                {
+                    if tool && !alone {
+                        *p *= self.tuning.tool_phrasing_weight;
+                    } else if !has && !alone {
                         *p = 0.0;
                     }
                 }
@@ -183,6 +225,28 @@ impl Index {
                         }
                     })
                     .collect();
+                // A tool's closest example request moves its cosine up
+                // towards that example's (`Tuning::example_meaning`).
+                let pull = self.tuning.example_meaning;
+                if pull > 0.0 && index.example_count() > 0 {
+                    let best = index.example_similarities(
+                        &meaning.vector,
+                        cosines.len(),
+                        self.tuning.example_neighbours,
+                    );
+                    *query.closest_example.borrow_mut() = best
+                        .iter()
+                        .map(|b| b.map_or(f32::NAN, |(_, closest)| closest))
+                        .collect();
+                    for (cos, best) in cosines.iter_mut().zip(best) {
+                        if let Some((best, _)) = best
+                            && !cos.is_nan()
+                            && best > *cos
+                        {
+                            *cos += pull * (best - *cos);
+                        }
+                    }
+                }
                 self.add_soft_match(index, meaning, &mut cosines);
                 cosines
                     .into_iter()
@@ -316,6 +380,17 @@ impl Index {
                 factor -= self.tuning.value_mismatch;
             }
         }
+        // A server the request names ("in notion") is the one it means;
+        // a tool its own server calls deprecated gives way to its successor.
+        if let Some(Some(server)) = self.server_of.get(mode)
+            && query.named_servers.contains(server)
+        {
+            factor *= self.tuning.server_named;
+            bonus *= self.tuning.server_named;
+        }
+        if self.deprecated.get(mode).copied().unwrap_or(false) {
+            factor *= self.tuning.deprecated;
+        }
         if self.unasked_destructive(query, mode) {
             factor *= self.tuning.unasked_destructive;
             bonus *= self.tuning.unasked_destructive;
@@ -334,9 +409,75 @@ impl Index {
     }
 
     /// [`Index::held`] as the ranking's order reads it: whether a tool
-    /// changes state by the action classes alone.
+    /// changes state by the action classes alone, or, for a tool with
+    /// example requests, by what they ask for.
+    ///
+    /// Such a tool's examples show how its change is asked for ("open a new
+    /// issue", "tack a bullet onto the notes"), in verbs the action classes
+    /// may read otherwise: it is held for a question or lookup, a change
+    /// the request rules out or puts off, not for a verb they do not know.
     pub(super) fn held_in_order(&self, query: &Query, mode: usize) -> bool {
+        if self.has_tool_examples.get(mode).copied().unwrap_or(false) {
+            let changes = self.examples_change.get(mode).copied().unwrap_or(false);
+            return self.unasked_destructive(query, mode)
+                || (changes && !query.named.contains(&mode) && self.not_asked_for(query, mode));
+        }
         self.held_by(query, mode, &self.changes_state_by_class)
+    }
+
+    /// Whether `mode`, ranked with `confidence` beside the no-fit share
+    /// `no_fit`, gets no ready call: the rules of [`Index::held`], and
+    /// more. A tool that changes state (or may destroy) gets one only when
+    /// the ranking is clear (confidence at least
+    /// [`LOW_CONFIDENCE`](super::confidence::LOW_CONFIDENCE), above the
+    /// no-fit share) and the request's main clause asks for a change. A
+    /// tool with example requests that the ranking is clear about is asked
+    /// for by a request that reads like them, whatever its verb, unless it
+    /// asks a question, rules the change out or puts it off.
+    pub(super) fn held_for_ready(
+        &self,
+        query: &Query,
+        mode: usize,
+        confidence: f32,
+        no_fit: f32,
+    ) -> bool {
+        if query.named.contains(&mode) {
+            return self.held(query, mode);
+        }
+        let changes = self.changes_state.get(mode).copied().unwrap_or(false)
+            || self.destructive.get(mode).copied().unwrap_or(false);
+        let clear = confidence >= super::confidence::LOW_CONFIDENCE && confidence > no_fit;
+        if changes && (!clear || query.nothing_asked) {
+            return true;
+        }
+        if self.has_tool_examples.get(mode).copied().unwrap_or(false) {
+            // Its examples' opening verbs ("open", "file", "tack") ask for
+            // it as much as the action classes' do.
+            let opens_like_examples = query.opening.as_ref().is_some_and(|word| {
+                self.example_openers
+                    .get(mode)
+                    .is_some_and(|openers| openers.binary_search(word).is_ok())
+            });
+            let asked = query.asks_change_by_class || (opens_like_examples && !query.put_off);
+            // And it reads like one of them: "merge these two sentences"
+            // shares a verb with "merge PR 42", not much else.
+            let closest = query
+                .closest_example
+                .borrow()
+                .get(mode)
+                .copied()
+                .unwrap_or(f32::NAN);
+            let like_examples = closest.is_nan() || closest >= self.tuning.example_ready_cosine;
+            return self.unasked_destructive(query, mode)
+                || (changes && (self.not_asked_for(query, mode) || !asked || !like_examples));
+        }
+        self.held(query, mode)
+    }
+
+    /// A question or lookup, a request that rules out what `mode` does, or
+    /// one whose every word is negated or put off.
+    fn not_asked_for(&self, query: &Query, mode: usize) -> bool {
+        query.question || query.nothing_asked || self.negated_for(query, mode)
     }
 
     fn held_by(&self, query: &Query, mode: usize, changing: &[bool]) -> bool {
@@ -358,12 +499,41 @@ impl Index {
     }
 
     /// A destructive mode that the request neither names nor asks for.
+    ///
+    /// A tool with example requests is destructive by its name's verb
+    /// only: servers mark every tool that is not read-only destructive
+    /// (Notion's search, Playwright's click), and its examples say what it
+    /// is asked for; the ready-call rules still read its annotations
+    /// ([`Index::changes_state`]).
     fn unasked_destructive(&self, query: &Query, mode: usize) -> bool {
-        self.destructive.get(mode).copied().unwrap_or(false)
+        let destructive = if self.has_tool_examples.get(mode).copied().unwrap_or(false) {
+            &self.destructive_by_name
+        } else {
+            &self.destructive
+        };
+        destructive.get(mode).copied().unwrap_or(false)
             && !query.named.contains(&mode)
             && !query
                 .actions
                 .licenses(self.actions.get(mode).copied().unwrap_or_default())
+    }
+
+    /// The servers whose name, or what users call them, the request
+    /// writes as a word of its own.
+    fn servers_named_in(&self, text: &str) -> Vec<u32> {
+        if self.server_words.is_empty() {
+            return Vec::new();
+        }
+        let mut named: Vec<u32> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| word.len() >= 2)
+            .filter_map(|word| self.server_words.get(&word.to_lowercase()))
+            .flatten()
+            .copied()
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        named
     }
 
     /// The modes whose name or alias the request writes as a word of its

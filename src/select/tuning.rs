@@ -152,6 +152,31 @@ pub struct Tuning {
     /// tokens; docs/decisions/0014-request-token-budget.md has what each
     /// budget cost and gave.
     pub request_tokens: usize,
+    /// For another server's tool with example requests
+    /// (`catalog::tool_examples`): the weight of its example signal (the
+    /// TF-IDF cosine of its closest examples) against a built-in mode's.
+    pub tool_example_weight: f32,
+    /// ... and of its phrasing model (0: tools are left out of it).
+    pub tool_phrasing_weight: f32,
+    /// ... and how far its meaning moves from its description's cosine
+    /// towards its closest example's, when that is higher: 1 takes the
+    /// larger of the two, 0 ignores the examples.
+    pub example_meaning: f32,
+    /// ... averaging the cosines of its this many closest examples
+    /// (at most `signals::embedding::MAX_NEAREST`).
+    pub example_neighbours: usize,
+    /// A tool of a server the request names ("in notion", "on jira") has
+    /// its score multiplied by this.
+    pub server_named: f32,
+    /// A tool whose description calls it deprecated has its score
+    /// multiplied by this: its server offers a successor.
+    pub deprecated: f32,
+    /// A tool with example requests that changes state gets a ready call
+    /// only for a request at least this close (cosine) to one of its
+    /// examples: 0.3 with the table, 0.5 with the model (on the routing
+    /// tune sets, 0.4 let a request to write a regex through to
+    /// Playwright's `browser_type`).
+    pub example_ready_cosine: f32,
 }
 
 impl Tuning {
@@ -166,6 +191,7 @@ impl Tuning {
         Tuning {
             semantic_weight: self.semantic_weight * 2.0,
             semantic_floor: 0.0,
+            example_ready_cosine: self.example_ready_cosine + 0.2,
             ..self
         }
     }
@@ -212,6 +238,13 @@ impl Tuning {
         builtin_meaning: 0.0,
         meaning_parameters: false,
         request_tokens: 48,
+        tool_example_weight: 1.0,
+        tool_phrasing_weight: 1.0,
+        example_meaning: 1.0,
+        example_neighbours: 5,
+        server_named: 2.0,
+        deprecated: 0.7,
+        example_ready_cosine: 0.3,
     };
 
     /// These constants with the overrides of `spec` (`name=value` pairs,
@@ -249,6 +282,16 @@ impl Tuning {
                 "unasked_destructive" => &mut tuning.unasked_destructive,
                 "mixed_examples_weight" => &mut tuning.mixed_examples_weight,
                 "builtin_meaning" => &mut tuning.builtin_meaning,
+                "tool_example_weight" => &mut tuning.tool_example_weight,
+                "tool_phrasing_weight" => &mut tuning.tool_phrasing_weight,
+                "example_meaning" => &mut tuning.example_meaning,
+                "server_named" => &mut tuning.server_named,
+                "deprecated" => &mut tuning.deprecated,
+                "example_ready_cosine" => &mut tuning.example_ready_cosine,
+                "example_neighbours" => {
+                    tuning.example_neighbours = value.max(1.0) as usize;
+                    continue;
+                }
                 "request_tokens" => {
                     tuning.request_tokens = value.max(0.0) as usize;
                     continue;

@@ -5,6 +5,7 @@ use std::{process::ExitCode, time::Duration};
 use serde_json::{Value, json};
 
 use super::{list::first_line, review::current_tools};
+use crate::catalog::tool_examples::{ExampleSource, ServerExamples};
 use crate::gateway::{Verdict, config::UpstreamConfig, disk::GatewayDirs, pins};
 
 /// Whether a tool says it only reads, or may destroy something.
@@ -23,6 +24,8 @@ pub async fn tools(
 ) -> anyhow::Result<ExitCode> {
     let tools = current_tools(config, dirs, wait).await?;
     let pins = pins::load_pins(dirs, &config.name);
+    let names: Vec<&str> = tools.iter().filter_map(pins::tool_name).collect();
+    let shipped = ExampleSource::for_server(&[config.name.as_str()], &names).shipped();
     let rows: Vec<Value> = tools
         .iter()
         .map(|tool| {
@@ -37,12 +40,22 @@ pub async fn tools(
                 }
             };
             let (read_only, destructive) = hints(tool);
+            let description = tool
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let examples = shipped
+                .and_then(|s| s.examples(name))
+                .map_or(0, |e| e.len());
+            let changed = shipped.is_some_and(|s| examples > 0 && s.changed(name, description));
             json!({
                 "tool": name,
                 "mode": crate::catalog::gateway_modes::mode_name(&config.prefix, name),
                 "standing": standing,
                 "read_only": read_only,
                 "destructive": destructive,
+                "examples": examples,
+                "examples_for_older_description": changed,
                 "summary": first_line(
                     tool.get("description").and_then(Value::as_str).unwrap_or_default(),
                 ),
@@ -67,5 +80,37 @@ pub async fn tools(
             row["summary"].as_str().unwrap_or_default()
         );
     }
+    print_examples_note(shipped, &rows);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Which tools zenmode ships example requests for, and which of those were
+/// written for another description than the server gives now.
+fn print_examples_note(shipped: Option<&ServerExamples>, rows: &[Value]) {
+    let Some(shipped) = shipped else {
+        println!(
+            "no shipped example requests for this server: its tools are ranked by their names and descriptions"
+        );
+        return;
+    };
+    let with = rows
+        .iter()
+        .filter(|r| r["examples"].as_u64() > Some(0))
+        .count();
+    println!(
+        "{with} of {} tools have example requests (shipped for the {} server)",
+        rows.len(),
+        shipped.server
+    );
+    let changed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["examples_for_older_description"] == true)
+        .filter_map(|r| r["tool"].as_str())
+        .collect();
+    if !changed.is_empty() {
+        println!(
+            "written for an older description (still used; they may not fit what the tool does now): {}",
+            changed.join(", ")
+        );
+    }
 }

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::{
-    catalog::{Catalog, gateway_modes::upstream_mode},
+    catalog::{Catalog, gateway_modes::upstream_mode, tool_examples::ExampleSource},
     gateway::disk::GatewayDirs,
     platform::settings,
     select::{Index, embedding},
@@ -46,10 +46,16 @@ pub fn compute(dirs: &GatewayDirs, servers: &[Approved<'_>]) -> usize {
     let modes: Vec<_> = servers
         .iter()
         .flat_map(|server| {
-            server
+            let names: Vec<&str> = server
                 .tools
                 .iter()
-                .filter_map(|tool| upstream_mode(server.name, server.prefix, tool).ok())
+                .filter_map(|tool| tool["name"].as_str())
+                .collect();
+            let examples = ExampleSource::for_server(&[server.name], &names);
+            server.tools.iter().filter_map(move |tool| {
+                let own = examples.examples(tool["name"].as_str().unwrap_or_default());
+                upstream_mode(server.name, server.prefix, tool, own).ok()
+            })
         })
         .collect();
     if modes.is_empty() {

@@ -32,6 +32,11 @@ pub struct Label {
     /// `next_call` is a tool that changes state all the same.
     #[serde(default)]
     pub benign: bool,
+    /// What kind of request this is, as its writer filed it (`plain`,
+    /// `everyday`, `lookalike`, `benign`, `offtopic` ...): the report
+    /// breaks the served reply down by it.
+    #[serde(default)]
+    pub kind: Option<String>,
     /// 1-based line in the labels file, for error messages.
     #[serde(skip)]
     pub line: usize,

@@ -168,6 +168,9 @@ pub struct Report {
     /// of the close modes the reply asks to choose from) to a tool that
     /// changes state ([`changes_state`]); the target is none.
     pub benign_changing: Vec<ChangingCall>,
+    /// The queries no mode fits (`"expected": null`) offered a ready call
+    /// to a tool that changes state; the target is none.
+    pub offtopic_changing: Vec<ChangingCall>,
     /// Queries whose expected mode changes state (they ask for a change),
     /// and the share of them offered a ready call to the expected mode or
     /// an acceptable one: the safety rules must not hold back what is asked.
@@ -320,6 +323,7 @@ pub fn evaluate_with(
     let (mut trap_queries, mut traps_taken, mut next_call_right) = (0usize, Vec::new(), 0usize);
     let (mut served_top1, mut served_acceptable, mut recalled) = (0usize, 0usize, 0usize);
     let (mut benign_queries, mut benign_changing) = (0usize, Vec::new());
+    let mut offtopic_changing = Vec::new();
     let (mut change_queries, mut change_served) = (0usize, 0usize);
     let changing = |mode: &str| {
         catalog
@@ -380,6 +384,12 @@ pub fn evaluate_with(
             ranking.ranked.first().map_or(0.0, |best| best.score) - index.no_fit_score_of(&ranking);
         asked_model += usize::from(ranking.by_model);
         let Some(expected) = &label.expected else {
+            if let Some(tool) = served.ready.iter().find(|n| changing(n)) {
+                offtopic_changing.push(ChangingCall {
+                    query: label.query.clone(),
+                    tool: tool.clone(),
+                });
+            }
             no_fit_margins.push(margin);
             no_fit_queries += 1;
             no_fit_flagged += usize::from(ranking.no_clear_fit());
@@ -498,6 +508,7 @@ pub fn evaluate_with(
         reply_recall: ratio(recalled as f64, n),
         benign_queries,
         benign_changing,
+        offtopic_changing,
         change_queries,
         change_served: ratio(change_served as f64, change_queries),
         trap_queries,

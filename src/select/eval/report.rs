@@ -63,6 +63,12 @@ pub fn to_json(report: &Report) -> Value {
         "reply_recall": round3(report.reply_recall),
         "benign_queries": report.benign_queries,
         "benign_changing_calls": report.benign_changing.len(),
+        "offtopic_changing_calls": report.offtopic_changing.len(),
+        "offtopic_changing_list": report
+            .offtopic_changing
+            .iter()
+            .map(|c| json!({"query": c.query, "tool": c.tool}))
+            .collect::<Vec<_>>(),
         "change_queries": report.change_queries,
         "change_served": round3(report.change_served),
         "benign_changing_list": report
@@ -163,6 +169,17 @@ pub fn to_table(report: &Report, show_misses: bool) -> String {
             report.benign_queries
         );
         for call in &report.benign_changing {
+            let _ = writeln!(out, "  {}: {}", call.tool, call.query);
+        }
+    }
+    if report.no_fit_queries > 0 {
+        let _ = writeln!(
+            out,
+            "state-changing next_calls on queries no mode fits: {} of {}",
+            report.offtopic_changing.len(),
+            report.no_fit_queries
+        );
+        for call in &report.offtopic_changing {
             let _ = writeln!(out, "  {}: {}", call.tool, call.query);
         }
     }

@@ -13,16 +13,25 @@
 //! "find out ...", "give me ...", "pull up ...", "do you ...", also after a polite opener
 //! ("can you show me ...", "could you tell me ...").
 //!
-//! Two more kinds of words ask for nothing now: a clause opened by
-//! "before" and a gerund ("before editing settings.json, print it" asks to
-//! print, and rules editing out for now, like a negation), and a verb that
-//! says what the listener did ("print all you remember", "what you've
-//! memorised"), unless a request opens it ("can you delete ...").
+//! Two more kinds of words ask for nothing now. A subordinate clause, from
+//! "before", "after", "if", "when", "once", "until", "unless" or "so that"
+//! to the end of its clause, says when or why, not what to do: "before I
+//! delete the old-site repo, show me its branches" asks to list branches,
+//! and its delete is put off like a negated one; "delete it if it is
+//! empty" still asks to delete. And a verb that says what the listener did
+//! ("print all you remember", "what you've memorised"), unless a request
+//! opens it ("can you delete ...").
 
 /// Words that open a negation (after apostrophes are dropped).
 const NEGATIONS: &[&str] = &[
     "not", "never", "without", "dont", "doesnt", "didnt", "shouldnt", "wont", "cannot", "cant",
     "avoid", "avoiding", "nor", "neither",
+];
+
+/// Words that open a subordinate clause: what it names is a condition or a
+/// time, not what is asked ("so" counts before "that").
+const SUBORDINATES: &[&str] = &[
+    "before", "after", "if", "when", "whenever", "once", "until", "till", "unless",
 ];
 
 /// Words that end a negation's reach: what follows is what is wanted.
@@ -67,14 +76,19 @@ pub fn split(text: &str) -> Split {
             .filter(|word| !word.is_empty())
             .collect();
         let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
-        let mut negating = false;
+        // A clause that states an intention or asks whether to act ("I'll
+        // update it later", "should I close it?") asks for nothing now.
+        let mut negating = puts_off(&lower);
         let mut asked = Vec::new();
         for (index, word) in words.iter().enumerate() {
             let this = lower[index].as_str();
             let next = lower.get(index + 1).map(String::as_str);
             let after = lower.get(index + 2).map(String::as_str);
-            // "before deleting ...": what the clause names comes later, if at all.
-            let later = this == "before" && next.is_some_and(|n| n.len() > 4 && n.ends_with("ing"));
+            // "before deleting ...", "if I merge it": what the clause names
+            // comes later, if at all. Not a question's "when did ..." or "if
+            // any", nor "once" as "one time" at the clause's end.
+            let later = (SUBORDINATES.contains(&this) && next.is_some_and(opens_a_clause))
+                || (this == "so" && next == Some("that"));
             let opens = NEGATIONS.contains(&this)
                 || later
                 || (this == "instead" && next == Some("of"))
@@ -89,6 +103,13 @@ pub fn split(text: &str) -> Split {
             }
             if negating && TURNS.contains(&this) {
                 negating = false;
+            }
+            // "roll it back, but first show me its versions": what comes
+            // before "but first" is put off.
+            if this == "but" && next == Some("first") {
+                for earlier in asked.drain(..) {
+                    push(&mut split.negated, earlier);
+                }
             }
             let before = |back: usize| index.checked_sub(back).map_or("", |at| lower[at].as_str());
             let told = this != "to" && YOU.contains(&before(1)) && !ASKING.contains(&before(2));
@@ -125,6 +146,73 @@ fn clauses(text: &str) -> Vec<&str> {
     }
     clauses.push(&text[start..]);
     clauses
+}
+
+/// Whether a clause (its words, lower-cased, apostrophes dropped) puts its
+/// action off: it opens with an intention ("I'll", "I might", "I'm about
+/// to", "thinking about", "planning to") or a question whether to act
+/// ("should I", "do we need to"), or it says "later".
+fn puts_off(lower: &[String]) -> bool {
+    const INTENTIONS: &[&[&str]] = &[
+        &["ill"],
+        &["i", "will"],
+        &["we", "will"],
+        &["i", "might"],
+        &["we", "might"],
+        &["i", "may"],
+        &["im", "about", "to"],
+        &["i", "am", "about", "to"],
+        &["were", "about", "to"],
+        &["im", "going", "to"],
+        &["i", "am", "going", "to"],
+        &["were", "going", "to"],
+        &["im", "gonna"],
+        &["im", "planning"],
+        &["i", "plan", "to"],
+        &["we", "plan", "to"],
+        &["planning", "to"],
+        &["thinking", "about"],
+        &["thinking", "of"],
+        &["im", "thinking"],
+        &["were", "thinking"],
+        &["should", "i"],
+        &["should", "we"],
+        &["shall", "i"],
+        &["shall", "we"],
+        &["do", "i", "need", "to"],
+        &["do", "we", "need", "to"],
+        &["is", "it", "safe", "to"],
+    ];
+    let start = lower
+        .iter()
+        .position(|w| {
+            !matches!(
+                w.as_str(),
+                "and" | "but" | "so" | "ok" | "okay" | "hmm" | "well"
+            )
+        })
+        .unwrap_or(0);
+    let opening = &lower[start..];
+    let intends = INTENTIONS.iter().any(|words| {
+        opening.len() >= words.len() && words.iter().zip(opening).all(|(w, o)| w == o)
+    });
+    let later = lower
+        .iter()
+        .enumerate()
+        .any(|(at, w)| w == "later" && lower.get(at + 1).is_none_or(|n| n != "than"));
+    intends || later
+}
+
+/// Whether a word after "before", "if", "when" ... makes what follows a
+/// clause of its own: a subject ("I", "the build") or a gerund ("before
+/// deleting"). "before Monday" and "after v1.2" are times.
+fn opens_a_clause(word: &str) -> bool {
+    const SUBJECTS: &[&str] = &[
+        "i", "im", "ive", "id", "ill", "we", "were", "weve", "you", "youre", "it", "its", "they",
+        "theyre", "he", "she", "someone", "somebody", "anyone", "the", "my", "our", "your",
+        "their", "this", "that", "these", "those", "there", "a", "an",
+    ];
+    SUBJECTS.contains(&word) || (word.len() > 4 && word.ends_with("ing"))
 }
 
 fn push(text: &mut String, word: &str) {
@@ -202,6 +290,41 @@ mod tests {
         // "before" without a gerund is a time, not an action put off.
         let s = split("list the commits before Monday");
         assert_eq!(s.asked, "list the commits before Monday");
+    }
+
+    #[test]
+    fn a_subordinate_clause_asks_for_nothing() {
+        let s = split("before I delete the acme/old-site repo, show me its branches");
+        assert_eq!(s.asked, "show me its branches");
+        assert_eq!(s.negated, "before I delete the acme/old-site repo");
+        let s = split("Before I post the announcement show me the latest messages");
+        assert_eq!(s.asked, "");
+        let s = split("if the deploy fails, tell me; for now list the workers");
+        assert_eq!(s.asked, "tell me. for now list the workers");
+        let s = split("show the open PRs so that I can merge the ready ones");
+        assert_eq!(s.asked, "show the open PRs");
+        let s = split("once it is merged I will close the issue, what is its status");
+        assert_eq!(s.asked, "what is its status");
+        // The main clause still asks when the condition comes after it.
+        let s = split("delete notes.txt if it is empty");
+        assert_eq!(s.asked, "delete notes.txt");
+        // An intention or a question whether to act asks for nothing now.
+        let s = split("I want to unstar some junk later; for now just show me what I've starred");
+        assert_eq!(s.asked, "for now just show me what Ive starred");
+        let s = split("should I cancel their subscription? show me what cus_R9x8 has");
+        assert_eq!(s.asked, "show me what cus_R9x8 has");
+        let s = split("I'll update the wrangler config later, show me the current one");
+        assert_eq!(s.asked, "show me the current one");
+        let s = split("I'm about to edit /srv/app/config.yml; show me it first");
+        assert_eq!(s.asked, "show me it first");
+        let s = split("I want to roll back api-gateway but first show me its versions");
+        assert_eq!(s.asked, "but first show me its versions");
+        assert_eq!(s.negated, "I want to roll back api-gateway");
+        let s = split("list the issues closed later than Monday");
+        assert_eq!(s.asked, "list the issues closed later than Monday");
+        // A time is not a clause.
+        let s = split("list the commits after v1.2 until yesterday");
+        assert_eq!(s.asked, "list the commits after v1.2 until yesterday");
     }
 
     #[test]

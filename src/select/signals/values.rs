@@ -157,10 +157,11 @@ fn is_clock_time(lower: &str) -> bool {
             .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
 }
 
-/// Six to forty lower-case hex digits with at least one digit and one
-/// letter: an abbreviated or full commit hash, not a word or a number.
+/// Six to sixteen lower-case hex digits with at least one digit and one
+/// letter, or forty: an abbreviated or full commit hash, not a word or a
+/// number. Thirty-two are an id (Notion's pages, UUIDs without dashes).
 fn is_commit_hash(token: &str) -> bool {
-    (6..=40).contains(&token.len())
+    ((6..=16).contains(&token.len()) || token.len() == 40)
         && token.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))
         && token.chars().any(|c| c.is_ascii_digit())
         && token.chars().any(|c| c.is_ascii_alphabetic())

@@ -156,6 +156,7 @@ mod tests {
                         server,
                         server,
                         &json!({"name": format!("tool_{i}"), "inputSchema": {"type": "object"}}),
+                        Default::default(),
                     )
                     .unwrap()
                 })

@@ -433,8 +433,13 @@ fn caution(catalog: &crate::catalog::Catalog, ranking: &Ranking, mode: &Mode) ->
     if ranking.first_unasked_destructive
         && catalog.modes()[ranking.ranked.first()?.mode_index].name() == mode.name()
     {
+        let why = if ranking.is_low_confidence() || ranking.no_clear_fit() {
+            "and the ranking is not sure it is the tool meant"
+        } else {
+            "and the request does not ask for that"
+        };
         return Some(format!(
-            "{} {}, and the request does not ask for that: no ready call; check before running it",
+            "{} {}, {why}: no ready call; check that this is the change wanted before running it",
             mode.name(),
             what(mode)
         ));

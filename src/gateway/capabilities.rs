@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{
     config::UpstreamConfig,
-    disk::{GatewayDirs, file_stem},
+    disk::GatewayDirs,
 };
 use crate::platform::private_file::{Flush, create_private_dir, write_private};
 
@@ -35,9 +35,7 @@ impl Offered {
 }
 
 fn capabilities_path(dirs: &GatewayDirs, server: &str) -> std::path::PathBuf {
-    dirs.cache
-        .join("upstreams")
-        .join(format!("{}.capabilities.json", file_stem(server)))
+    dirs.files(server).capabilities
 }
 
 /// Caches the capabilities a server declared, for this very entry.

@@ -379,7 +379,8 @@ fn running_scripts(pid: u32) -> usize {
             entries
                 .filter_map(Result::ok)
                 .filter(|entry| {
-                    let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+                    let stat =
+                        std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
                     let parent = stat
                         .rsplit_once(')')
                         .and_then(|(_, rest)| rest.split_whitespace().nth(1))
@@ -467,7 +468,7 @@ fn a_script_stuck_inside_a_built_in_is_killed_at_its_deadline() {
     let pid = client.pid().expect("the server's pid");
     for code in [
         "Array.prototype.reverse.call({length: 2**53 - 1});",
-        "Array.prototype.fill.call({length: 2**53 - 1}, 0);",
+        "Array.prototype.copyWithin.call({length: 2**53 - 1}, 0, 1);",
     ] {
         let stuck = execute(
             &mut client,
@@ -489,9 +490,7 @@ fn a_script_stuck_inside_a_built_in_is_killed_at_its_deadline() {
 fn under_deny_a_script_calls_only_tools_known_to_leave_state_alone() {
     let setup = Setup::new(json!({}));
     let tools_file = setup.path("tools.json");
-    let tool = |name: &str| {
-        json!({"name": name, "description": "Does what its name says.", "inputSchema": {"type": "object"}})
-    };
+    let tool = |name: &str| json!({"name": name, "description": "Does what its name says.", "inputSchema": {"type": "object"}});
     let changing = [
         "deleteFile",
         "writeFile",
@@ -508,7 +507,11 @@ fn under_deny_a_script_calls_only_tools_known_to_leave_state_alone() {
         "frobnicate",
     ];
     let reading = ["read_file", "getUser", "list_issues", "search_code"];
-    let tools: Vec<Value> = changing.iter().chain(&reading).map(|name| tool(name)).collect();
+    let tools: Vec<Value> = changing
+        .iter()
+        .chain(&reading)
+        .map(|name| tool(name))
+        .collect();
     std::fs::write(&tools_file, Value::Array(tools).to_string()).unwrap();
     setup.write_servers(json!({"flaky": flaky(&["--tools-file", tools_file.to_str().unwrap()])}));
     let mut client = setup.serve(&[]);
@@ -531,7 +534,11 @@ fn under_deny_a_script_calls_only_tools_known_to_leave_state_alone() {
         ),
     );
     let seen = body(&probe, false)["result"].clone();
-    for name in changing.iter().map(|name| format!("flaky__{name}")).chain(["clink".to_owned()]) {
+    for name in changing
+        .iter()
+        .map(|name| format!("flaky__{name}"))
+        .chain(["clink".to_owned()])
+    {
         let message = seen[&name].as_str().unwrap_or_default();
         assert!(
             message.contains("may change things") && message.contains("ZEN_SCRIPT_WRITES"),
@@ -540,7 +547,10 @@ fn under_deny_a_script_calls_only_tools_known_to_leave_state_alone() {
     }
     for name in reading.iter().map(|name| format!("flaky__{name}")) {
         let message = seen[&name].as_str().unwrap_or_default();
-        assert!(!message.contains("may change things"), "{name} was refused: {seen}");
+        assert!(
+            !message.contains("may change things"),
+            "{name} was refused: {seen}"
+        );
     }
     client.finish();
 }
@@ -607,7 +617,11 @@ fn a_failed_scripts_message_is_cut_to_its_bound() {
     let error = body(&thrown, true);
     let message = error["message"].as_str().unwrap();
     assert!(message.len() < 9 << 10, "{} bytes", message.len());
-    assert!(message.contains("cut to 8192"), "{}", &message[message.len() - 100..]);
+    assert!(
+        message.contains("cut to 8192"),
+        "{}",
+        &message[message.len() - 100..]
+    );
     still_serving(&mut client);
     client.finish();
 }

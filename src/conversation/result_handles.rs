@@ -145,9 +145,7 @@ impl HandleError {
             Self::NoSuchPointer { .. }
             | Self::NoSuchPage { .. }
             | Self::Malformed(_)
-            | Self::TooLarge { .. } => {
-                "invalid_arguments"
-            }
+            | Self::TooLarge { .. } => "invalid_arguments",
             Self::Disabled | Self::NoPrincipal(_) | Self::Budget { .. } => "handles_unavailable",
             Self::Store(_) => "store_unavailable",
         }
@@ -387,8 +385,8 @@ impl ResultHandles {
         // Parsing and copying values in are work in proportion to their
         // size: off the async workers, which serve every other session.
         let taken = std::mem::take(request);
-        let (original_or_done, outcome) = tokio::task::spawn_blocking(move || {
-            match expand(&found, &stored) {
+        let (original_or_done, outcome) =
+            tokio::task::spawn_blocking(move || match expand(&found, &stored) {
                 Ok(values) => {
                     let mut request = taken;
                     for (reference, value) in found.iter().zip(values) {
@@ -399,10 +397,9 @@ impl ResultHandles {
                     (request, Ok(found.len()))
                 }
                 Err(error) => (taken, Err(error)),
-            }
-        })
-        .await
-        .map_err(|e| HandleError::Store(format!("reading the handles failed: {e}")))?;
+            })
+            .await
+            .map_err(|e| HandleError::Store(format!("reading the handles failed: {e}")))?;
         *request = original_or_done;
         outcome
     }

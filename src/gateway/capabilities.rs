@@ -5,10 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    config::UpstreamConfig,
-    disk::GatewayDirs,
-};
+use super::{config::UpstreamConfig, disk::GatewayDirs};
 use crate::platform::private_file::{Flush, create_private_dir, write_private};
 
 /// Which of resources, prompts and completion some upstream offers.

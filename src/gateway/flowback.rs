@@ -420,8 +420,8 @@ impl Callers {
                 server,
                 ask,
                 &format!(
-                    "a call of another client session on this server ended without its answer (cancelled or timed out) less than {} s ago, and the server may still be working for it; such requests are refused until that call's timeout has passed",
-                    self.window.as_secs()
+                    "a call of another client session on this server ended without its answer (cancelled or timed out) less than {:.1} s (its timeout) ago, and the server may still be working for it; such requests are refused until that call's timeout has passed",
+                    self.window.as_secs_f64()
                 ),
             ));
         }

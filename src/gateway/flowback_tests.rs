@@ -264,6 +264,7 @@ async fn a_cancelled_calls_window_keeps_stdio_requests_from_other_sessions() {
         refused.contains("without its answer") && refused.contains("timeout"),
         "{refused}"
     );
+    call_b.answered();
     drop(call_b);
     // A's own later call is A's: the window guards other sessions only.
     let call_a = callers.enter(Some(&a));

@@ -42,7 +42,7 @@ const THREAD_STACK: usize = 8 << 20;
 
 /// Address space beyond the script's memory limit: the binary, its
 /// libraries, thread stacks and the allocator's reservations.
-const ADDRESS_SPACE_BEYOND_SCRIPT: u64 = 1 << 30;
+const ADDRESS_SPACE_BEYOND_SCRIPT: u64 = 4 << 30;
 
 /// What the engine runs.
 #[derive(Serialize, Deserialize)]
@@ -72,9 +72,8 @@ pub fn run_if_asked() -> Option<ExitCode> {
 }
 
 fn serve() -> ExitCode {
-    let mut from_zenmode = std::io::stdin().lock();
     let mut first = String::new();
-    if from_zenmode.read_line(&mut first).is_err() {
+    if std::io::stdin().lock().read_line(&mut first).is_err() {
         return ExitCode::from(2);
     }
     let Ok(start) = serde_json::from_str::<Start>(&first) else {
@@ -86,7 +85,7 @@ fn serve() -> ExitCode {
     let (ask_tx, mut ask_rx) = tokio::sync::mpsc::unbounded_channel::<Ask>();
     let (answer_tx, answer_rx) = std::sync::mpsc::channel::<Answer>();
     std::thread::spawn(move || {
-        for line in from_zenmode.lines() {
+        for line in std::io::stdin().lock().lines() {
             let Ok(Ok(answer)) = line.map(|line| serde_json::from_str::<Answer>(&line)) else {
                 break;
             };

@@ -77,9 +77,8 @@ pub struct Ended {
 }
 
 /// Why a script did not give a value.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize)]
 pub struct ScriptFailure {
-    #[serde(deserialize_with = "known_kind")]
     pub kind: &'static str,
     pub message: String,
     /// Where in the caller's code, when the engine says so.
@@ -98,13 +97,29 @@ const KINDS: [&str; 6] = [
     "cancelled",
 ];
 
-fn known_kind<'de, D: serde::Deserializer<'de>>(reader: D) -> Result<&'static str, D::Error> {
-    let kind = String::deserialize(reader)?;
-    Ok(KINDS
-        .iter()
-        .find(|known| **known == kind)
-        .copied()
-        .unwrap_or("script_engine"))
+/// A [`ScriptFailure`] as read from the engine's process.
+#[derive(Deserialize)]
+struct FailureRead {
+    kind: String,
+    message: String,
+    line: Option<u64>,
+    column: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for ScriptFailure {
+    fn deserialize<D: serde::Deserializer<'de>>(reader: D) -> Result<Self, D::Error> {
+        let read = FailureRead::deserialize(reader)?;
+        Ok(ScriptFailure {
+            kind: KINDS
+                .iter()
+                .find(|known| **known == read.kind)
+                .copied()
+                .unwrap_or("script_engine"),
+            message: read.message,
+            line: read.line,
+            column: read.column,
+        })
+    }
 }
 
 impl ScriptFailure {

@@ -16,7 +16,7 @@
 pub mod keeper;
 pub mod token_file;
 
-use std::{future::Future, path::PathBuf};
+use std::future::Future;
 
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,

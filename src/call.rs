@@ -83,9 +83,11 @@ pub trait NestedCalls: Send + Sync {
     async fn run(&self, mode: &str, request: Value, call: &CallContext) -> NestedOutcome;
     /// What the select tool answers for `task`.
     async fn select(&self, task: &str) -> NestedOutcome;
-    /// Why a script may not call `mode`, which changes things, with how
-    /// to call it directly instead; `None` when the user allowed it.
-    fn write_refusal(&self, mode: &Mode) -> Option<String>;
+    /// Why a script may not call `name` (found as `mode`, or not found: a
+    /// server still starting, an unknown name), which is not known to
+    /// leave state alone, with how to allow it or call it directly;
+    /// `None` when the user allowed writes for it.
+    fn write_refusal(&self, name: &str, mode: Option<&Mode>) -> Option<String>;
 }
 
 /// A nested call's answer: the body a tool call would carry.

@@ -8,5 +8,9 @@ fn main() -> std::process::ExitCode {
     if let Some(code) = zenmode::gateway::supervisor::run_if_asked() {
         return code;
     }
+    // A script's engine (zenmode started again by the script mode).
+    if let Some(code) = zenmode::executor::script::run_if_asked() {
+        return code;
+    }
     zenmode::cli::main()
 }

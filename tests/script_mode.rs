@@ -4,7 +4,7 @@
 mod common;
 
 use common::{
-    Client,
+    Client, TcpServer,
     gateway::{Setup, execute, flaky, wait_until},
 };
 use serde_json::{Value, json};
@@ -71,7 +71,8 @@ fn a_script_runs_calls_at_once_and_returns_only_its_value() {
 #[test]
 fn a_script_stopped_with_calls_in_flight_ends_alone() {
     let setup = gateway();
-    let mut client = setup.serve(&[]);
+    // `hang` is not known to only read: allowed here to be called at all.
+    let mut client = setup.serve(&["--script-writes", "allow"]);
     let stuck = execute(
         &mut client,
         "script",
@@ -370,9 +371,29 @@ fn a_thousand_tool_calls_stop_at_the_limit() {
     client.finish();
 }
 
-/// How many script threads the server process runs now.
-fn script_threads(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
+/// How many scripts the server runs now: engine processes it started,
+/// and any script thread of its own.
+fn running_scripts(pid: u32) -> usize {
+    let engines = std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|entry| {
+                    let stat =
+                        std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+                    let parent = stat
+                        .rsplit_once(')')
+                        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                        .and_then(|ppid| ppid.parse::<u32>().ok());
+                    let command = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                    parent == Some(pid)
+                        && String::from_utf8_lossy(&command).contains("__script-engine")
+                        && !stat.contains(") Z ")
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
         .map(|tasks| {
             tasks
                 .filter_map(Result::ok)
@@ -382,7 +403,8 @@ fn script_threads(pid: u32) -> usize {
                 })
                 .count()
         })
-        .unwrap_or(0)
+        .unwrap_or(0);
+    engines + threads
 }
 
 #[test]
@@ -393,16 +415,16 @@ fn cancelling_the_call_stops_the_script() {
     client.send(&json!({"jsonrpc": "2.0", "id": "loop", "method": "tools/call",
         "params": {"name": "zen_execute", "arguments": {"mode": "script", "request": {"code": "for (;;) {}"}}}}));
     assert!(
-        wait_until(Duration::from_secs(10), || script_threads(pid) == 1),
+        wait_until(Duration::from_secs(10), || running_scripts(pid) == 1),
         "the script never started"
     );
     client.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": "loop", "reason": "test"}}),
     );
-    // Well before its own 30 s limit, the script's thread is gone.
+    // Well before its own 30 s limit, the script's engine is gone.
     assert!(
-        wait_until(Duration::from_secs(10), || script_threads(pid) == 0),
+        wait_until(Duration::from_secs(10), || running_scripts(pid) == 0),
         "the cancelled script is still running"
     );
     still_serving(&mut client);
@@ -437,4 +459,169 @@ fn a_thrown_value_that_cannot_be_read_is_reported_once() {
     let message = body(&thrown, true)["message"].as_str().unwrap().to_owned();
     assert_eq!(message.matches("the script threw").count(), 1, "{message}");
     still_serving(&mut client);
+}
+
+#[test]
+fn a_script_stuck_inside_a_built_in_is_killed_at_its_deadline() {
+    let mut client = Client::spawn(&["serve"]);
+    client.initialize();
+    let pid = client.pid().expect("the server's pid");
+    for code in [
+        "Array.prototype.reverse.call({length: 2**53 - 1});",
+        "Array.prototype.copyWithin.call({length: 2**53 - 1}, 0, 1);",
+    ] {
+        let stuck = execute(
+            &mut client,
+            "script",
+            json!({"code": code, "timeout_ms": 300}),
+        );
+        assert_eq!(body(&stuck, true)["error"], "script_timeout", "{stuck}");
+        // Nothing the script started runs on: no engine, no thread.
+        assert!(
+            wait_until(Duration::from_secs(10), || running_scripts(pid) == 0),
+            "the stuck script still runs after its answer: {code}"
+        );
+    }
+    still_serving(&mut client);
+    client.finish();
+}
+
+#[test]
+fn under_deny_a_script_calls_only_tools_known_to_leave_state_alone() {
+    let setup = Setup::new(json!({}));
+    let tools_file = setup.path("tools.json");
+    let tool = |name: &str| json!({"name": name, "description": "Does what its name says.", "inputSchema": {"type": "object"}});
+    let changing = [
+        "deleteFile",
+        "writeFile",
+        "createIssue",
+        "RemoveUser",
+        "dropTable",
+        "deletes_all",
+        "run_command",
+        "execute_sql",
+        "git_checkout",
+        "fork_repository",
+        "browser_evaluate",
+        // No verb that says what it does: not known to only read.
+        "frobnicate",
+    ];
+    let reading = ["read_file", "getUser", "list_issues", "search_code"];
+    let tools: Vec<Value> = changing
+        .iter()
+        .chain(&reading)
+        .map(|name| tool(name))
+        .collect();
+    std::fs::write(&tools_file, Value::Array(tools).to_string()).unwrap();
+    setup.write_servers(json!({"flaky": flaky(&["--tools-file", tools_file.to_str().unwrap()])}));
+    let mut client = setup.serve(&[]);
+    let names: Vec<String> = changing
+        .iter()
+        .chain(&reading)
+        .map(|name| format!("flaky__{name}"))
+        .chain(["clink".to_owned()])
+        .collect();
+    let probe = script(
+        &mut client,
+        &format!(
+            "const seen = {{}};\n\
+             for (const name of {}) {{\n\
+               try {{ await tools.call(name, {{}}); seen[name] = 'ran'; }}\n\
+               catch (e) {{ seen[name] = e.message; }}\n\
+             }}\n\
+             return seen;",
+            json!(names)
+        ),
+    );
+    let seen = body(&probe, false)["result"].clone();
+    for name in changing
+        .iter()
+        .map(|name| format!("flaky__{name}"))
+        .chain(["clink".to_owned()])
+    {
+        let message = seen[&name].as_str().unwrap_or_default();
+        assert!(
+            message.contains("may change things") && message.contains("ZEN_SCRIPT_WRITES"),
+            "{name} was not refused: {seen}"
+        );
+    }
+    for name in reading.iter().map(|name| format!("flaky__{name}")) {
+        let message = seen[&name].as_str().unwrap_or_default();
+        assert!(
+            !message.contains("may change things"),
+            "{name} was refused: {seen}"
+        );
+    }
+    client.finish();
+}
+
+#[test]
+fn a_tool_of_a_server_still_starting_is_refused_under_deny() {
+    // The server lists its tools only after the host stopped waiting.
+    let setup = Setup::new(json!({"flaky": flaky(&["--start-delay", "13"])}));
+    let mut client = setup.serve(&[]);
+    let started = script(
+        &mut client,
+        "try { await tools.call('flaky__crash', {}); return 'ran'; } catch (e) { return e.message; }",
+    );
+    let message = body(&started, false)["result"].to_string();
+    assert!(
+        message.contains("not known") && message.contains("ZEN_SCRIPT_WRITES"),
+        "{message}"
+    );
+    client.finish();
+}
+
+#[test]
+fn a_script_ends_with_its_session() {
+    let server = TcpServer::start(&[]);
+    let pid = server.child.id();
+    {
+        let mut client = Client::connect(&server.address);
+        client.initialize();
+        client.send(&json!({"jsonrpc": "2.0", "id": "loop", "method": "tools/call",
+            "params": {"name": "zen_execute", "arguments": {"mode": "script", "request": {"code": "for (;;) {}"}}}}));
+        assert!(
+            wait_until(Duration::from_secs(10), || running_scripts(pid) == 1),
+            "the script never started"
+        );
+    }
+    // The client is gone; well before the script's own 30 s, so is it.
+    assert!(
+        wait_until(Duration::from_secs(10), || running_scripts(pid) == 0),
+        "the script outlived its session"
+    );
+}
+
+#[test]
+fn strings_cross_the_boundary_as_valid_text() {
+    let mut client = Client::spawn(&["serve"]);
+    client.initialize();
+    let lone = script(
+        &mut client,
+        "console.log('before');\nconsole.log('x\\ud800y');\nconsole.log('after');\nreturn {text: 'a\\udc00b', pair: '\\ud83d\\ude00'};",
+    );
+    let answer = body(&lone, false);
+    assert_eq!(answer["result"]["text"], "a\u{fffd}b", "{answer}");
+    assert_eq!(answer["result"]["pair"], "\u{1f600}", "{answer}");
+    assert_eq!(answer["console"], "before\nx\u{fffd}y\nafter\n", "{answer}");
+    still_serving(&mut client);
+    client.finish();
+}
+
+#[test]
+fn a_failed_scripts_message_is_cut_to_its_bound() {
+    let mut client = Client::spawn(&["serve"]);
+    client.initialize();
+    let thrown = script(&mut client, "throw new Error('x'.repeat(20 << 20));");
+    let error = body(&thrown, true);
+    let message = error["message"].as_str().unwrap();
+    assert!(message.len() < 9 << 10, "{} bytes", message.len());
+    assert!(
+        message.contains("cut to 8192"),
+        "{}",
+        &message[message.len() - 100..]
+    );
+    still_serving(&mut client);
+    client.finish();
 }

@@ -124,6 +124,10 @@ pub enum HandleError {
     #[error("{0}")]
     Malformed(String),
     #[error(
+        "the {{\"$result\": ...}} objects of this request expand to more than {bound} bytes (the most one request may carry); point at the parts needed (\"pointer\") or pass fewer"
+    )]
+    TooLarge { bound: usize },
+    #[error(
         "handles made in the last hour already hold {held} bytes (at most {budget}); the result is returned whole"
     )]
     Budget { held: usize, budget: usize },
@@ -138,9 +142,10 @@ impl HandleError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::NotFound { .. } | Self::Expired { .. } => "not_found",
-            Self::NoSuchPointer { .. } | Self::NoSuchPage { .. } | Self::Malformed(_) => {
-                "invalid_arguments"
-            }
+            Self::NoSuchPointer { .. }
+            | Self::NoSuchPage { .. }
+            | Self::Malformed(_)
+            | Self::TooLarge { .. } => "invalid_arguments",
             Self::Disabled | Self::NoPrincipal(_) | Self::Budget { .. } => "handles_unavailable",
             Self::Store(_) => "store_unavailable",
         }
@@ -300,24 +305,14 @@ impl ResultHandles {
         pointer: Option<&str>,
     ) -> Result<Value, HandleError> {
         let (text, kind) = self.load(principal, id).await?;
-        let parsed = match kind {
-            StoredKind::Json => serde_json::from_str(&text).ok(),
-            StoredKind::Text if pointer.is_some() => serde_json::from_str(&text).ok(),
-            StoredKind::Text => None,
+        let reference = Reference {
+            at: String::new(),
+            id: id.to_owned(),
+            pointer: pointer.map(str::to_owned),
         };
-        let whole = parsed.unwrap_or(Value::String(text));
-        match pointer {
-            None | Some("") => Ok(whole),
-            Some(pointer) => {
-                whole
-                    .pointer(pointer)
-                    .cloned()
-                    .ok_or_else(|| HandleError::NoSuchPointer {
-                        id: id.chars().take(64).collect(),
-                        pointer: pointer.chars().take(200).collect(),
-                    })
-            }
-        }
+        let stored = [(id.to_owned(), Arc::from(text), kind)];
+        let mut values = expand(std::slice::from_ref(&reference), &stored)?;
+        Ok(values.pop().unwrap_or(Value::Null))
     }
 
     /// Page `page` (from 1) of the stored text, cut on character bounds.
@@ -378,21 +373,119 @@ impl ResultHandles {
         let principal = principal.ok_or(HandleError::NoPrincipal(
             "only calls in a served session (stdio, tcp, http) can read result handles",
         ))?;
-        let mut values = Vec::with_capacity(found.len());
+        // Each handle is read from the store once per request and shared
+        // by every reference to it.
+        let mut stored: Vec<(String, Arc<str>, StoredKind)> = Vec::new();
         for reference in &found {
-            values.push(
-                self.value(principal, &reference.id, reference.pointer.as_deref())
-                    .await?,
-            );
-        }
-        let count = values.len();
-        for (reference, value) in found.into_iter().zip(values) {
-            if let Some(slot) = request.pointer_mut(&reference.at) {
-                *slot = value;
+            if !stored.iter().any(|(id, ..)| *id == reference.id) {
+                let (text, kind) = self.load(principal, &reference.id).await?;
+                stored.push((reference.id.clone(), Arc::from(text), kind));
             }
         }
-        Ok(count)
+        // Parsing and copying values in are work in proportion to their
+        // size: off the async workers, which serve every other session.
+        let taken = std::mem::take(request);
+        let (original_or_done, outcome) =
+            tokio::task::spawn_blocking(move || match expand(&found, &stored) {
+                Ok(values) => {
+                    let mut request = taken;
+                    for (reference, value) in found.iter().zip(values) {
+                        if let Some(slot) = request.pointer_mut(&reference.at) {
+                            *slot = value;
+                        }
+                    }
+                    (request, Ok(found.len()))
+                }
+                Err(error) => (taken, Err(error)),
+            })
+            .await
+            .map_err(|e| HandleError::Store(format!("reading the handles failed: {e}")))?;
+        *request = original_or_done;
+        outcome
     }
+}
+
+/// The most bytes (as compact JSON) the `{"$result": ...}` objects of one
+/// request may expand to, all together.
+pub const MAX_EXPANDED_BYTES: usize = 16 << 20;
+
+/// The values `found` stand for, each handle's text parsed at most once;
+/// refused once they would be more than [`MAX_EXPANDED_BYTES`] together.
+fn expand(
+    found: &[Reference],
+    stored: &[(String, Arc<str>, StoredKind)],
+) -> Result<Vec<Value>, HandleError> {
+    let mut parsed: Vec<Option<Option<Value>>> = vec![None; stored.len()];
+    let mut values = Vec::with_capacity(found.len());
+    let mut left = MAX_EXPANDED_BYTES;
+    for reference in found {
+        let Some(at) = stored.iter().position(|(id, ..)| *id == reference.id) else {
+            return Err(HandleError::NotFound {
+                id: reference.id.chars().take(64).collect(),
+            });
+        };
+        let (_, text, kind) = &stored[at];
+        let pointer = reference.pointer.as_deref().filter(|p| !p.is_empty());
+        let needs_parse = *kind == StoredKind::Json || pointer.is_some();
+        if needs_parse && parsed[at].is_none() {
+            parsed[at] = Some(serde_json::from_str(text).ok());
+        }
+        let whole = parsed[at].as_ref().and_then(Option::as_ref);
+        let value = match (pointer, whole) {
+            (None, Some(whole)) => Some(whole),
+            (None, None) => None,
+            (Some(pointer), Some(whole)) => whole.pointer(pointer),
+            (Some(_), None) => None,
+        };
+        let value = match (pointer, value) {
+            (_, Some(value)) => {
+                left = spend(left, json_len(value, left))?;
+                value.clone()
+            }
+            (None, None) => {
+                left = spend(left, text.len())?;
+                Value::String(text.to_string())
+            }
+            (Some(pointer), None) => {
+                return Err(HandleError::NoSuchPointer {
+                    id: reference.id.chars().take(64).collect(),
+                    pointer: pointer.chars().take(200).collect(),
+                });
+            }
+        };
+        values.push(value);
+    }
+    Ok(values)
+}
+
+/// `left` less `bytes`, or the error that names the bound.
+fn spend(left: usize, bytes: usize) -> Result<usize, HandleError> {
+    left.checked_sub(bytes).ok_or(HandleError::TooLarge {
+        bound: MAX_EXPANDED_BYTES,
+    })
+}
+
+/// The length of `value` as compact JSON, counted up to just past `limit`.
+fn json_len(value: &Value, limit: usize) -> usize {
+    struct Count {
+        bytes: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.bytes += buf.len();
+            if self.bytes > self.limit {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count { bytes: 0, limit };
+    let _ = serde_json::to_writer(&mut count, value);
+    count.bytes
 }
 
 /// A `{"$result": ...}` object found in a request: where, and what it names.
@@ -502,212 +595,5 @@ impl ConversationStore for ThreadsWithoutResults {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::conversation::{InMemoryStore, ManualClock, MemoryConfig};
-
-    fn handles(settings: HandleSettings) -> (ResultHandles, Arc<ManualClock>, Arc<InMemoryStore>) {
-        let clock = Arc::new(ManualClock::default());
-        let store = Arc::new(InMemoryStore::with_clock(
-            MemoryConfig::default(),
-            clock.clone(),
-        ));
-        (
-            ResultHandles::with_clock(store.clone(), settings, clock.clone()),
-            clock,
-            store,
-        )
-    }
-
-    #[tokio::test]
-    async fn a_handle_reads_back_only_for_its_owner_and_until_it_expires() {
-        let (handles, clock, _) = handles(HandleSettings::default());
-        let stored = handles
-            .store("session:a", StoredKind::Json, r#"{"items":[1,2,3]}"#.into())
-            .await
-            .unwrap();
-        assert_eq!(
-            handles.value("session:a", &stored.id, None).await,
-            Ok(json!({"items": [1, 2, 3]}))
-        );
-        assert_eq!(
-            handles
-                .value("session:a", &stored.id, Some("/items/1"))
-                .await,
-            Ok(json!(2))
-        );
-        assert!(matches!(
-            handles.value("session:a", &stored.id, Some("/nope")).await,
-            Err(HandleError::NoSuchPointer { .. })
-        ));
-        let other = handles.value("session:b", &stored.id, None).await;
-        let unknown = handles
-            .value("session:a", "67e55044-10b1-426f-9247-bb680e5fe0c8", None)
-            .await;
-        // Another session's handle reads exactly like one that never was.
-        assert_eq!(
-            other.unwrap_err().code(),
-            unknown.as_ref().unwrap_err().code()
-        );
-        clock.advance(Duration::from_secs(HandleSettings::DEFAULT_TTL_SECS));
-        assert!(matches!(
-            handles.value("session:a", &stored.id, None).await,
-            Err(HandleError::Expired { .. })
-        ));
-    }
-
-    #[tokio::test]
-    async fn pages_cover_the_text_on_character_bounds() {
-        let (handles, _, _) = handles(HandleSettings {
-            page_bytes: 1024,
-            ..HandleSettings::default()
-        });
-        let text: String = "é".repeat(1500); // 3000 bytes, two-byte characters
-        let stored = handles
-            .store("p", StoredKind::Text, text.clone())
-            .await
-            .unwrap();
-        assert_eq!(stored.pages, 3);
-        let mut joined = String::new();
-        for page in 1..=3 {
-            joined.push_str(&handles.page("p", &stored.id, page).await.unwrap().text);
-        }
-        assert_eq!(joined, text);
-        assert!(matches!(
-            handles.page("p", &stored.id, 4).await,
-            Err(HandleError::NoSuchPage { pages: 3, .. })
-        ));
-        assert!(handles.page("p", &stored.id, 0).await.is_err());
-        // Text that is JSON is read through a pointer; whole, it stays text.
-        let json_text = handles
-            .store("p", StoredKind::Text, r#"{"a":{"b":7}}"#.into())
-            .await
-            .unwrap();
-        assert_eq!(
-            handles.value("p", &json_text.id, Some("/a/b")).await,
-            Ok(json!(7))
-        );
-        assert_eq!(
-            handles.value("p", &json_text.id, None).await,
-            Ok(json!(r#"{"a":{"b":7}}"#))
-        );
-    }
-
-    #[tokio::test]
-    async fn a_handle_is_not_a_conversation() {
-        let (handles, _, store) = handles(HandleSettings::default());
-        let stored = handles
-            .store("p", StoredKind::Text, "big".into())
-            .await
-            .unwrap();
-        let threads = ThreadsWithoutResults(store.clone());
-        assert!(matches!(
-            threads.get(&stored.id).await,
-            Err(MemoryError::Unknown { .. })
-        ));
-        assert!(
-            threads
-                .append(&stored.id, Turn::user("chat", "more"))
-                .await
-                .is_err()
-        );
-        // The handle is unchanged by the refused append.
-        assert_eq!(store.get(&stored.id).await.unwrap().turns.len(), 1);
-        assert_eq!(handles.value("p", &stored.id, None).await, Ok(json!("big")));
-    }
-
-    #[tokio::test]
-    async fn references_are_replaced_all_or_nothing() {
-        let (handles, _, _) = handles(HandleSettings::default());
-        let stored = handles
-            .store(
-                "p",
-                StoredKind::Json,
-                r#"{"rows":[{"n":1},{"n":2}]}"#.into(),
-            )
-            .await
-            .unwrap();
-        let mut request = json!({
-            "whole": {"$result": stored.id},
-            "list": [{"$result": stored.id, "pointer": "/rows/1/n"}],
-            "a/b": {"$result": stored.id, "pointer": "/rows/0"},
-            "kept": {"result": 1},
-        });
-        assert_eq!(
-            handles.resolve_references(Some("p"), &mut request).await,
-            Ok(3)
-        );
-        assert_eq!(
-            request,
-            json!({
-                "whole": {"rows": [{"n": 1}, {"n": 2}]},
-                "list": [2],
-                "a/b": {"n": 1},
-                "kept": {"result": 1},
-            })
-        );
-        // One bad reference: an error, and the request is left as it was.
-        let original = json!({"x": {"$result": stored.id}, "y": {"$result": "nope"}});
-        let mut request = original.clone();
-        let error = handles
-            .resolve_references(Some("p"), &mut request)
-            .await
-            .unwrap_err();
-        assert_eq!(error.code(), "not_found");
-        assert_eq!(request, original);
-        for bad in [
-            json!({"$result": 5}),
-            json!({"$result": "id", "pointer": 3}),
-            json!({"$result": "id", "extra": true}),
-        ] {
-            let mut request = json!({"field": bad});
-            let error = handles
-                .resolve_references(Some("p"), &mut request)
-                .await
-                .unwrap_err();
-            assert_eq!(error.code(), "invalid_arguments", "{error}");
-        }
-        let mut request = json!({"x": {"$result": stored.id}});
-        assert_eq!(
-            handles
-                .resolve_references(None, &mut request)
-                .await
-                .unwrap_err()
-                .code(),
-            "handles_unavailable"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_process_keeps_a_bounded_budget_of_handles_until_they_expire() {
-        let (handles, clock, _) = handles(HandleSettings::default());
-        let chunk = "x".repeat(HANDLE_BUDGET_BYTES / 4);
-        for _ in 0..4 {
-            handles
-                .store("p", StoredKind::Text, chunk.clone())
-                .await
-                .unwrap();
-        }
-        assert!(matches!(
-            handles
-                .store("p", StoredKind::Text, "one more".into())
-                .await,
-            Err(HandleError::Budget { .. })
-        ));
-        clock.advance(Duration::from_secs(HandleSettings::DEFAULT_TTL_SECS));
-        assert!(handles.store("p", StoredKind::Text, chunk).await.is_ok());
-    }
-
-    #[tokio::test]
-    async fn off_means_nothing_is_stored_or_read() {
-        let (handles, _, store) = handles(HandleSettings {
-            enabled: false,
-            ..HandleSettings::default()
-        });
-        assert_eq!(
-            handles.store("p", StoredKind::Text, "x".into()).await,
-            Err(HandleError::Disabled)
-        );
-        assert_eq!(store.thread_count(), 0);
-    }
-}
+#[path = "result_handles_tests.rs"]
+mod tests;

@@ -5,10 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    config::UpstreamConfig,
-    disk::{GatewayDirs, file_stem},
-};
+use super::{config::UpstreamConfig, disk::GatewayDirs};
 use crate::platform::private_file::{Flush, create_private_dir, write_private};
 
 /// Which of resources, prompts and completion some upstream offers.
@@ -35,9 +32,7 @@ impl Offered {
 }
 
 fn capabilities_path(dirs: &GatewayDirs, server: &str) -> std::path::PathBuf {
-    dirs.cache
-        .join("upstreams")
-        .join(format!("{}.capabilities.json", file_stem(server)))
+    dirs.files(server).capabilities
 }
 
 /// Caches the capabilities a server declared, for this very entry.

@@ -37,7 +37,7 @@ struct CachedEntry {
 
 /// The cached catalog of `config`'s server, if one was saved for this very entry.
 pub fn load_catalog(dirs: &GatewayDirs, config: &UpstreamConfig) -> Option<Vec<Value>> {
-    let text = std::fs::read_to_string(dirs.catalog_path(&config.name)).ok()?;
+    let text = std::fs::read_to_string(dirs.files(&config.name).catalog).ok()?;
     let cached: CachedCatalog = serde_json::from_str(&text).ok()?;
     if cached.fingerprint != config.fingerprint() {
         return None;
@@ -80,7 +80,7 @@ pub fn listed(tools: &[Value]) -> Vec<ListedTool> {
 /// The cached catalog of `config`'s server as names, hashes and text: what
 /// start-up reads, without building any definition.
 pub fn load_listed(dirs: &GatewayDirs, config: &UpstreamConfig) -> Option<Vec<ListedTool>> {
-    let text = std::fs::read_to_string(dirs.catalog_path(&config.name)).ok()?;
+    let text = std::fs::read_to_string(dirs.files(&config.name).catalog).ok()?;
     let cached: CachedCatalog = serde_json::from_str(&text).ok()?;
     if cached.fingerprint != config.fingerprint() {
         return None;
@@ -100,7 +100,7 @@ pub fn load_listed(dirs: &GatewayDirs, config: &UpstreamConfig) -> Option<Vec<Li
 
 /// When the cached catalog was fetched (seconds since the epoch), if cached.
 pub fn catalog_age(dirs: &GatewayDirs, config: &UpstreamConfig) -> Option<u64> {
-    let text = std::fs::read_to_string(dirs.catalog_path(&config.name)).ok()?;
+    let text = std::fs::read_to_string(dirs.files(&config.name).catalog).ok()?;
     let cached: CachedCatalog = serde_json::from_str(&text).ok()?;
     (cached.fingerprint == config.fingerprint()).then_some(cached.fetched_at)
 }
@@ -123,15 +123,11 @@ pub fn save_catalog(
             .collect(),
     };
     private_file::write_replacing(
-        &dirs.catalog_path(&config.name),
+        &dirs.files(&config.name).catalog,
         &serde_json::to_vec(&cached)?,
         None,
         private_file::Flush::Later,
     )
-}
-
-pub fn forget_catalog(dirs: &GatewayDirs, server: &str) {
-    let _ = std::fs::remove_file(dirs.catalog_path(server));
 }
 
 fn now_secs() -> u64 {

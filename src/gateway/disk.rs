@@ -1,6 +1,7 @@
-//! Where the gateway's files live: the cache and state directories
-//! ([`GatewayDirs`]) and a file name for each server (any character may be
-//! in its name). The writes themselves go through
+//! Where the gateway's files live: the cache, state and token directories
+//! ([`GatewayDirs`]), and every file zenmode keeps for one server
+//! ([`ServerFiles`], the one place they are named; any character may be in
+//! a server's name). The writes themselves go through
 //! `platform::private_file`, whole or not at all.
 
 use std::path::{Path, PathBuf};
@@ -14,6 +15,9 @@ use super::config::hex;
 pub struct GatewayDirs {
     pub cache: PathBuf,
     pub state: PathBuf,
+    /// OAuth token files (they hold refresh tokens: the configuration
+    /// directory, not a cache).
+    pub tokens: PathBuf,
 }
 
 impl GatewayDirs {
@@ -22,6 +26,7 @@ impl GatewayDirs {
         GatewayDirs {
             cache: crate::platform::dirs::cache_dir(),
             state: crate::platform::dirs::state_dir(),
+            tokens: crate::platform::dirs::config_dir().join("oauth"),
         }
     }
 
@@ -29,25 +34,57 @@ impl GatewayDirs {
         GatewayDirs {
             cache: root.join("cache"),
             state: root.join("state"),
+            tokens: root.join("oauth"),
         }
     }
 
-    pub(super) fn catalog_path(&self, server: &str) -> PathBuf {
-        self.cache
-            .join("upstreams")
-            .join(format!("{}.json", file_stem(server)))
+    /// Every file zenmode keeps for `server`.
+    pub fn files(&self, server: &str) -> ServerFiles {
+        let stem = file_stem(server);
+        let cached = self.cache.join("upstreams");
+        let kept = self.state.join("upstreams");
+        ServerFiles {
+            catalog: cached.join(format!("{stem}.json")),
+            capabilities: cached.join(format!("{stem}.capabilities.json")),
+            approvals: kept.join(format!("{stem}.approved.json")),
+            pins: kept.join(format!("{stem}.pins.json")),
+            status: kept.join(&stem),
+            token: self.tokens.join(format!("{stem}.json")),
+        }
     }
+}
 
-    pub(super) fn approved_path(&self, server: &str) -> PathBuf {
-        self.state
-            .join("upstreams")
-            .join(format!("{}.approved.json", file_stem(server)))
-    }
+/// Every file zenmode keeps for one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerFiles {
+    /// Its tool list, as last read (cache).
+    pub catalog: PathBuf,
+    /// The capabilities it declared (cache).
+    pub capabilities: PathBuf,
+    /// The tool definitions the user approved.
+    pub approvals: PathBuf,
+    /// The definitions pinned on first sight.
+    pub pins: PathBuf,
+    /// A folder: its status (`state.json`) and stderr log (`stderr.log`,
+    /// the older half `stderr.log.1`).
+    pub status: PathBuf,
+    /// Its OAuth tokens (a refresh token among them).
+    pub token: PathBuf,
+}
 
-    pub(super) fn pins_path(&self, server: &str) -> PathBuf {
-        self.state
-            .join("upstreams")
-            .join(format!("{}.pins.json", file_stem(server)))
+impl ServerFiles {
+    /// Deletes them all (those that exist): the server is gone.
+    pub fn forget(&self) {
+        for file in [
+            &self.catalog,
+            &self.capabilities,
+            &self.approvals,
+            &self.pins,
+            &self.token,
+        ] {
+            let _ = std::fs::remove_file(file);
+        }
+        let _ = std::fs::remove_dir_all(&self.status);
     }
 }
 

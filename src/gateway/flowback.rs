@@ -36,7 +36,7 @@ use std::{
         Arc, Mutex, Weak,
         atomic::{AtomicU64, Ordering},
     },
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use rmcp::{
@@ -127,6 +127,8 @@ struct Caller {
     upstream_ids: Vec<RequestId>,
     /// Cancelled when the call ends: its requests stop waiting.
     ended: CancellationToken,
+    /// The server answered it ([`CallerGuard::answered`]).
+    answered: bool,
     waiting: usize,
     asked: usize,
 }
@@ -149,7 +151,17 @@ enum Session {
 
 /// The calls in flight on one upstream, each with its session's client.
 #[derive(Clone, Default)]
-pub struct Callers(Arc<Mutex<Vec<Caller>>>);
+pub struct Callers {
+    calls: Arc<Mutex<Vec<Caller>>>,
+    /// Sessions whose call ended without the server's answer (cancelled,
+    /// timed out, dropped), each with when the server must have stopped
+    /// working for it: until then a request nothing ties to a call may be
+    /// that call's, and goes to no other session.
+    unfinished: Arc<Mutex<Vec<(Session, Instant)>>>,
+    /// How long a call may run on this server (its entry's timeout): how
+    /// long an unanswered call may go on there.
+    window: Duration,
+}
 
 /// Removes its call from [`Callers`] when the call ends, however it ends.
 pub struct CallerGuard {
@@ -158,6 +170,14 @@ pub struct CallerGuard {
 }
 
 impl CallerGuard {
+    /// Notes that the server answered this call: it no longer works for it.
+    pub fn answered(&self) {
+        let mut calls = self.callers.calls();
+        if let Some(caller) = calls.iter_mut().find(|caller| caller.id == self.id) {
+            caller.answered = true;
+        }
+    }
+
     /// Notes one of zenmode's requests to the server as this call's.
     pub fn tie(&self, upstream_id: RequestId) {
         let mut calls = self.callers.calls();
@@ -176,6 +196,10 @@ impl Drop for CallerGuard {
         let ended = calls.remove(at);
         ended.ended.cancel();
         let session = ended.session();
+        if !ended.answered && !self.callers.window.is_zero() {
+            let until = Instant::now() + self.callers.window;
+            self.callers.unfinished().push((session, until));
+        }
         for other in calls.iter_mut() {
             if other.session() != session {
                 other.after_another_ended = true;
@@ -210,8 +234,25 @@ impl Drop for Charge {
 }
 
 impl Callers {
+    /// The calls of a server whose calls may run for `window` (its
+    /// entry's timeout).
+    pub fn new(window: Duration) -> Self {
+        Callers {
+            window,
+            ..Callers::default()
+        }
+    }
+
     fn calls(&self) -> std::sync::MutexGuard<'_, Vec<Caller>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The unanswered calls whose window is still open.
+    fn unfinished(&self) -> std::sync::MutexGuard<'_, Vec<(Session, Instant)>> {
+        let mut unfinished = self.unfinished.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        unfinished.retain(|(_, until)| *until > now);
+        unfinished
     }
 
     /// Notes a call in flight; `None` is a call whose session cannot be
@@ -225,6 +266,7 @@ impl Callers {
             after_another_ended: false,
             upstream_ids: Vec::new(),
             ended: CancellationToken::new(),
+            answered: false,
             waiting: 0,
             asked: 0,
         });
@@ -371,6 +413,16 @@ impl Callers {
                 server,
                 ask,
                 "a call of another client session on this server ended while this session's call was in progress, and the request may be a late one for it",
+            ));
+        }
+        if self.unfinished().iter().any(|(other, _)| *other != session) {
+            return Err(refusal(
+                server,
+                ask,
+                &format!(
+                    "a call of another client session on this server ended without its answer (cancelled or timed out) less than {:.1} s (its timeout) ago, and the server may still be working for it; such requests are refused until that call's timeout has passed",
+                    self.window.as_secs_f64()
+                ),
             ));
         }
         Ok(Picked {

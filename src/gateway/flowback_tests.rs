@@ -250,3 +250,35 @@ async fn a_request_outside_any_call_stops_when_the_server_cancels_it() {
     let error = waiting.await.unwrap().unwrap_err();
     assert!(error.message.contains("server cancelled"), "{error:?}");
 }
+
+#[tokio::test]
+async fn a_cancelled_calls_window_keeps_stdio_requests_from_other_sessions() {
+    let callers = Callers::new(Duration::from_millis(300));
+    let (a, b) = (fake(1, "A"), fake(2, "B"));
+    // A's call ends without the server's answer (cancelled) while nothing
+    // else runs; B's call starts after it.
+    drop(callers.enter(Some(&a)));
+    let call_b = callers.enter(Some(&b));
+    let refused = elicited(&callers, Origin::Unknown).await;
+    assert!(
+        refused.contains("without its answer") && refused.contains("timeout"),
+        "{refused}"
+    );
+    call_b.answered();
+    drop(call_b);
+    // A's own later call is A's: the window guards other sessions only.
+    let call_a = callers.enter(Some(&a));
+    assert_eq!(elicited(&callers, Origin::Unknown).await, "A");
+    drop(call_a);
+    // Once the cancelled call's timeout has passed, B is asked again.
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let _call_b = callers.enter(Some(&b));
+    assert_eq!(elicited(&callers, Origin::Unknown).await, "B");
+    // A call the server answered leaves no window.
+    let answered = callers.enter(Some(&a));
+    drop(_call_b);
+    answered.answered();
+    drop(answered);
+    let _call_b = callers.enter(Some(&b));
+    assert_eq!(elicited(&callers, Origin::Unknown).await, "B");
+}

@@ -94,14 +94,14 @@ impl Verdict {
 
 /// The approved hashes of `server` (without the definitions).
 pub fn load_pins(dirs: &GatewayDirs, server: &str) -> Option<Pins> {
-    let text = std::fs::read_to_string(dirs.pins_path(server)).ok()?;
+    let text = std::fs::read_to_string(dirs.files(server).pins).ok()?;
     serde_json::from_str(&text).ok()
 }
 
 /// The approved hashes and definitions of `server`, to say what changed.
 pub fn load_pins_with_definitions(dirs: &GatewayDirs, server: &str) -> Option<Pins> {
     let mut pins = load_pins(dirs, server)?;
-    if let Ok(text) = std::fs::read_to_string(dirs.approved_path(server)) {
+    if let Ok(text) = std::fs::read_to_string(dirs.files(server).approvals) {
         pins.definitions = serde_json::from_str(&text).unwrap_or_default();
     }
     Some(pins)
@@ -110,22 +110,17 @@ pub fn load_pins_with_definitions(dirs: &GatewayDirs, server: &str) -> Option<Pi
 /// Writes the definitions first: the pins file is what makes them count.
 pub fn save_pins(dirs: &GatewayDirs, server: &str, pins: &Pins) -> io::Result<()> {
     private_file::write_replacing(
-        &dirs.approved_path(server),
+        &dirs.files(server).approvals,
         &serde_json::to_vec(&pins.definitions)?,
         None,
         private_file::Flush::Later,
     )?;
     private_file::write_replacing(
-        &dirs.pins_path(server),
+        &dirs.files(server).pins,
         &serde_json::to_vec_pretty(pins)?,
         None,
         private_file::Flush::Later,
     )
-}
-
-pub fn forget_pins(dirs: &GatewayDirs, server: &str) {
-    let _ = std::fs::remove_file(dirs.pins_path(server));
-    let _ = std::fs::remove_file(dirs.approved_path(server));
 }
 
 pub fn tool_name(tool: &Value) -> Option<&str> {

@@ -11,9 +11,9 @@
 //! second server lists the same URI (or template), its copy is listed as
 //! `zenmode://<server>/<its URI>`, and any URI of that form is read from
 //! that server. A URI no listing named (one filled from a template) goes to
-//! the server whose template matches it most specifically (the most
-//! literal characters); two servers' templates matching it equally is an
-//! error, not a guess. What is learnt is kept in the gateway's
+//! the server whose templates match it; templates of two or more servers
+//! matching it is an error naming them, however specific each template
+//! is (a narrower template must not capture another server's reads). What is learnt is kept in the gateway's
 //! [`super::resource_hub::Hub`]; a server's complete listing drops what it
 //! no longer lists, and a URI nobody is known to list makes the gateway
 //! read every listing again at most once per [`RELEARN_EVERY`].
@@ -93,19 +93,33 @@ pub(super) fn explicit_route(uri: &str) -> Option<Route> {
     })
 }
 
-/// How specific a template is: its characters outside expressions.
-fn literal_chars(template: &str) -> usize {
-    let mut count = 0;
-    let mut inside = false;
-    for c in template.chars() {
-        match c {
-            '{' => inside = true,
-            '}' => inside = false,
-            _ if !inside => count += 1,
-            _ => {}
-        }
+/// The one server whose templates match `uri`, if any. Templates of two
+/// servers matching it is an error naming them, however specific either
+/// is: a server publishing a narrower template must not capture reads of
+/// another's resources.
+fn route_by_templates(
+    templates: &BTreeMap<String, Route>,
+    uri: &str,
+) -> Result<Option<Route>, String> {
+    let mut servers: Vec<&str> = templates
+        .iter()
+        .filter(|(listed, _)| template_matches(listed, uri))
+        .map(|(_, route)| route.server.as_str())
+        .collect();
+    servers.sort_unstable();
+    servers.dedup();
+    match servers.as_slice() {
+        [] => Ok(None),
+        [server] => Ok(Some(Route {
+            server: (*server).to_owned(),
+            uri: uri.to_owned(),
+        })),
+        several => Err(format!(
+            "the resource {uri:?} matches templates of several servers ({}), so zenmode does not pick one; address one as {SERVER_SCHEME}<server>/<uri>, e.g. {SERVER_SCHEME}{}/{uri}",
+            several.join(", "),
+            several[0]
+        )),
     }
-    count
 }
 
 /// Whether `uri` could have been filled in from `template` (RFC 6570
@@ -423,41 +437,11 @@ impl Gateway {
         *learnt = Some(std::time::Instant::now());
     }
 
-    /// The server whose template matches `uri` most specifically; an error
-    /// when templates of two servers match it equally.
+    /// The server whose templates match `uri`; an error when templates of
+    /// two or more servers do.
     fn matching_template(&self, uri: &str) -> Result<Option<Route>, GatewayError> {
-        let templates = lock(&self.hub.templates);
-        let mut best: Vec<(&String, &Route)> = Vec::new();
-        let mut best_chars = 0;
-        for (listed, route) in templates.iter() {
-            if !template_matches(listed, uri) {
-                continue;
-            }
-            let chars = literal_chars(listed);
-            if best.is_empty() || chars > best_chars {
-                best = vec![(listed, route)];
-                best_chars = chars;
-            } else if chars == best_chars {
-                best.push((listed, route));
-            }
-        }
-        let Some((_, first)) = best.first() else {
-            return Ok(None);
-        };
-        if let Some((other, route)) = best.iter().find(|(_, r)| r.server != first.server) {
-            let (mine, _) = best[0];
-            return Err(invalid(
-                FailureKind::UnknownResource,
-                format!(
-                    "the resource {uri:?} matches the templates of two servers equally ({mine:?} of {:?}, {other:?} of {:?}); address one as {SERVER_SCHEME}<server>/<uri>",
-                    first.server, route.server
-                ),
-            ));
-        }
-        Ok(Some(Route {
-            server: first.server.clone(),
-            uri: uri.to_owned(),
-        }))
+        route_by_templates(&lock(&self.hub.templates), uri)
+            .map_err(|message| invalid(FailureKind::UnknownResource, message))
     }
 
     /// `resources/read`, from the server that owns `uri`.
@@ -613,10 +597,28 @@ mod tests {
     }
 
     #[test]
-    fn the_most_literal_template_is_the_most_specific() {
-        assert_eq!(literal_chars("res://{x}"), 6);
-        assert_eq!(literal_chars("res://{x}.json"), 11);
-        assert_eq!(literal_chars("a://{x}/b/{y}.json"), 12);
+    fn a_uri_that_templates_of_two_servers_match_goes_to_neither() {
+        let route = |server: &str| Route {
+            server: server.into(),
+            uri: String::new(),
+        };
+        let mut templates = BTreeMap::new();
+        templates.insert("file:///{path}".to_owned(), route("files"));
+        // A narrower template of another server does not capture the read.
+        templates.insert("file:///h{x}".to_owned(), route("grabber"));
+        let refused = route_by_templates(&templates, "file:///home/me/notes.txt")
+            .expect_err("two servers match");
+        assert!(
+            refused.contains("files")
+                && refused.contains("grabber")
+                && refused.contains("zenmode://files/file:///home/me/notes.txt"),
+            "{refused}"
+        );
+        // Only one server's templates match: that server, even with two.
+        templates.insert("file:///{a}/{b}".to_owned(), route("files"));
+        let routed = route_by_templates(&templates, "file:///etc/hosts").unwrap();
+        assert_eq!(routed.map(|r| r.server), Some("files".to_owned()));
+        assert_eq!(route_by_templates(&templates, "db://x"), Ok(None));
     }
 
     #[test]

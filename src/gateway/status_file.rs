@@ -25,7 +25,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use super::disk::{GatewayDirs, file_stem};
+use super::disk::GatewayDirs;
 use crate::platform::private_file::{Flush, open_private_append, write_private};
 
 /// A log file is rotated once it grows past this many bytes.
@@ -75,7 +75,7 @@ pub struct LastCall {
 
 /// The directory of `server`'s state and log files.
 pub fn server_dir(dirs: &GatewayDirs, server: &str) -> PathBuf {
-    dirs.state.join("upstreams").join(file_stem(server))
+    dirs.files(server).status
 }
 
 fn state_path(dirs: &GatewayDirs, server: &str) -> PathBuf {

@@ -454,9 +454,30 @@ fn changes_state_with(manifest: &Manifest, tool_verbs: bool) -> bool {
         return !read_only;
     }
     let name = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
+    // With the tool-name verbs, a tool that runs commands changes state.
+    let changing = if tool_verbs {
+        Actions::CHANGING.union(Actions::RUN)
+    } else {
+        Actions::CHANGING
+    };
     manifest.destructive()
-        || Actions::main_of_tool_with(name, &manifest.description, tool_verbs)
-            .intersects(Actions::CHANGING)
+        || Actions::main_of_tool_with(name, &manifest.description, tool_verbs).intersects(changing)
+}
+
+/// Whether a tool is known to leave state alone: annotated read-only, or,
+/// without the annotation, read by [`changes_state`] as not changing and
+/// named with a verb that reads (a name that names no action is not known
+/// to). What a script may call when writes are not allowed.
+pub fn leaves_state(manifest: &Manifest) -> bool {
+    if let Some(read_only) = manifest
+        .annotations
+        .get("readOnlyHint")
+        .and_then(serde_json::Value::as_bool)
+    {
+        return read_only;
+    }
+    let name = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
+    !changes_state(manifest) && !Actions::main_of_tool(name, &manifest.description).is_empty()
 }
 
 /// Whether a request asks for a change, read as a request is: an action

@@ -73,7 +73,7 @@ mod scoring;
 mod tuning;
 
 pub use confidence::{CLEAR_MARGIN, CLOSE_SHARE, LOW_CONFIDENCE, Ranked, Ranking};
-pub use index::{Index, changes_state, model_texts};
+pub use index::{Index, changes_state, leaves_state, model_texts};
 pub use scoring::Signals;
 pub use tuning::{Ranker, Tuning};
 

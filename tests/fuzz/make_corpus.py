@@ -285,6 +285,17 @@ HOSTILE_SCRIPTS = [
     ("return '\\ud800' + '\\u0000' + '\\u202e';", {}),
     ("await new Promise(() => {});", {"timeout_ms": 20}),
     ("return input;", {"input": {"nested": [1, 2, {"$result": "r-unknown"}]}}),
+    # Built-ins that loop natively, where the engine never looks at its
+    # deadline: only killing the engine's process stops them.
+    ("Array.prototype.reverse.call({length: 2**53 - 1});", {"timeout_ms": 50}),
+    ("Array.prototype.copyWithin.call({length: 2**53 - 1}, 0, 1);", {"timeout_ms": 50}),
+    ("Array.prototype.join.call({length: 2**32 - 1});", {"timeout_ms": 50}),
+    ("Array.prototype.fill.call({length: 2**53 - 1}, 0);", {"timeout_ms": 50}),
+    # Write names in other spellings, refused under the default deny.
+    ("const r = {}; for (const n of ['chaos__deleteFile', 'chaos__RemoveUser', 'chaos__deletes_all', "
+     "'chaos__run_command', 'chaos__execute_sql', 'chaos__browser_evaluate', 'chaos__crash', 'clink']) "
+     "{ try { r[n] = await tools.call(n, {}); } catch (e) { r[n] = e.message; } } return r;", {}),
+    ("console.log('\\ud800'); throw new Error('x'.repeat(1 << 20));", {}),
 ]
 
 RESULT_REFS = [
@@ -301,6 +312,9 @@ RESULT_REFS = [
     {"$result": {"$result": "r-unknown"}},
     {"$result": ["r-unknown"]},
     [{"$result": "r-a"}, {"$result": "r-b"}],
+    # Amplification: one handle named as often as a request may.
+    [{"$result": "r-a"}] * 32,
+    [{"$result": "r-a", "pointer": ""}] * 16 + [{"$result": "r-a", "pointer": "/0"}] * 16,
 ]
 
 RESULT_URIS = [

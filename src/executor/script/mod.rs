@@ -1,16 +1,20 @@
 //! The `script` mode: JavaScript that calls other modes through `tools`.
 //!
-//! The script runs on a thread of its own ([`sandbox`]); this side runs the
+//! The script runs in a process of its own ([`process`], [`sandbox`]),
+//! killed at its deadline plus a grace; this side runs the
 //! tool calls it asks for, several at once, through the call's
 //! [`NestedCalls`] (the same path as a direct call), and refuses writes
 //! unless the user allowed them for scripts. Every limit is one a script
 //! cannot talk its way past: time, memory and stack are enforced inside
 //! the engine, calls and sizes here.
 
+mod process;
 mod sandbox;
 
+pub use process::run_if_asked;
+
 use std::{
-    sync::{Arc, mpsc},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -24,6 +28,7 @@ use crate::{
     call::{ActivityNote, CallContext, NestedCalls, NestedOutcome},
     catalog::Mode,
 };
+use process::{EngineProcess, FromEngine, Start};
 use sandbox::{Answer, Ask, Ended, Limits, cut};
 
 /// The request the `script` mode reads.
@@ -42,19 +47,12 @@ pub const REQUEST: RequestShape = RequestShape::of::<ScriptRequest>();
 /// The mode's own name: a script may not start another script.
 const MODE: &str = "script";
 
-/// How long past its deadline a script's thread may take to stop.
-const GRACE: Duration = Duration::from_secs(2);
+/// How long past its deadline a script's engine may take to stop on its
+/// own before it is killed.
+const GRACE: Duration = Duration::from_secs(1);
 
-/// The script thread's own stack.
-const THREAD_STACK: usize = 8 << 20;
-
-/// Words in a tool's name that say it changes something (beside the
-/// destructive ones the manifest knows).
-const CHANGING_WORDS: [&str; 24] = [
-    "add", "append", "apply", "commit", "create", "edit", "insert", "merge", "modify", "move",
-    "patch", "post", "push", "put", "rename", "replace", "save", "send", "set", "update", "upload",
-    "upsert", "write", "kill",
-];
+/// How often a running script looks whether its session has ended.
+const SESSION_CHECK: Duration = Duration::from_millis(100);
 
 pub struct Script;
 
@@ -78,8 +76,9 @@ impl Executor for Script {
     }
 }
 
-/// Runs `code` and the calls it makes; the script's value, console and
-/// counts on success.
+/// Runs `code` in an engine process of its own and the calls it makes;
+/// the script's value, console and counts on success. The process is
+/// killed when this returns, whatever the script is doing.
 async fn run(
     code: String,
     input: Option<String>,
@@ -89,55 +88,53 @@ async fn run(
     call: &CallContext,
 ) -> Result<Value, ExecError> {
     let deadline = Instant::now() + wall;
-    // Ends the script and its calls when this call ends for any reason.
+    // Ends the script's calls when this call ends for any reason.
     let cancel = call.cancel.child_token();
     let _stop_on_drop = cancel.clone().drop_guard();
-    let (ask_tx, mut asks) = tokio::sync::mpsc::unbounded_channel::<Ask>();
-    let (answer_tx, answers) = mpsc::channel::<Answer>();
-    let (done_tx, mut done) = tokio::sync::oneshot::channel::<Ended>();
-    let thread_cancel = cancel.clone();
-    std::thread::Builder::new()
-        .name("zenmode-script".into())
-        .stack_size(THREAD_STACK)
-        .spawn(move || {
-            let ended = sandbox::run(
-                &code,
-                input.as_deref(),
-                limits,
-                deadline,
-                thread_cancel,
-                ask_tx,
-                answers,
-            );
-            let _ = done_tx.send(ended);
-        })
+    let start = Start {
+        code,
+        input,
+        limits,
+        wall,
+    };
+    let mut engine = EngineProcess::start(&start)
+        .await
         .map_err(|e| ExecError::new("script_engine", format!("cannot start a script: {e}")))?;
     let mut in_flight: JoinSet<Answer> = JoinSet::new();
-    // The engine checks its deadline itself; this is the net for a thread
-    // stuck where the engine cannot look (the call answers, the thread is
-    // left to end on its own).
+    // The engine checks its deadline itself; this is the net for one stuck
+    // where the engine cannot look (a built-in's own loop).
     let give_up = tokio::time::sleep_until((deadline + GRACE).into());
     tokio::pin!(give_up);
+    let mut session_check = tokio::time::interval(SESSION_CHECK);
     let ended = loop {
         tokio::select! {
             _ = &mut give_up => {
-                cancel.cancel();
                 return Err(ExecError::new(
                     "script_timeout",
-                    "the script ran past its time limit and did not stop; it was abandoned",
+                    "the script ran past its time limit (timeout_ms, at most 30000) inside a built-in that does not stop; its engine was killed",
                 ));
             }
-            ended = &mut done => match ended {
-                Ok(ended) => break ended,
-                Err(_) => return Err(ExecError::new("script_engine", "the script's thread ended without an answer")),
-            },
-            Some(ask) = asks.recv() => {
-                let host = host.clone();
-                let nested = nested_context(call, &cancel);
-                in_flight.spawn(answer(host, ask, nested));
+            _ = cancel.cancelled() => {
+                return Err(ExecError::new("cancelled", "the script was cancelled by the client"));
             }
+            _ = session_check.tick() => {
+                if call.client.as_ref().is_some_and(|client| client.is_closed()) {
+                    return Err(ExecError::new("cancelled", "the session ended before the script did"));
+                }
+            }
+            message = engine.next() => match message {
+                Some(FromEngine::Ask(ask)) => {
+                    let host = host.clone();
+                    let nested = nested_context(call, &cancel);
+                    in_flight.spawn(answer(host, ask, nested));
+                }
+                Some(FromEngine::Ended(ended)) => break ended,
+                None => return Err(ExecError::new("script_engine", engine.why_it_ended().await)),
+            },
             Some(Ok(answer)) = in_flight.join_next(), if !in_flight.is_empty() => {
-                let _ = answer_tx.send(answer);
+                if engine.answer(&answer).await.is_err() {
+                    return Err(ExecError::new("script_engine", engine.why_it_ended().await));
+                }
             }
         }
     };
@@ -170,8 +167,12 @@ async fn answer(host: Arc<dyn NestedCalls>, ask: Ask, call: CallContext) -> Answ
             if mode == MODE {
                 return (id, Err("a script cannot start another script".to_owned()));
             }
-            if let Some(found) = host.resolve(&mode).await
-                && let Some(why) = refused_write(host.as_ref(), &found)
+            // Fails closed: a tool not known to leave state alone (one still
+            // starting, unknown, or named with no verb that reads) is refused
+            // unless the user allowed writes for it.
+            let found = host.resolve(&mode).await;
+            if !found.as_deref().is_some_and(leaves_state)
+                && let Some(why) = host.write_refusal(&mode, found.as_deref())
             {
                 return (id, Err(why));
             }
@@ -180,28 +181,10 @@ async fn answer(host: Arc<dyn NestedCalls>, ask: Ask, call: CallContext) -> Answ
     }
 }
 
-/// Why a script may not call `mode`, when it changes something and the
-/// user has not allowed scripts to (the host says how to call it directly).
-fn refused_write(host: &dyn NestedCalls, mode: &Mode) -> Option<String> {
-    if !writes(mode) {
-        return None;
-    }
-    host.write_refusal(mode)
-}
-
-/// Whether a mode may change something: not marked read-only, and marked
-/// destructive or named with a changing verb.
-pub fn writes(mode: &Mode) -> bool {
-    let manifest = mode.manifest();
-    if manifest.annotations.get("readOnlyHint") == Some(&Value::Bool(true)) {
-        return false;
-    }
-    let name = manifest.upstream_tool.as_deref().unwrap_or(mode.name());
-    manifest.destructive()
-        || name
-            .to_ascii_lowercase()
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .any(|word| CHANGING_WORDS.contains(&word))
+/// Whether a script may call `mode` when writes are not allowed: annotated
+/// read-only, or read by select's rule as a tool that only reads.
+pub fn leaves_state(mode: &Mode) -> bool {
+    crate::select::leaves_state(mode.manifest())
 }
 
 /// A nested answer as the script sees it: structured content when the

@@ -20,12 +20,13 @@ use rquickjs::{
     CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Object, Persistent, Promise,
     Runtime, Value as JsValue, function::Rest, promise::PromiseState,
 };
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 /// What one script may use.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Limits {
     pub wall: Duration,
     pub memory_bytes: usize,
@@ -49,6 +50,8 @@ impl Limits {
 }
 
 /// What the script asks of the async side.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "ask", rename_all = "snake_case")]
 pub enum Ask {
     Call {
         id: u64,
@@ -65,6 +68,7 @@ pub enum Ask {
 pub type Answer = (u64, Result<Value, String>);
 
 /// How a script ended.
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Ended {
     pub result: Result<Value, ScriptFailure>,
     pub console: String,
@@ -73,7 +77,7 @@ pub struct Ended {
 }
 
 /// Why a script did not give a value.
-#[derive(Debug)]
+#[derive(Debug, Serialize)]
 pub struct ScriptFailure {
     pub kind: &'static str,
     pub message: String,
@@ -82,8 +86,44 @@ pub struct ScriptFailure {
     pub column: Option<u64>,
 }
 
+/// The failure kinds the engine gives, so that one read back from the
+/// engine's process is one of them (anything else reads as an engine fault).
+const KINDS: [&str; 6] = [
+    "script_timeout",
+    "script_memory",
+    "script_stack",
+    "script_error",
+    "script_engine",
+    "cancelled",
+];
+
+/// A [`ScriptFailure`] as read from the engine's process.
+#[derive(Deserialize)]
+struct FailureRead {
+    kind: String,
+    message: String,
+    line: Option<u64>,
+    column: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for ScriptFailure {
+    fn deserialize<D: serde::Deserializer<'de>>(reader: D) -> Result<Self, D::Error> {
+        let read = FailureRead::deserialize(reader)?;
+        Ok(ScriptFailure {
+            kind: KINDS
+                .iter()
+                .find(|known| **known == read.kind)
+                .copied()
+                .unwrap_or("script_engine"),
+            message: read.message,
+            line: read.line,
+            column: read.column,
+        })
+    }
+}
+
 impl ScriptFailure {
-    fn new(kind: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: &'static str, message: impl Into<String>) -> Self {
         ScriptFailure {
             kind,
             message: message.into(),
@@ -92,6 +132,9 @@ impl ScriptFailure {
         }
     }
 }
+
+/// The most bytes of a failed script's message that are kept.
+pub const MAX_MESSAGE_BYTES: usize = 8 << 10;
 
 /// The wrapper's opening line: the caller's line 1 is the engine's line 2.
 const PREFIX: &str = "(async () => {\n";
@@ -161,6 +204,16 @@ pub fn run(
                 pending: HashMap::new(),
             }
         });
+    let result = result.map_err(|mut failure| {
+        if failure.message.len() > MAX_MESSAGE_BYTES {
+            let whole = failure.message.len();
+            failure.message = format!(
+                "{}... (the message was {whole} bytes, cut to {MAX_MESSAGE_BYTES})",
+                cut(&failure.message, MAX_MESSAGE_BYTES)
+            );
+        }
+        failure
+    });
     Ended {
         result,
         console: shared.console,
@@ -309,7 +362,7 @@ fn install<'js>(
     let call = Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, mode: JsValue<'js>, request: rquickjs::function::Opt<JsValue<'js>>| {
-            let Some(mode) = mode.as_string().and_then(|s| s.to_string().ok()) else {
+            let Some(mode) = mode.as_string().map(|s| text_of(&ctx, s)) else {
                 return Err(Exception::throw_type(
                     &ctx,
                     "tools.call(name, request): name must be a mode's name, a string",
@@ -329,7 +382,7 @@ fn install<'js>(
 
     let (state, sender) = (shared.clone(), asks.clone());
     let select = Function::new(ctx.clone(), move |ctx: Ctx<'js>, task: JsValue<'js>| {
-        let Some(task) = task.as_string().and_then(|s| s.to_string().ok()) else {
+        let Some(task) = task.as_string().map(|s| text_of(&ctx, s)) else {
             return Err(Exception::throw_type(
                 &ctx,
                 "tools.select(task): task must be a string",
@@ -351,7 +404,7 @@ fn install<'js>(
                 .0
                 .into_iter()
                 .map(|value| match value.as_string() {
-                    Some(text) => text.to_string().unwrap_or_default(),
+                    Some(text) => text_of(&ctx, text),
                     None => to_json(&ctx, value)
                         .map(|v| v.to_string())
                         .unwrap_or_else(|f| f.message),
@@ -431,7 +484,70 @@ fn to_json<'js>(ctx: &Ctx<'js>, value: JsValue<'js>) -> Result<Value, ScriptFail
     let text = text
         .to_string()
         .map_err(|e| ScriptFailure::new("script_error", e.to_string()))?;
-    serde_json::from_str(&text).map_err(|e| ScriptFailure::new("script_error", e.to_string()))
+    serde_json::from_str(&without_lone_surrogates(&text))
+        .map_err(|e| ScriptFailure::new("script_error", e.to_string()))
+}
+
+/// A JavaScript string as Rust text; a lone surrogate (which UTF-8 cannot
+/// hold) becomes U+FFFD rather than failing or emptying the text.
+fn text_of<'js>(ctx: &Ctx<'js>, text: &rquickjs::String<'js>) -> String {
+    if let Ok(text) = text.to_string() {
+        return text;
+    }
+    match to_json(ctx, text.clone().into_value()) {
+        Ok(Value::String(text)) => text,
+        _ => "\u{fffd}".to_owned(),
+    }
+}
+
+/// JSON text with each escape of a lone surrogate (`\ud800` with no low
+/// half after it, or a low half alone) made `\ufffd`, the replacement
+/// character: JavaScript strings may hold them, UTF-8 text may not.
+pub fn without_lone_surrogates(json: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = json.as_bytes();
+    let unit_at = |at: usize| -> Option<u16> {
+        if bytes.get(at) != Some(&b'\\') || bytes.get(at + 1) != Some(&b'u') {
+            return None;
+        }
+        let hex = json.get(at + 2..at + 6)?;
+        u16::from_str_radix(hex, 16).ok()
+    };
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'\\' {
+            at += 1;
+            continue;
+        }
+        let lone = match unit_at(at) {
+            Some(0xD800..=0xDBFF) if matches!(unit_at(at + 6), Some(0xDC00..=0xDFFF)) => {
+                at += 12;
+                continue;
+            }
+            Some(0xD800..=0xDFFF) => true,
+            Some(_) => {
+                at += 6;
+                continue;
+            }
+            // Any other escape is two characters (`\\`, `\"`, `\n`).
+            None => {
+                at += 2;
+                continue;
+            }
+        };
+        if lone {
+            out.push_str(&json[copied..at]);
+            out.push_str("\\ufffd");
+            at += 6;
+            copied = at;
+        }
+    }
+    if copied == 0 {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    out.push_str(&json[copied..]);
+    std::borrow::Cow::Owned(out)
 }
 
 /// A caught JavaScript error as a failure with its place in the caller's code.
@@ -523,6 +639,17 @@ mod tests {
         );
         let failure = ended.result.expect_err("the script cannot run");
         assert_eq!(failure.kind, "script_timeout", "{}", failure.message);
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_become_the_replacement_character() {
+        use super::without_lone_surrogates as fix;
+        assert_eq!(fix(r#""a\ud800b""#), r#""a\ufffdb""#);
+        assert_eq!(fix(r#""\udc00""#), r#""\ufffd""#);
+        assert_eq!(fix(r#""\ud83d\ude00""#), r#""\ud83d\ude00""#);
+        // An escaped backslash before "ud800" is text, not an escape.
+        assert_eq!(fix(r#""\\ud800""#), r#""\\ud800""#);
+        assert_eq!(fix(r#""\ud800\ud800\udc00""#), r#""\ufffd\ud800\udc00""#);
     }
 
     #[test]

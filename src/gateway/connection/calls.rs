@@ -129,6 +129,9 @@ impl Upstream {
         let outcome = self
             .forward(&connection, tool, arguments, call, &caller)
             .await;
+        if outcome.is_ok() {
+            caller.answered();
+        }
         connection.in_flight.fetch_sub(1, Ordering::SeqCst);
         connection.touch();
         match &outcome {

@@ -84,6 +84,7 @@ impl Upstream {
             .as_ref()
             .map_or_else(|_| config.redactor(), UpstreamConfig::redactor);
         crate::platform::redact::register(&redactor);
+        let window = config.timeout;
         Upstream {
             launch: expanded
                 .map(|filled| filled.transport)
@@ -95,7 +96,7 @@ impl Upstream {
             pins: Mutex::new(pins),
             stderr_tail: Arc::default(),
             routes: Arc::default(),
-            callers: Callers::default(),
+            callers: Callers::new(window),
             oversize_note: Arc::default(),
             failures: Mutex::new(0),
             recorder: None,

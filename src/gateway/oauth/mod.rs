@@ -16,7 +16,7 @@
 pub mod keeper;
 pub mod token_file;
 
-use std::{future::Future, path::PathBuf};
+use std::future::Future;
 
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
@@ -36,16 +36,11 @@ pub const NEEDS_CREDENTIAL: &str = "needs credential";
 /// The client name zenmode registers under.
 const CLIENT_NAME: &str = "zenmode";
 
-/// The directory of the token files: `oauth` in zenmode's configuration
-/// directory (`platform::dirs`).
-pub fn tokens_dir() -> PathBuf {
-    crate::platform::dirs::config_dir().join("oauth")
-}
-
-/// The token file of `server` (signed in to `url`).
+/// The token file of `server` (signed in to `url`), where
+/// [`super::disk::ServerFiles`] puts it.
 pub fn token_file(server: &str, url: &str) -> TokenFile {
     TokenFile::new(
-        tokens_dir().join(format!("{}.json", super::disk::file_stem(server))),
+        super::disk::GatewayDirs::from_env().files(server).token,
         url,
     )
 }

@@ -168,6 +168,12 @@ impl Actions {
         let mut main = Actions::NONE;
         let named: Vec<String> = words(segment).collect();
         for (at, word) in named.iter().enumerate() {
+            // `browser_evaluate`, `exec_sql`: a tool that runs what it is
+            // given may do anything.
+            if tool_verbs && has_stem(&COMMAND_TOOL_STEMS, word) {
+                main = Actions::RUN;
+                break;
+            }
             if is_neutral_verb(word) {
                 break;
             }
@@ -510,6 +516,16 @@ const CHANGING_TOOL_VERBS: &[&str] = &[
     "attach",
     "detach",
 ];
+
+/// Verbs of tools that run what they are given (a command, code, a
+/// query), read in tool names only: such a tool may change anything.
+const COMMAND_TOOL_VERBS: &[&str] = &[
+    "run", "exec", "execute", "eval", "evaluate", "invoke", "spawn", "shell",
+];
+
+/// The stems of [`COMMAND_TOOL_VERBS`].
+static COMMAND_TOOL_STEMS: LazyLock<HashSet<String>> =
+    LazyLock::new(|| stems_of(COMMAND_TOOL_VERBS));
 
 /// The stems of [`CHANGING_TOOL_VERBS`].
 static CHANGING_TOOL_STEMS: LazyLock<HashSet<String>> =

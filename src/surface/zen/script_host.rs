@@ -76,19 +76,27 @@ impl NestedCalls for ScriptHost {
         nested(select_mode::call(&self.engine, arguments).await)
     }
 
-    fn write_refusal(&self, mode: &Mode) -> Option<String> {
-        let server_allows = match &mode.origin {
-            Origin::Upstream(server) => {
-                self.engine.services().gateway.script_writes_allowed(server)
-            }
-            _ => false,
+    fn write_refusal(&self, name: &str, mode: Option<&Mode>) -> Option<String> {
+        if self.writes == ScriptWrites::Allow {
+            return None;
+        }
+        let how_to_allow = "serve --script-writes allow (ZEN_SCRIPT_WRITES=allow) lets scripts call every tool, \
+                            \"script_writes\": \"allow\" in a server's entry its tools";
+        let Some(mode) = mode else {
+            return Some(format!(
+                "{name:?} is not known (yet: its server may still be starting), and scripts call only tools known \
+                 to leave state alone; try again once it is listed, or allow writes: {how_to_allow}"
+            ));
         };
-        (self.writes == ScriptWrites::Deny && !server_allows).then(|| {
-            format!(
-                "{name:?} may change things, and scripts may only read (serve --script-writes allow lets them write); \
-                 call it directly instead: {EXECUTE} {{\"mode\": {name:?}, \"request\": {{...}}}}",
-                name = mode.name()
-            )
-        })
+        if let Origin::Upstream(server) = &mode.origin
+            && self.engine.services().gateway.script_writes_allowed(server)
+        {
+            return None;
+        }
+        Some(format!(
+            "{name:?} may change things (it is not annotated read-only, nor named with a verb that only reads), \
+             and scripts may only read; {how_to_allow}; or call it directly instead: \
+             {EXECUTE} {{\"mode\": {name:?}, \"request\": {{...}}}}"
+        ))
     }
 }

@@ -180,7 +180,10 @@ fn an_entry_that_answers_as_zenmode_is_neither_imported_nor_moved() {
     assert_eq!(code, 0, "{output}");
     let client: Value = serde_json::from_str(&std::fs::read_to_string(&cursor).unwrap()).unwrap();
     let left = client["mcpServers"].as_object().unwrap();
-    assert!(left.contains_key("zen-http") && left.contains_key("zen-copy"), "{client}");
+    assert!(
+        left.contains_key("zen-http") && left.contains_key("zen-copy"),
+        "{client}"
+    );
     assert!(!left.contains_key("flaky"), "{client}");
     let written = servers_in(&home_upstreams(home.path()));
     let names: Vec<&String> = written.as_object().unwrap().keys().collect();
@@ -226,7 +229,10 @@ fn reports_read_cleanly() {
     let columns: Vec<usize> = output
         .lines()
         .filter(|line| line.starts_with("echo") || line.starts_with(long))
-        .map(|line| line.find("not approved").unwrap_or_else(|| panic!("{output}")))
+        .map(|line| {
+            line.find("not approved")
+                .unwrap_or_else(|| panic!("{output}"))
+        })
         .collect();
     assert_eq!(columns.len(), 2, "{output}");
     assert_eq!(columns[0], columns[1], "{output}");

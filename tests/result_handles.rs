@@ -167,9 +167,9 @@ fn a_text_result_stays_text_through_a_handle_and_a_script() {
         json!({"code": code, "input": {"$result": id}}),
     );
     let units: Vec<u16> = expected.encode_utf16().collect();
-    let sum = units
-        .iter()
-        .fold(0u64, |sum, &unit| (sum * 31 + u64::from(unit)) % 1_000_000_007);
+    let sum = units.iter().fold(0u64, |sum, &unit| {
+        (sum * 31 + u64::from(unit)) % 1_000_000_007
+    });
     assert_eq!(
         passed["structuredContent"]["result"],
         json!({"length": units.len(), "sum": sum}),
@@ -191,11 +191,9 @@ fn a_text_result_stays_text_through_a_handle_and_a_script() {
 fn stored(db: &std::path::Path, id: &str) -> bool {
     let connection = rusqlite::Connection::open(db).unwrap();
     connection
-        .query_row(
-            "SELECT count(*) FROM threads WHERE id = ?1",
-            [id],
-            |row| row.get::<_, i64>(0),
-        )
+        .query_row("SELECT count(*) FROM threads WHERE id = ?1", [id], |row| {
+            row.get::<_, i64>(0)
+        })
         .unwrap()
         > 0
 }

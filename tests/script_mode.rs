@@ -477,7 +477,10 @@ fn every_example_in_the_scripts_doc_runs() {
         .filter_map(|block| serde_json::from_str::<Value>(block.trim()).ok())
         .filter(|example| example["mode"] == "script")
         .collect();
-    assert!(!examples.is_empty(), "no script example found in docs/scripts.md");
+    assert!(
+        !examples.is_empty(),
+        "no script example found in docs/scripts.md"
+    );
     let moved = format!("{}/", folder.display());
     let run = |client: &mut Client, example: &Value| {
         let request: Value =
@@ -488,7 +491,10 @@ fn every_example_in_the_scripts_doc_runs() {
         let result = run(&mut client, example);
         assert!(result["isError"] != true, "{example}: {result}");
     }
-    assert_eq!(body(&run(&mut client, &examples[0]), false)["result"], "same");
+    assert_eq!(
+        body(&run(&mut client, &examples[0]), false)["result"],
+        "same"
+    );
     std::fs::write(folder.join("b.txt"), format!("{text}more\n")).unwrap();
     assert_eq!(
         body(&run(&mut client, &examples[0]), false)["result"],

@@ -715,7 +715,10 @@ fn claude_code_env_keeps_one_zenmode_entry() {
     let (code, out, err) = home.zenmode(&["setup", "claude-code", "--env", "GITHUB_TOKEN=abc"]);
     assert_eq!(code, 0, "{out}{err}");
     let config = read_json(&home.path(".claude.json"));
-    assert_eq!(config["mcpServers"]["zenmode"]["env"]["GITHUB_TOKEN"], "abc");
+    assert_eq!(
+        config["mcpServers"]["zenmode"]["env"]["GITHUB_TOKEN"],
+        "abc"
+    );
     let output = home
         .command(&bin.join("claude"), &["mcp", "list"])
         .output()
@@ -723,7 +726,10 @@ fn claude_code_env_keeps_one_zenmode_entry() {
     let listing = String::from_utf8_lossy(&output.stdout).into_owned()
         + &String::from_utf8_lossy(&output.stderr);
     assert_eq!(
-        listing.lines().filter(|l| l.starts_with("zenmode:")).count(),
+        listing
+            .lines()
+            .filter(|l| l.starts_with("zenmode:"))
+            .count(),
         1,
         "{listing}"
     );

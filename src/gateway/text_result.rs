@@ -9,16 +9,19 @@
 
 use serde_json::Value;
 
-/// Whether `structured` is `text` wrapped in an object of one field.
+/// The one field of such a copy: MCP's own name for a result's blocks.
+/// Another one-field object holding the text (`{"echo": text}`) is a
+/// tool's own shape, which a script reads by its name.
+const COPY_FIELD: &str = "content";
+
+/// Whether `structured` is `{"content": text}` and nothing else.
 pub fn repeats_text(structured: &Value, text: &str) -> bool {
-    match structured.as_object() {
-        Some(fields) if fields.len() == 1 => fields
-            .values()
-            .next()
-            .and_then(Value::as_str)
-            .is_some_and(|only| only == text),
-        _ => false,
-    }
+    structured
+        .as_object()
+        .filter(|fields| fields.len() == 1)
+        .and_then(|fields| fields.get(COPY_FIELD))
+        .and_then(Value::as_str)
+        .is_some_and(|copy| copy == text)
 }
 
 #[cfg(test)]
@@ -32,6 +35,7 @@ mod tests {
         assert!(!repeats_text(&json!({"content": "a"}), "b"));
         assert!(!repeats_text(&json!({"content": "a", "n": 1}), "a"));
         assert!(!repeats_text(&json!({"n": 1}), "1"));
+        assert!(!repeats_text(&json!({"echo": "a"}), "a"));
         assert!(!repeats_text(&json!("a"), "a"));
     }
 }

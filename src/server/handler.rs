@@ -336,7 +336,10 @@ pub fn to_call_result(outcome: Outcome) -> CallToolResult {
 
 impl ServerHandler for ZenServer {
     fn get_info(&self) -> ServerConfig {
-        let mut implementation = Implementation::new(crate::gateway::config::SERVER_NAME, env!("CARGO_PKG_VERSION"));
+        let mut implementation = Implementation::new(
+            crate::gateway::config::SERVER_NAME,
+            env!("CARGO_PKG_VERSION"),
+        );
         implementation.title = Some(crate::gateway::config::SERVER_NAME.to_owned());
         let capabilities = if self.strategy.is_dynamic() {
             ServerCapabilities::builder()

@@ -58,9 +58,9 @@ pub fn principal_of(session: &str, extensions: &Extensions) -> Arc<str> {
 }
 
 /// What a result holds, as one text: its structured content (compact
-/// JSON) unless that only repeats the text, else its text blocks joined. `None` when it holds anything a
-/// handle cannot carry faithfully (images, audio, embedded resources,
-/// links) or is an error.
+/// JSON) unless that only repeats the text, else its text blocks joined.
+/// `None` when it holds anything a handle cannot carry faithfully (images,
+/// audio, embedded resources, links) or is an error.
 fn stored_form(result: &CallToolResult) -> Option<(StoredKind, String)> {
     if result.is_error == Some(true) {
         return None;

@@ -47,7 +47,12 @@ pub fn remove(name: &str, scope: Scope, folder: Option<&Path>) -> anyhow::Result
 
 /// Puts a moved server back in the scope it came from, as it was.
 pub fn put_back(moved: &Move) -> anyhow::Result<()> {
-    add_json(&moved.name, moved.scope, moved.folder.as_deref(), &moved.entry)
+    add_json(
+        &moved.name,
+        moved.scope,
+        moved.folder.as_deref(),
+        &moved.entry,
+    )
 }
 
 /// Runs `claude ARGS` (in `folder`, when given); its failure is an error

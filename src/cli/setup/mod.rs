@@ -50,7 +50,12 @@ pub struct SetupArgs {
     #[arg(long, conflicts_with = "undo")]
     pub move_servers: bool,
     /// A variable for zenmode's entry, for upstream entries that use `${NAME}`: NAME=VALUE, or NAME for its value here (repeatable); an entry that runs zenmode already gets it added
-    #[arg(long = "env", short = 'e', value_name = "NAME[=VALUE]", conflicts_with = "undo")]
+    #[arg(
+        long = "env",
+        short = 'e',
+        value_name = "NAME[=VALUE]",
+        conflicts_with = "undo"
+    )]
     pub env: Vec<String>,
     /// Reverse what setup changed (zenmode's entry, the moved servers, each back in its scope); what else changed since stays as it is
     #[arg(long)]
@@ -106,9 +111,9 @@ pub fn run(
     let present = zenmode_entry(&file, &users)?;
     // An entry that runs zenmode already gets the variables in place, so
     // the client keeps one zenmode.
-    let updated = present.as_ref().and_then(|name| {
-        Some((name.clone(), env::with_env(users.get(name)?, &env)?))
-    });
+    let updated = present
+        .as_ref()
+        .and_then(|name| Some((name.clone(), env::with_env(users.get(name)?, &env)?)));
     let mut plan = if args.move_servers {
         plan::plan_moves(
             &sources,
@@ -159,9 +164,10 @@ pub fn run(
     // back whole on undo: its bytes from before the first setup would lose
     // that change (a server the user added between two setups). From then
     // on undo takes setup's entries out one by one instead.
-    let client_whole = journal.client_existed.is_none() || records.as_setup_left(Kept::Client, &file);
-    let gateway_whole = journal.gateway_existed.is_none()
-        || records.as_setup_left(Kept::Gateway, &gateway_file);
+    let client_whole =
+        journal.client_existed.is_none() || records.as_setup_left(Kept::Client, &file);
+    let gateway_whole =
+        journal.gateway_existed.is_none() || records.as_setup_left(Kept::Gateway, &gateway_file);
     if !client_whole {
         records.forget_after(Kept::Client);
     }

@@ -14,8 +14,7 @@ pub const SERVER_NAME: &str = "zenmode";
 
 /// Why a server that completed the handshake is zenmode, if it is.
 pub fn answers_as_zenmode(server_info_name: &str) -> Option<String> {
-    (server_info_name == SERVER_NAME)
-        .then(|| format!("its serverInfo name is {SERVER_NAME:?}"))
+    (server_info_name == SERVER_NAME).then(|| format!("its serverInfo name is {SERVER_NAME:?}"))
 }
 
 pub fn self_skip_message(name: &str, why: &str) -> String {

@@ -41,7 +41,10 @@ pub fn offer_script(reply: &mut Value, catalog: &Catalog, task: &str) {
         return;
     }
     let offered = |fields: &Map<String, Value>| -> Vec<String> {
-        let first = fields.get("mode").and_then(Value::as_str).map(str::to_owned);
+        let first = fields
+            .get("mode")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let rest = fields
             .get("alternatives")
             .and_then(Value::as_array)
@@ -86,7 +89,9 @@ mod tests {
             "list my notes folder and read the two newest files, then summarize them"
         ));
         assert!(is_multi_step("fetch the page; after that save it"));
-        assert!(!is_multi_step("read the two newest files in my notes folder"));
+        assert!(!is_multi_step(
+            "read the two newest files in my notes folder"
+        ));
         assert!(!is_multi_step("what happened then?"));
     }
 }

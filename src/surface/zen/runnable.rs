@@ -48,7 +48,10 @@ impl Runnable {
         let Some(fields) = reply.as_object_mut() else {
             return;
         };
-        let chosen = fields.get("mode").and_then(Value::as_str).and_then(&mode_of);
+        let chosen = fields
+            .get("mode")
+            .and_then(Value::as_str)
+            .and_then(&mode_of);
         if let Some(why) = chosen.as_deref().and_then(|mode| self.why_not(mode)) {
             fields.insert("cannot_run".into(), json!(why));
             fields.remove("next_call");

@@ -358,7 +358,11 @@ fn an_unsure_reply_shows_more_modes_unless_the_client_says_how_many() {
 #[test]
 fn without_a_provider_no_mode_that_cannot_run_is_offered() {
     let engine = Engine::new(Catalog::builtin().unwrap()).unwrap();
-    for task in ["make it better", "remember that Alice works at Acme", "qwzx vbnm"] {
+    for task in [
+        "make it better",
+        "remember that Alice works at Acme",
+        "qwzx vbnm",
+    ] {
         let reply = select(&engine, task, None);
         assert_ne!(reply["mode"], FALLBACK_MODE, "{task}: {reply}");
         assert_ne!(reply["next_call"]["arguments"]["mode"], FALLBACK_MODE);
@@ -371,7 +375,10 @@ fn without_a_provider_no_mode_that_cannot_run_is_offered() {
     let reply = select(&engine, "chat about the trade-offs of SQLite", None);
     assert_eq!(reply["mode"], "chat", "{reply}");
     assert!(
-        reply["cannot_run"].as_str().unwrap().contains("OPENAI_API_KEY"),
+        reply["cannot_run"]
+            .as_str()
+            .unwrap()
+            .contains("OPENAI_API_KEY"),
         "{reply}"
     );
     assert!(reply.get("next_call").is_none(), "{reply}");

@@ -194,7 +194,8 @@ impl Engine {
 
     /// [`Engine::new`] as if a model provider were configured (it is never
     /// called): select then answers as where the AI modes can run, which
-    /// is what `zenmode eval` and the ranking's tests measure.
+    /// is what `zenmode eval`, `zenmode tokens` and the ranking's tests
+    /// measure.
     pub fn with_assumed_provider(catalog: Catalog) -> Result<Self, String> {
         let mut services = Services::offline();
         services.providers = crate::providers::Providers::from_env(&|name| {

@@ -192,6 +192,18 @@ impl Engine {
         Self::with_services(catalog, Services::offline())
     }
 
+    /// [`Engine::new`] as if a model provider were configured (it is never
+    /// called): select then answers as where the AI modes can run, which
+    /// is what `zenmode eval`, `zenmode tokens` and the ranking's tests
+    /// measure.
+    pub fn with_assumed_provider(catalog: Catalog) -> Result<Self, String> {
+        let mut services = Services::offline();
+        services.providers = crate::providers::Providers::from_env(&|name| {
+            (name == "OPENAI_API_KEY").then(|| "assumed-for-measuring".to_owned())
+        });
+        Self::with_services(catalog, services)
+    }
+
     /// Fails when a mode read from `--modes-dir` names an executor whose
     /// configuration in the manifest cannot run: such errors belong to
     /// start-up, like the manifest's other errors. Embedded modes are checked

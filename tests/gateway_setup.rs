@@ -136,6 +136,120 @@ fn problem1_self_import_skips_every_entry_that_runs_zenmode_and_spawns_none() {
     );
 }
 
+/// zenmode hidden from the command rule: an HTTP entry pointing at a
+/// serving zenmode, and a copy of the binary under another name. Both
+/// answer the handshake as zenmode, so `upstream import` and `setup
+/// --move-servers` leave them out and say why.
+#[test]
+fn an_entry_that_answers_as_zenmode_is_neither_imported_nor_moved() {
+    let home = tempfile::tempdir().unwrap();
+    let http = common::http::http_server(&[]);
+    let url = format!("http://{}/mcp", http.address);
+    let copy = home.path().join("bin/other-name");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(binary(), &copy).unwrap();
+    let servers = json!({
+        "zen-http": {"type": "http", "url": url},
+        "zen-copy": {"command": copy, "args": ["serve"]},
+        "flaky": flaky(&[]),
+    });
+    let desktop = home.path().join("claude_desktop_config.json");
+    std::fs::write(&desktop, json!({"mcpServers": servers}).to_string()).unwrap();
+    let (_, output) = run(at_home(
+        home.path(),
+        &["upstream", "import", desktop.to_str().unwrap()],
+    ));
+    let written = servers_in(&home_upstreams(home.path()));
+    let names: Vec<&String> = written.as_object().unwrap().keys().collect();
+    assert_eq!(names, ["flaky"], "{output}");
+    for name in ["zen-http", "zen-copy"] {
+        assert!(
+            output.lines().any(|l| l.contains(name)
+                && l.contains("runs zenmode itself")
+                && l.contains("serverInfo")),
+            "{name}: {output}"
+        );
+    }
+
+    // The same entries in Cursor: setup moves the real server only.
+    std::fs::remove_file(home_upstreams(home.path())).unwrap();
+    let cursor = home.path().join(".cursor/mcp.json");
+    std::fs::create_dir_all(cursor.parent().unwrap()).unwrap();
+    std::fs::write(&cursor, json!({"mcpServers": servers}).to_string()).unwrap();
+    let (code, output) = run(at_home(home.path(), &["setup", "cursor", "--move-servers"]));
+    assert_eq!(code, 0, "{output}");
+    let client: Value = serde_json::from_str(&std::fs::read_to_string(&cursor).unwrap()).unwrap();
+    let left = client["mcpServers"].as_object().unwrap();
+    assert!(
+        left.contains_key("zen-http") && left.contains_key("zen-copy"),
+        "{client}"
+    );
+    assert!(!left.contains_key("flaky"), "{client}");
+    let written = servers_in(&home_upstreams(home.path()));
+    let names: Vec<&String> = written.as_object().unwrap().keys().collect();
+    assert_eq!(names, ["flaky"], "{output}");
+}
+
+/// The reports of `doctor` and `status`, and `upstream tools`' table, as a
+/// person reads them: no servers' INFO lines between doctor's own, tools
+/// in columns whatever their names' length, and a broken upstreams file
+/// said on stdout by `status` as by `doctor`.
+#[test]
+fn reports_read_cleanly() {
+    let home = tempfile::tempdir().unwrap();
+    let tools = home.path().join("tools.json");
+    let long = "a_tool_whose_name_is_much_longer_than_any_column_would_guess";
+    std::fs::write(
+        &tools,
+        json!([
+            {"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}},
+            {"name": long, "description": "Long.", "inputSchema": {"type": "object"},
+             "annotations": {"readOnlyHint": true}},
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let file = home_upstreams(home.path());
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &file,
+        json!({"mcpServers": {"noisy": flaky(&["--tools-file", tools.to_str().unwrap(),
+                                                 "--log-env", "HOME"])}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut doctor = at_home(home.path(), &["doctor"]);
+    doctor.env_remove("RUST_LOG");
+    let (_, output) = run(doctor);
+    assert!(output.contains("noisy"), "{output}");
+    assert!(!output.contains(" INFO "), "{output}");
+
+    let (code, output) = run(at_home(home.path(), &["upstream", "tools", "noisy"]));
+    assert_eq!(code, 0, "{output}");
+    let columns: Vec<usize> = output
+        .lines()
+        .filter(|line| line.starts_with("echo") || line.starts_with(long))
+        .map(|line| {
+            line.find("not approved")
+                .unwrap_or_else(|| panic!("{output}"))
+        })
+        .collect();
+    assert_eq!(columns.len(), 2, "{output}");
+    assert_eq!(columns[0], columns[1], "{output}");
+
+    std::fs::write(&file, "{\"mcpServers\": ").unwrap();
+    let output = at_home(home.path(), &["status"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(
+        stdout.contains("does not load") && stdout.contains("fix:"),
+        "{output:?}"
+    );
+    let (_, doctor) = run(at_home(home.path(), &["doctor"]));
+    let said = stdout.trim();
+    assert!(doctor.contains(said), "status: {said}\ndoctor: {doctor}");
+}
+
 /// Every process whose parent chain leads to `root`.
 fn descendants(root: u32) -> Vec<u32> {
     let mut parents = Vec::new();
@@ -502,9 +616,18 @@ fn problem9_import_reads_every_client_and_finds_the_usual_files() {
     let (code, output) = run(command);
     assert_eq!(code, 0, "{output}");
     let written = servers_in(&home_upstreams(home.path()));
-    for name in everything {
+    for name in everything.iter().filter(|name| **name != "cc-project") {
         assert!(written.get(name).is_some(), "{name} imported: {output}");
     }
+    // A repository's .mcp.json server Claude Code has not approved is not
+    // imported (nor started) by discovery, and the line says why.
+    assert!(written.get("cc-project").is_none(), "{output}");
+    assert!(
+        output
+            .lines()
+            .any(|l| l.contains("cc-project") && l.contains("has not approved")),
+        "{output}"
+    );
 }
 
 #[test]

@@ -217,6 +217,14 @@ fn health_answers_and_other_paths_are_not_found() {
             .await
             .unwrap();
         assert_eq!(other.status().as_u16(), 404);
+        // The root is a short page saying what this is and where to read on.
+        let root = http.client.get(&http.base).send().await.unwrap();
+        assert_eq!(root.status().as_u16(), 200);
+        let page = root.text().await.unwrap();
+        assert!(
+            page.contains("zenmode") && page.contains("/mcp") && page.contains("docs/"),
+            "{page}"
+        );
     });
 }
 

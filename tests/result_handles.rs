@@ -126,6 +126,110 @@ fn a_large_result_is_a_short_reply_that_reads_back_and_passes_on() {
     );
 }
 
+/// The text `up__big {bytes, lines: true}` answers (the fault server's).
+fn lines_of_text(bytes: usize) -> String {
+    let line = "a \"quoted\" line\twith é and \\ ✓\n";
+    let all = line.repeat(bytes / line.len() + 1);
+    let mut end = bytes;
+    while !all.is_char_boundary(end) {
+        end -= 1;
+    }
+    all[..end].to_owned()
+}
+
+/// A text result sent also as structured content `{"content": text}` (as
+/// server-filesystem does) stays text: its handle is text/plain and reads
+/// back byte for byte, and a script gets the text, not `{"content": ...}`.
+#[test]
+fn a_text_result_stays_text_through_a_handle_and_a_script() {
+    let setup = Setup::new(json!({"up": flaky(&["--hostile"])}));
+    let mut client = setup.serve(&[]);
+    let expected = lines_of_text(BIG as usize);
+    let reply = execute(&mut client, "up__big", json!({"bytes": BIG, "lines": true}));
+    let link = link_of(&reply);
+    assert_eq!(link["mimeType"], "text/plain", "{reply}");
+    let uri = link["uri"].as_str().unwrap().to_owned();
+    let read = read_all(&mut client, &uri);
+    assert!(read == expected, "the handle's pages differ from the text");
+    let first = client.call("resources/read", json!({"uri": uri}));
+    assert_eq!(first["contents"][0]["mimeType"], "text/plain");
+
+    let id = uri.rsplit('/').next().unwrap().to_owned();
+    // The script's answer would be a handle again if it were the text
+    // itself: it answers with a checksum of every UTF-16 unit instead.
+    let code = "if (typeof input !== 'string') return typeof input; \
+                let sum = 0; for (let i = 0; i < input.length; i++) \
+                { sum = (sum * 31 + input.charCodeAt(i)) % 1000000007; } \
+                return {length: input.length, sum};";
+    let passed = execute(
+        &mut client,
+        "script",
+        json!({"code": code, "input": {"$result": id}}),
+    );
+    let units: Vec<u16> = expected.encode_utf16().collect();
+    let sum = units.iter().fold(0u64, |sum, &unit| {
+        (sum * 31 + u64::from(unit)) % 1_000_000_007
+    });
+    assert_eq!(
+        passed["structuredContent"]["result"],
+        json!({"length": units.len(), "sum": sum}),
+        "a handle passed to a script is the text: {passed}"
+    );
+    let called = execute(
+        &mut client,
+        "script",
+        json!({"code": "return await tools.call('up__big', {bytes: 3000, lines: true});"}),
+    );
+    assert_eq!(
+        called["structuredContent"]["result"],
+        json!(lines_of_text(3000)),
+        "{called}"
+    );
+}
+
+/// Whether the SQLite store at `db` still holds the thread `id`.
+fn stored(db: &std::path::Path, id: &str) -> bool {
+    let connection = rusqlite::Connection::open(db).unwrap();
+    connection
+        .query_row("SELECT count(*) FROM threads WHERE id = ?1", [id], |row| {
+            row.get::<_, i64>(0)
+        })
+        .unwrap()
+        > 0
+}
+
+/// A handle is deleted from the store, not only refused: once it expired,
+/// and when the session that made it ends.
+#[test]
+fn handles_are_deleted_when_they_expire_and_when_their_session_ends() {
+    let setup = Setup::new(json!({"up": flaky(&["--hostile"])}));
+    let db = setup.path("threads.db");
+    let store = format!("sqlite:{}", db.display());
+    let mut one = setup.serve(&["--store", &store, "--result-handle-ttl-secs", "1"]);
+    let reply = execute(&mut one, "up__big", json!({"bytes": BIG}));
+    let uri = link_of(&reply)["uri"].as_str().unwrap().to_owned();
+    let id = uri.rsplit('/').next().unwrap().to_owned();
+    assert!(stored(&db, &id));
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            let read = one.request("resources/read", json!({"uri": uri}));
+            read["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("expired"))
+        }),
+        "the handle never expired"
+    );
+    assert!(!stored(&db, &id), "an expired handle stays in the store");
+
+    let mut two = setup.serve(&["--store", &store]);
+    let reply = execute(&mut two, "up__big", json!({"bytes": BIG}));
+    let uri = link_of(&reply)["uri"].as_str().unwrap().to_owned();
+    let id = uri.rsplit('/').next().unwrap().to_owned();
+    assert!(stored(&db, &id));
+    assert!(two.finish().success());
+    assert!(!stored(&db, &id), "a handle outlived its session");
+}
+
 #[test]
 fn another_session_and_an_expired_handle_are_refused() {
     let setup = Setup::new(json!({"up": flaky(&["--hostile"])}));

@@ -625,3 +625,66 @@ fn a_failed_scripts_message_is_cut_to_its_bound() {
     still_serving(&mut client);
     client.finish();
 }
+
+/// Every `script` request written in docs/scripts.md, run against a real
+/// server-filesystem as `files` (its `/tmp/` paths moved to a folder of the
+/// test's own). The first compares two files: identical texts are "same"
+/// (server-filesystem's text results are text in a script, not
+/// `{"content": ...}`), and changed ones "different".
+#[test]
+fn every_example_in_the_scripts_doc_runs() {
+    let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/upstreams/node_modules/.bin/mcp-server-filesystem");
+    if !server.exists() {
+        assert_ne!(
+            std::env::var("ZEN_REQUIRE_UPSTREAMS").as_deref(),
+            Ok("1"),
+            "{} is missing: run tests/upstreams/install.sh",
+            server.display()
+        );
+        eprintln!("skipping: {} is not installed", server.display());
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let folder = std::fs::canonicalize(work.path()).unwrap();
+    let text = "first line\n\tsecond \"line\" é\nthird\n";
+    std::fs::write(folder.join("a.txt"), text).unwrap();
+    std::fs::write(folder.join("b.txt"), text).unwrap();
+    let setup = Setup::new(json!({"files": {"command": server, "args": [folder]}}));
+    let mut client = setup.serve(&[]);
+
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scripts.md"),
+    )
+    .unwrap();
+    let examples: Vec<Value> = doc
+        .split("```json\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .filter_map(|block| serde_json::from_str::<Value>(block.trim()).ok())
+        .filter(|example| example["mode"] == "script")
+        .collect();
+    assert!(
+        !examples.is_empty(),
+        "no script example found in docs/scripts.md"
+    );
+    let moved = format!("{}/", folder.display());
+    let run = |client: &mut Client, example: &Value| {
+        let request: Value =
+            serde_json::from_str(&example["request"].to_string().replace("/tmp/", &moved)).unwrap();
+        execute(client, "script", request)
+    };
+    for example in &examples {
+        let result = run(&mut client, example);
+        assert!(result["isError"] != true, "{example}: {result}");
+    }
+    assert_eq!(
+        body(&run(&mut client, &examples[0]), false)["result"],
+        "same"
+    );
+    std::fs::write(folder.join("b.txt"), format!("{text}more\n")).unwrap();
+    assert_eq!(
+        body(&run(&mut client, &examples[0]), false)["result"],
+        "different"
+    );
+}

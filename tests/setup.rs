@@ -356,6 +356,45 @@ fn undo_keeps_what_the_client_wrote_after_setup() {
     assert!(!home.path("zen-state/setup/cursor/journal.json").exists());
 }
 
+/// Two setups with the user's own changes between them: a server the user
+/// added to zenmode's gateway after the first setup, and one added to the
+/// client and moved by the second. Undo reverses both setups and keeps
+/// the user's server (the gateway file no longer goes back whole).
+#[test]
+fn undo_after_two_setups_keeps_a_server_added_between_them() {
+    let Some(time) = time_server() else { return };
+    let home = Home::new();
+    let time = time.to_str().unwrap();
+    let file = home.write(
+        ".cursor/mcp.json",
+        &json!({"mcpServers": {"a": {"command": time}}}).to_string(),
+    );
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--move-servers"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = home.zenmode(&["upstream", "add", "b", "--", time]);
+    assert_eq!(code, 0, "{out}{err}");
+    let mut client = read_json(&file);
+    client["mcpServers"]["c"] = json!({"command": time, "args": ["--local-timezone", "UTC"]});
+    std::fs::write(&file, serde_json::to_string_pretty(&client).unwrap()).unwrap();
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--move-servers"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("moved c (user scope)"), "{out}");
+
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--undo"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("did not exist before setup"), "{out}");
+    let gateway = read_json(&home.gateway_file());
+    let names: Vec<&String> = gateway["mcpServers"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["b"], "the user's server stays: {out}");
+    let after = read_json(&file);
+    let names: Vec<&String> = after["mcpServers"].as_object().unwrap().keys().collect();
+    assert!(
+        names.contains(&&"a".to_owned()) && names.contains(&&"c".to_owned()),
+        "{after}"
+    );
+    assert!(after["mcpServers"].get("zenmode").is_none(), "{after}");
+}
+
 /// An entry setup touched that the user changed since is not overwritten:
 /// undo says which and changes nothing at all.
 #[test]
@@ -435,6 +474,7 @@ fn claude_code_setup_moves_every_scope_and_undo_keeps_later_changes() {
     };
     let (local, project_servers, user) = scopes(&read_json(&config));
     assert!(local.get("time").is_some(), "a plain add is local: {local}");
+    approve_project_servers(&config, &project, &["time-project"]);
 
     let zenmode_here = |args: &[&str]| {
         let output = home
@@ -536,4 +576,165 @@ fn claude_code_setup_moves_every_scope_and_undo_keeps_later_changes() {
         !listing.lines().any(|l| l.starts_with("zenmode:")),
         "{listing}"
     );
+}
+
+/// What a user does in Claude Code to approve a folder's `.mcp.json`
+/// servers: trust the folder and enable them (kept in `~/.claude.json`).
+fn approve_project_servers(config: &Path, folder: &Path, names: &[&str]) {
+    let mut state = if config.exists() {
+        read_json(config)
+    } else {
+        json!({})
+    };
+    let project = &mut state["projects"][folder.to_str().unwrap()];
+    project["hasTrustDialogAccepted"] = json!(true);
+    project["enabledMcpjsonServers"] = json!(names);
+    std::fs::write(config, serde_json::to_string_pretty(&state).unwrap()).unwrap();
+}
+
+/// A cloned repository's committed `.mcp.json`: a server Claude Code has
+/// not approved is neither started nor moved, an approved one stays too
+/// (the file is tracked), and the file is byte for byte as committed.
+#[test]
+fn claude_code_setup_leaves_a_repositorys_project_servers_alone() {
+    let Some(bin) = claude_bin_dir() else { return };
+    let Some(time) = time_server() else { return };
+    let mut home = Home::new();
+    home.path.push(bin.clone());
+    let repo = home.path("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let started = home.path("teamtime-started");
+    let script = format!("touch {}; exec {}", started.display(), time.display());
+    let committed = serde_json::to_string_pretty(&json!({"mcpServers": {
+        "teamtime": {"command": "sh", "args": ["-c", script]},
+        "approved": {"command": time},
+    }}))
+    .unwrap();
+    std::fs::write(repo.join(".mcp.json"), &committed).unwrap();
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "git {args:?}: {status:?}");
+    };
+    git(&["init", "-q", "."]);
+    git(&["add", ".mcp.json"]);
+    git(&["commit", "-q", "-m", "servers"]);
+    // Claude Code writes its state file on first use; then the user
+    // approves one of the two servers.
+    let output = home
+        .command(&bin.join("claude"), &["mcp", "list"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    approve_project_servers(&home.path(".claude.json"), &repo, &["approved"]);
+
+    let output = home
+        .command(
+            Path::new(common::binary()),
+            &["setup", "claude-code", "--move-servers"],
+        )
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{out}{output:?}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("kept in Claude Code: teamtime") && l.contains("not approved")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.contains("kept in Claude Code: approved") && l.contains("tracked by git")),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".mcp.json")).unwrap(),
+        committed
+    );
+    assert!(!started.exists(), "the unapproved server was started");
+    let gateway = home.gateway_file();
+    if gateway.exists() {
+        assert_eq!(read_json(&gateway)["mcpServers"], json!({}));
+    }
+}
+
+/// `--env` gives zenmode's entry the variables its upstreams' `${NAME}`
+/// placeholders need: on a new entry, and added to the one setup made
+/// before, so the client keeps one zenmode; a bad name changes nothing.
+#[test]
+fn env_goes_into_the_one_zenmode_entry() {
+    let home = Home::new();
+    let file = home.write(".cursor/mcp.json", "{\"mcpServers\": {}}");
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--env", "GITHUB_TOKEN=abc"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        read_json(&file)["mcpServers"]["zenmode"]["env"],
+        json!({"GITHUB_TOKEN": "abc"})
+    );
+    let mut command = home.command(
+        Path::new(common::binary()),
+        &["setup", "cursor", "--env", "TRACKER_TOKEN"],
+    );
+    let output = command.env("TRACKER_TOKEN", "from-shell").output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let servers = read_json(&file)["mcpServers"].clone();
+    assert_eq!(servers.as_object().unwrap().len(), 1, "{servers}");
+    assert_eq!(
+        servers["zenmode"]["env"],
+        json!({"GITHUB_TOKEN": "abc", "TRACKER_TOKEN": "from-shell"})
+    );
+    let before = std::fs::read(&file).unwrap();
+    let (code, _, err) = home.zenmode(&["setup", "cursor", "--env", "NOT-A NAME=1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nothing was changed"), "{err}");
+    let (code, _, err) = home.zenmode(&["setup", "cursor", "--env", "ZEN_TEST_UNSET_VAR"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is not set"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--undo"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(read_json(&file)["mcpServers"].get("zenmode").is_none());
+}
+
+/// The same with Claude Code: after `setup` and `setup --env`, `claude mcp
+/// list` shows one zenmode, with no conflicting scopes.
+#[test]
+fn claude_code_env_keeps_one_zenmode_entry() {
+    let Some(bin) = claude_bin_dir() else { return };
+    let mut home = Home::new();
+    home.path.push(bin.clone());
+    let (code, out, err) = home.zenmode(&["setup", "claude-code"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = home.zenmode(&["setup", "claude-code", "--env", "GITHUB_TOKEN=abc"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let config = read_json(&home.path(".claude.json"));
+    assert_eq!(
+        config["mcpServers"]["zenmode"]["env"]["GITHUB_TOKEN"],
+        "abc"
+    );
+    let output = home
+        .command(&bin.join("claude"), &["mcp", "list"])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        listing
+            .lines()
+            .filter(|l| l.starts_with("zenmode:"))
+            .count(),
+        1,
+        "{listing}"
+    );
+    assert!(!listing.contains("Conflicting"), "{listing}");
+    let (code, out, err) = home.zenmode(&["setup", "claude-code", "--undo"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("removed zenmode from Claude Code"), "{out}");
 }

@@ -79,7 +79,7 @@ pub fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> 
         // The fused ranker is what serves: score the select reply itself, so
         // its mode, the tools it shows, its `next_call` (traps taken,
         // changing calls on benign requests) and its latency are the server's.
-        let engine = Engine::new(catalog).map_err(anyhow::Error::msg)?;
+        let engine = Engine::with_assumed_provider(catalog).map_err(anyhow::Error::msg)?;
         let snapshot = engine.index();
         let served = |task: &str| {
             let args = select_mode::SelectArgs {

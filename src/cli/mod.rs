@@ -137,7 +137,18 @@ pub fn main() -> ExitCode {
     if !matches!(cli.command, Command::Serve(_)) {
         default_sigpipe();
     }
-    let _logging = crate::server::logging::init();
+    let reports = matches!(
+        cli.command,
+        Command::Setup { .. }
+            | Command::Doctor { .. }
+            | Command::Status { .. }
+            | Command::Upstream { .. }
+    );
+    let _logging = if reports {
+        crate::server::logging::init_with(crate::server::logging::QUIET_FILTER)
+    } else {
+        crate::server::logging::init()
+    };
     match run(cli) {
         Ok(code) => code,
         Err(error) => {

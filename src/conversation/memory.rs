@@ -329,6 +329,12 @@ impl ConversationStore for InMemoryStore {
     async fn append(&self, id: &str, turn: Turn) -> Result<usize, MemoryError> {
         self.append_now(id, turn)
     }
+
+    async fn delete(&self, id: &str) -> Result<(), MemoryError> {
+        let id = normalize_id(id)?;
+        self.lock().remove(&id, Gone::Expired);
+        Ok(())
+    }
 }
 
 fn new_id() -> String {

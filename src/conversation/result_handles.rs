@@ -172,6 +172,9 @@ pub struct ResultHandles {
     /// first. The store's own bound is shared with conversations and large
     /// (256 MiB in memory), so handles keep a budget of their own.
     recent: std::sync::Mutex<std::collections::VecDeque<(SystemTime, usize)>>,
+    /// The handles this process stored and has not deleted: (owner key,
+    /// id, expiry). Deleted when their session ends or once expired.
+    held: std::sync::Mutex<Vec<(String, String, SystemTime)>>,
 }
 
 /// The most bytes of handles one process keeps within their lifetime; past
@@ -203,6 +206,7 @@ impl ResultHandles {
             settings,
             clock,
             recent: Default::default(),
+            held: Default::default(),
         }
     }
 
@@ -213,6 +217,49 @@ impl ResultHandles {
     /// The pages `bytes` of text take.
     pub fn pages_of(&self, bytes: usize) -> usize {
         bytes.div_ceil(self.settings.page_bytes).max(1)
+    }
+
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, Vec<(String, String, SystemTime)>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Deletes one handle from the store (a store that cannot delete keeps
+    /// it until it expires there).
+    async fn delete(&self, id: &str) {
+        self.lock_held().retain(|(_, held, _)| held != id);
+        if let Err(error) = self.store.delete(id).await {
+            tracing::debug!(%error, "a result handle could not be deleted");
+        }
+    }
+
+    /// Deletes the handles of this process that expired.
+    async fn delete_expired(&self) {
+        let now = self.clock.now();
+        let expired: Vec<String> = self
+            .lock_held()
+            .iter()
+            .filter(|(_, _, until)| *until <= now)
+            .map(|(_, id, _)| id.clone())
+            .collect();
+        for id in expired {
+            self.delete(&id).await;
+        }
+    }
+
+    /// Deletes the handles `principal` stored through this process: its
+    /// session ended, and nobody else may read them.
+    pub async fn end_session(&self, principal: &str) {
+        let owner = owner_key(principal);
+        let ended: Vec<String> = self
+            .lock_held()
+            .iter()
+            .filter(|(held, _, _)| *held == owner)
+            .map(|(_, id, _)| id.clone())
+            .collect();
+        for id in ended {
+            self.delete(&id).await;
+        }
+        self.delete_expired().await;
     }
 
     /// Stores `text` (of `kind`) for `principal`.
@@ -252,6 +299,9 @@ impl ResultHandles {
             .create(turn)
             .await
             .map_err(|e| HandleError::Store(e.to_string()))?;
+        self.lock_held()
+            .push((owner_key(principal), id.clone(), expires_at));
+        self.delete_expired().await;
         Ok(StoredResult {
             id,
             bytes,
@@ -282,6 +332,8 @@ impl ResultHandles {
         }
         let expires_at = data["expires_at"].as_u64().unwrap_or(0);
         if unix_secs(self.clock.now()) >= expires_at {
+            // Refused, and deleted: an expired handle is not kept.
+            self.delete(&id).await;
             return Err(HandleError::Expired {
                 id,
                 ttl_secs: self.settings.ttl.as_secs(),

@@ -20,4 +20,12 @@ pub trait ConversationStore: Send + Sync {
 
     /// Adds a turn and returns the thread's turn count after it.
     async fn append(&self, id: &str, turn: Turn) -> Result<usize, MemoryError>;
+
+    /// Deletes a thread now, before its expiry (an ended session's result
+    /// handles). A store that cannot keeps it until it expires: Redis
+    /// deletes its keys at their expiry itself.
+    async fn delete(&self, id: &str) -> Result<(), MemoryError> {
+        let _ = id;
+        Ok(())
+    }
 }

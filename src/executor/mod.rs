@@ -26,4 +26,6 @@ mod version;
 pub mod workflow;
 
 pub use contract::{ExecContext, ExecError, Executor, RequestShape};
-pub use registry::{REGISTRY, Registration, construct, is_registered, keys, request_shapes};
+pub use registry::{
+    REGISTRY, Registration, construct, is_registered, keys, needs_provider, request_shapes,
+};

@@ -21,6 +21,15 @@ pub struct Registration {
     request: fn(&Manifest) -> Vec<RequestShape>,
 }
 
+/// The executors that cannot answer without a model provider (the others
+/// run without one; a workflow then skips its expert step).
+const NEED_A_PROVIDER: &[&str] = &["chat", "consensus"];
+
+/// Whether the executor of key `key` needs a configured model provider.
+pub fn needs_provider(key: &str) -> bool {
+    NEED_A_PROVIDER.contains(&key)
+}
+
 /// Executor keys this build implements, how to build each, and what each reads.
 pub static REGISTRY: &[Registration] = &[
     Registration {

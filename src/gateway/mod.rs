@@ -70,6 +70,7 @@ pub mod resources;
 pub mod serving;
 pub mod status_file;
 pub mod supervisor;
+pub mod text_result;
 pub mod tls;
 pub mod unavailable;
 

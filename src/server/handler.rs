@@ -152,6 +152,15 @@ impl ZenServer {
         self
     }
 
+    /// Runs once this stdio or TCP session ended: its result handles, which
+    /// nobody else may read, are deleted from the store (over HTTP a handle
+    /// belongs to the client's token, which outlives a session).
+    pub fn session_end(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let results = self.engine.services().results.clone();
+        let key = self.session_key.clone();
+        async move { results.end_session(&key).await }
+    }
+
     /// What this session's transport must write before some replies.
     pub fn owed_notices(&self) -> Arc<OwedNotices> {
         self.owed.clone()
@@ -327,8 +336,11 @@ pub fn to_call_result(outcome: Outcome) -> CallToolResult {
 
 impl ServerHandler for ZenServer {
     fn get_info(&self) -> ServerConfig {
-        let mut implementation = Implementation::new("zenmode", env!("CARGO_PKG_VERSION"));
-        implementation.title = Some("zenmode".to_owned());
+        let mut implementation = Implementation::new(
+            crate::gateway::config::SERVER_NAME,
+            env!("CARGO_PKG_VERSION"),
+        );
+        implementation.title = Some(crate::gateway::config::SERVER_NAME.to_owned());
         let capabilities = if self.strategy.is_dynamic() {
             ServerCapabilities::builder()
                 .enable_tools()

@@ -46,6 +46,7 @@ async fn run_session<R, W>(
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let ended = server.session_end();
     match serve_server_with_ct(server, transport, shutdown.child_token()).await {
         Ok(running) => {
             if let Err(error) = running.waiting().await {
@@ -55,6 +56,7 @@ async fn run_session<R, W>(
         // A client that leaves before its first request is not an error worth shouting about.
         Err(error) => tracing::info!(%error, "session ended before it started"),
     }
+    ended.await;
 }
 
 /// Serves MCP on stdin/stdout; returns when stdin closes or on shutdown.

@@ -42,6 +42,11 @@ pub const FLUSH_WAIT: Duration = Duration::from_millis(250);
 /// (see `gateway::http_errors`).
 const DEFAULT_FILTER: &str = "zenmode=info,rmcp=warn,rmcp::transport::worker=off";
 
+/// The default of commands that print their own report (`setup`, `doctor`,
+/// `status`, `upstream ...`): the servers they start log at INFO (their
+/// stderr among it), and those lines fell between the report's own.
+pub const QUIET_FILTER: &str = "zenmode=warn,rmcp=warn,rmcp::transport::worker=off";
+
 enum Message {
     Line(Vec<u8>),
     /// Acknowledged once every earlier line was written.
@@ -192,9 +197,14 @@ pub fn flush(wait: Duration) {
 /// Sets up `tracing` to log to stderr through the queue. `RUST_LOG` sets
 /// the filter (default [`DEFAULT_FILTER`]).
 pub fn init() -> Guard {
+    init_with(DEFAULT_FILTER)
+}
+
+/// [`init`] with another default filter (`RUST_LOG` still wins).
+pub fn init_with(default_filter: &str) -> Guard {
     QUEUE.get_or_init(Queue::start);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_FILTER));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(QueueWriter)

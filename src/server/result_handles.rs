@@ -58,21 +58,29 @@ pub fn principal_of(session: &str, extensions: &Extensions) -> Arc<str> {
 }
 
 /// What a result holds, as one text: its structured content (compact
-/// JSON), else its text blocks joined. `None` when it holds anything a
-/// handle cannot carry faithfully (images, audio, embedded resources,
-/// links) or is an error.
+/// JSON) unless that only repeats the text, else its text blocks joined.
+/// `None` when it holds anything a handle cannot carry faithfully (images,
+/// audio, embedded resources, links) or is an error.
 fn stored_form(result: &CallToolResult) -> Option<(StoredKind, String)> {
     if result.is_error == Some(true) {
         return None;
     }
+    let texts: Option<Vec<&str>> = result
+        .content
+        .iter()
+        .map(|block| block.as_text().map(|text| text.text.as_str()))
+        .collect();
+    let text = texts.map(|texts| texts.join("\n"));
     if let Some(structured) = &result.structured_content {
-        return Some((StoredKind::Json, structured.to_string()));
+        // Structured content that only repeats the text is the text.
+        return match text {
+            Some(text) if crate::gateway::text_result::repeats_text(structured, &text) => {
+                Some((StoredKind::Text, text))
+            }
+            _ => Some((StoredKind::Json, structured.to_string())),
+        };
     }
-    let mut texts = Vec::with_capacity(result.content.len());
-    for block in &result.content {
-        texts.push(block.as_text()?.text.as_str());
-    }
-    Some((StoredKind::Text, texts.join("\n")))
+    Some((StoredKind::Text, text?))
 }
 
 /// Serialized size of `result`, without keeping the bytes (also the size

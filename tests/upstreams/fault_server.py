@@ -19,7 +19,8 @@ what came back).
 Hostile tools, listed with --hostile, for the hardening tests and the fuzz
 campaign:
 stderr {hex, repeat, newline} (writes the bytes repeat times to stderr),
-big {bytes} (a result whose text is that long),
+big {bytes, lines} (a result whose text is that long; with lines, lines
+of text, sent also as structured content {"content": text}),
 env_error {name} (an isError result quoting $name),
 fail {bytes} (a JSON-RPC error whose message is that long).
 --big-tools BYTES pads the tools/list reply with a description that long.
@@ -57,7 +58,7 @@ HOSTILE_TOOLS = [
      "inputSchema": {"type": "object", "properties": {"hex": {"type": "string"}, "repeat": {"type": "integer"},
                                                       "newline": {"type": "boolean"}}}},
     {"name": "big", "description": "Answer with a long text.",
-     "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
+     "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}, "lines": {"type": "boolean"}}}},
     {"name": "env_error", "description": "Fail, quoting an environment variable.",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
     {"name": "fail", "description": "Fail with a long protocol error message.",
@@ -245,7 +246,17 @@ for line in sys.stdin:
             written = write_stderr(data, int(arguments.get("repeat", 1)), arguments.get("newline", True))
             reply(request_id, text_result(f"wrote {written} bytes"), tool=True)
         elif name == "big":
-            reply(request_id, text_result("x" * int(arguments.get("bytes", 0))), tool=True)
+            size = int(arguments.get("bytes", 0))
+            if arguments.get("lines"):
+                # Lines of text with quotes, tabs and non-ASCII, sent twice as
+                # server-filesystem does: as text and as {"content": text}.
+                line = 'a "quoted" line\twith é and \\ ✓\n'
+                text = (line * (size // len(line.encode()) + 1)).encode()[:size].decode("utf-8", "ignore")
+                result = text_result(text)
+                result["structuredContent"] = {"content": text}
+                reply(request_id, result, tool=True)
+            else:
+                reply(request_id, text_result("x" * size), tool=True)
         elif name == "env_error":
             value = os.environ.get(arguments.get("name", ""), "")
             reply(request_id, text_result(f"request failed: the key {value} was refused", error=True), tool=True)

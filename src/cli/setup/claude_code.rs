@@ -8,31 +8,27 @@ use std::{path::Path, process::Command};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use super::{
-    client_file::NAME,
-    plan::{Move, Scope},
-};
+use super::plan::{Move, Scope};
 
-/// Adds zenmode's entry in the user scope (every folder).
-pub fn add_zenmode(entry: &Value) -> anyhow::Result<()> {
-    let mut args = vec![
-        "mcp".to_owned(),
-        "add".to_owned(),
-        "--scope".to_owned(),
-        "user".to_owned(),
-        NAME.to_owned(),
-        "--".to_owned(),
-        entry["command"].as_str().unwrap_or_default().to_owned(),
-    ];
-    args.extend(
-        entry["args"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_owned),
-    );
-    claude(&args, None)
+/// Adds server `name` as `entry` (zenmode's, or a moved one put back) in
+/// `scope` (of `folder`, for local and project).
+pub fn add_json(
+    name: &str,
+    scope: Scope,
+    folder: Option<&Path>,
+    entry: &Value,
+) -> anyhow::Result<()> {
+    claude(
+        &[
+            "mcp".to_owned(),
+            "add-json".to_owned(),
+            "--scope".to_owned(),
+            scope.name().to_owned(),
+            name.to_owned(),
+            entry.to_string(),
+        ],
+        folder,
+    )
 }
 
 /// Removes server `name` from `scope` (of `folder`, for local and project).
@@ -51,16 +47,11 @@ pub fn remove(name: &str, scope: Scope, folder: Option<&Path>) -> anyhow::Result
 
 /// Puts a moved server back in the scope it came from, as it was.
 pub fn put_back(moved: &Move) -> anyhow::Result<()> {
-    claude(
-        &[
-            "mcp".to_owned(),
-            "add-json".to_owned(),
-            "--scope".to_owned(),
-            moved.scope.name().to_owned(),
-            moved.name.clone(),
-            moved.entry.to_string(),
-        ],
+    add_json(
+        &moved.name,
+        moved.scope,
         moved.folder.as_deref(),
+        &moved.entry,
     )
 }
 

@@ -183,6 +183,12 @@ impl Records {
         self.keep(file, kept.after()).map(drop)
     }
 
+    /// Drops the copy of `file` as setup left it, so that undo never gives
+    /// the whole file back (something else changed it since).
+    pub fn forget_after(&self, kept: Kept) {
+        let _ = std::fs::remove_file(self.dir.join(kept.after()));
+    }
+
     /// Whether `file` is byte for byte as setup last left it.
     pub fn as_setup_left(&self, kept: Kept, file: &Path) -> bool {
         match (

@@ -17,8 +17,10 @@
 pub mod claude_code;
 pub mod client;
 mod client_file;
+mod env;
 pub mod journal;
 pub mod plan;
+pub mod project_scope;
 mod undo;
 
 use std::{
@@ -47,6 +49,14 @@ pub struct SetupArgs {
     /// Also move the client's other servers (stdio and HTTP, from every scope: for Claude Code local, project and user) behind zenmode's gateway and out of the client's own list
     #[arg(long, conflicts_with = "undo")]
     pub move_servers: bool,
+    /// A variable for zenmode's entry, for upstream entries that use `${NAME}`: NAME=VALUE, or NAME for its value here (repeatable); an entry that runs zenmode already gets it added
+    #[arg(
+        long = "env",
+        short = 'e',
+        value_name = "NAME[=VALUE]",
+        conflicts_with = "undo"
+    )]
+    pub env: Vec<String>,
     /// Reverse what setup changed (zenmode's entry, the moved servers, each back in its scope); what else changed since stays as it is
     #[arg(long)]
     pub undo: bool,
@@ -65,6 +75,7 @@ pub fn run(
     if args.undo {
         return undo::run(client, &records);
     }
+    let env = env::parse(&args.env)?;
     let file = client.config_file()?;
     client.check_installed(&file)?;
     let gateway_file = match &upstreams {
@@ -86,14 +97,24 @@ pub fn run(
         ClientKind::ClaudeCode => Some(read_client("mcpServers", &folder.join(".mcp.json"))?),
         _ => None,
     };
-    let sources = plan::sources(client, &document, &folder, project.as_ref());
+    let mut sources = plan::sources(client, &document, &folder, project.as_ref());
+    let held_back = if args.move_servers && client == ClientKind::ClaudeCode {
+        project_scope::hold_back(&mut sources)
+    } else {
+        Vec::new()
+    };
     let users = sources
         .iter()
         .find(|source| source.scope == plan::Scope::User)
         .map(|source| source.servers.clone())
         .unwrap_or_default();
     let present = zenmode_entry(&file, &users)?;
-    let plan = if args.move_servers {
+    // An entry that runs zenmode already gets the variables in place, so
+    // the client keeps one zenmode.
+    let updated = present
+        .as_ref()
+        .and_then(|name| Some((name.clone(), env::with_env(users.get(name)?, &env)?)));
+    let mut plan = if args.move_servers {
         plan::plan_moves(
             &sources,
             &crate::cli::upstream::gateway_servers(&gateway_file)?,
@@ -101,10 +122,11 @@ pub fn run(
     } else {
         Plan::default()
     };
+    plan.kept.extend(held_back);
     for (name, why) in &plan.kept {
         println!("kept in {}: {name} ({why})", client.label());
     }
-    if present.is_some() && plan.is_empty() {
+    if present.is_some() && plan.is_empty() && updated.is_none() {
         let name = present.unwrap_or_default();
         println!(
             "{} already runs zenmode (server {name:?} in {}); nothing changed",
@@ -117,7 +139,8 @@ pub fn run(
         return Ok(ExitCode::SUCCESS);
     }
 
-    let entry = client.entry(&program, &serve_args);
+    let bare = client.entry(&program, &serve_args);
+    let entry = env::with_env(&bare, &env).unwrap_or(bare);
     let mut journal = records
         .load(client.servers_key())?
         .unwrap_or_else(|| Journal {
@@ -137,6 +160,20 @@ pub fn run(
         gateway_added: plan.to_add.clone(),
         ..Journal::default()
     };
+    // A file changed by someone else since the last setup left it cannot go
+    // back whole on undo: its bytes from before the first setup would lose
+    // that change (a server the user added between two setups). From then
+    // on undo takes setup's entries out one by one instead.
+    let client_whole =
+        journal.client_existed.is_none() || records.as_setup_left(Kept::Client, &file);
+    let gateway_whole =
+        journal.gateway_existed.is_none() || records.as_setup_left(Kept::Gateway, &gateway_file);
+    if !client_whole {
+        records.forget_after(Kept::Client);
+    }
+    if !gateway_whole {
+        records.forget_after(Kept::Gateway);
+    }
     if client != ClientKind::ClaudeCode && journal.client_existed.is_none() {
         intent.client_existed = Some(records.keep_before(Kept::Client, &file)?);
     }
@@ -154,7 +191,7 @@ pub fn run(
             for name in plan.to_add.keys() {
                 if !written.contains(name) {
                     println!(
-                        "kept in {}: {name} (it did not start, see above; zenmode did not take it)",
+                        "kept in {}: {name} (it did not start or is zenmode itself, see above; zenmode did not take it)",
                         client.label()
                     );
                 }
@@ -163,7 +200,7 @@ pub fn run(
             intent
                 .gateway_added
                 .retain(|name, _| written.contains(name));
-            if !written.is_empty() {
+            if !written.is_empty() && gateway_whole {
                 records.keep_after(Kept::Gateway, &gateway_file)?;
             }
         }
@@ -173,23 +210,33 @@ pub fn run(
         match client {
             ClientKind::ClaudeCode => {
                 if present.is_none() {
-                    claude_code::add_zenmode(&entry)?;
+                    claude_code::add_json(NAME, plan::Scope::User, None, &entry)?;
+                }
+                if let Some((name, entry)) = &updated {
+                    claude_code::remove(name, plan::Scope::User, None)?;
+                    claude_code::add_json(name, plan::Scope::User, None, entry)?;
                 }
                 for moved in &moves {
                     claude_code::remove(&moved.name, moved.scope, moved.folder.as_deref())?;
                 }
             }
             _ => {
-                json_client(
-                    client,
-                    &file,
-                    document,
-                    present.is_none(),
-                    entry.clone(),
-                    &moves,
-                )?;
-                records.keep_after(Kept::Client, &file)?;
+                let set = match &updated {
+                    Some((name, entry)) => Some((name.clone(), entry.clone())),
+                    None => present.is_none().then(|| (NAME.to_owned(), entry.clone())),
+                };
+                json_client(client, &file, document, set, &moves)?;
+                if client_whole {
+                    records.keep_after(Kept::Client, &file)?;
+                }
             }
+        }
+        // Undo takes out the entry as it is now.
+        if let (Some((name, entry)), Some(added)) = (&updated, journal.zenmode.as_mut())
+            && &added.name == name
+        {
+            added.entry = entry.clone();
+            records.save(&journal)?;
         }
         Ok(moves)
     })();
@@ -200,6 +247,19 @@ pub fn run(
         )
     })?;
 
+    if let Some((name, _)) = &updated {
+        let names: Vec<&String> = env.keys().collect();
+        println!(
+            "set {} in the environment of {}'s entry {name:?} ({})",
+            names
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            client.label(),
+            file.display()
+        );
+    }
     if present.is_none() {
         println!(
             "added zenmode to {} ({}): {} {}",
@@ -235,14 +295,14 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The other clients: their file, rewritten with zenmode's entry and
-/// without the moved servers; every other key stays as it was.
+/// The other clients: their file, rewritten with zenmode's entry (`set`:
+/// its name and entry, when added or changed) and without the moved
+/// servers; every other key stays as it was.
 fn json_client(
     client: ClientKind,
     file: &Path,
     mut document: Value,
-    add: bool,
-    entry: Value,
+    set: Option<(String, Value)>,
     moved: &[Move],
 ) -> anyhow::Result<()> {
     let Some(root) = document.as_object_mut() else {
@@ -256,8 +316,8 @@ fn json_client(
     for moved in moved {
         servers.shift_remove(&moved.name);
     }
-    if add {
-        servers.insert(NAME.to_owned(), entry);
+    if let Some((name, entry)) = set {
+        servers.insert(name, entry);
     }
     write_client(file, &document)
 }

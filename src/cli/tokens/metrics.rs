@@ -72,7 +72,8 @@ const TASK_SAMPLES: usize = 18;
 /// Measures every strategy's list over `catalog`, what a typical task costs
 /// under each, and the select replies.
 pub fn measure(catalog: Catalog, tokenizers: &Tokenizers) -> anyhow::Result<TokenReport> {
-    let engine = Engine::new(catalog).map_err(anyhow::Error::msg)?;
+    // Replies as where the AI modes can run, as `zenmode eval` scores them.
+    let engine = Engine::with_assumed_provider(catalog).map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(anyhow::Error::from)?;

@@ -95,10 +95,8 @@ pub fn check_upstreams(
     let loaded = match config::load(file) {
         Ok(loaded) => loaded,
         Err(problem) => {
-            findings.problem(
-                format!("{} does not load: {problem}", file.display()),
-                "correct the file (it must be JSON with an \"mcpServers\" object)",
-            );
+            let (problem, fix) = super::file::does_not_load(file, &problem);
+            findings.problem(problem, fix);
             return Ok(());
         }
     };

@@ -18,6 +18,15 @@ use crate::gateway::{
 /// (they check it once a second).
 pub const PICKUP_WAIT: Duration = Duration::from_secs(4);
 
+/// What `doctor` and `status` say about an upstreams file that does not
+/// load: the problem, and what to do.
+pub fn does_not_load(file: &Path, problem: &dyn std::fmt::Display) -> (String, &'static str) {
+    (
+        format!("{} does not load: {problem}", file.display()),
+        "correct the file (it must be JSON with an \"mcpServers\" object)",
+    )
+}
+
 /// The servers in the upstreams `file` (none when it does not exist yet).
 pub fn gateway_servers(file: &Path) -> anyhow::Result<Map<String, Value>> {
     if !file.exists() {

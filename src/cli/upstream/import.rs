@@ -142,10 +142,11 @@ pub fn run(
         }
         None => {
             let mut problems = Vec::new();
-            let found = discover(&cwd, &mut problems);
+            let mut found = discover(&cwd, &mut problems);
             for problem in problems {
                 eprintln!("warning: skipping {problem}");
             }
+            hold_back_unapproved(&mut found, &cwd);
             found
         }
     };
@@ -162,6 +163,29 @@ pub fn run(
     let outcome = runtime.block_on(add_entries(file, dirs, entries, &how))?;
     add::report_pickup(dirs, file, before.as_ref());
     Ok(outcome)
+}
+
+/// A folder's `.mcp.json` comes with the repository: its servers are
+/// imported (and so started) only once Claude Code approved them, as
+/// Claude Code itself would start them. Given by name (`upstream import
+/// .mcp.json`), the file is the user's own choice and is read whole.
+fn hold_back_unapproved(found: &mut [Found], cwd: &Path) {
+    let project_file = cwd.join(".mcp.json");
+    for source in found.iter_mut().filter(|f| f.path == project_file) {
+        let names: Vec<String> = source.servers.keys().cloned().collect();
+        for name in names {
+            if !crate::cli::setup::project_scope::approved_by_claude_code(&name, cwd) {
+                source.servers.shift_remove(&name);
+                println!(
+                    "{} ({}): {name}: skipped: {}; or import the file by name: `zenmode upstream import {}`",
+                    source.label,
+                    source.path.display(),
+                    crate::cli::setup::project_scope::NOT_APPROVED,
+                    source.path.display()
+                );
+            }
+        }
+    }
 }
 
 /// Shows, source by source, what importing would do, and returns the

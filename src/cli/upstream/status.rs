@@ -150,7 +150,21 @@ pub fn status(file: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
     }
     // Entry by entry, as a serving zenmode reads it: a bad entry is shown
     // beside the others, not a reason to show nothing.
-    let parsed = config::load_each(&file)?;
+    let parsed = match config::load_each(&file) {
+        Ok(parsed) => parsed,
+        Err(problem) => {
+            let (problem, fix) = super::file::does_not_load(&file, &problem);
+            if json {
+                println!(
+                    "{}",
+                    json!({"file": file.display().to_string(), "error": problem, "fix": fix})
+                );
+            } else {
+                println!("{problem}; fix: {fix}");
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     let mut rows: Vec<Value> = parsed
         .servers
         .iter()

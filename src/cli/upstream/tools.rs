@@ -66,19 +66,32 @@ pub async fn tools(
         println!("{}", json!({"server": config.name, "tools": rows}));
         return Ok(ExitCode::SUCCESS);
     }
+    let text = |row: &Value, key: &str| row[key].as_str().unwrap_or_default().to_owned();
+    let hint = |row: &Value| match (row["read_only"] == true, row["destructive"] == true) {
+        (_, true) => "destructive",
+        (true, false) => "read-only",
+        _ => "-",
+    };
+    // Columns as wide as their longest cell, so a long tool name does not
+    // push its row out of line.
+    let width = |cell: &dyn Fn(&Value) -> String| {
+        rows.iter()
+            .map(|row| cell(row).chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let tool_width = width(&|row| text(row, "tool"));
+    let standing_width = width(&|row| text(row, "standing"));
+    let hint_width = width(&|row| hint(row).to_owned());
     for row in &rows {
-        let hint = match (row["read_only"] == true, row["destructive"] == true) {
-            (_, true) => "destructive",
-            (true, false) => "read-only",
-            _ => "-",
-        };
-        println!(
-            "{:<28} {:<12} {:<11} {}",
-            row["tool"].as_str().unwrap_or_default(),
-            row["standing"].as_str().unwrap_or_default(),
-            hint,
-            row["summary"].as_str().unwrap_or_default()
+        let line = format!(
+            "{:<tool_width$}  {:<standing_width$}  {:<hint_width$}  {}",
+            text(row, "tool"),
+            text(row, "standing"),
+            hint(row),
+            text(row, "summary"),
         );
+        println!("{}", line.trim_end());
     }
     print_examples_note(shipped, &rows);
     Ok(ExitCode::SUCCESS)

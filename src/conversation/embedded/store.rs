@@ -311,4 +311,18 @@ impl ConversationStore for EmbeddedStore {
             }
         }
     }
+
+    async fn delete(&self, id: &str) -> Result<(), MemoryError> {
+        let id = normalize_id(id)?;
+        let key = id.clone();
+        self.writing(move |connection, limits| {
+            let transaction = connection.savepoint().map_err(unavailable)?;
+            remove(&transaction, &key, "expired", limits.now)
+                .and_then(|()| transaction.commit())
+                .map_err(unavailable)
+        })
+        .await?;
+        self.cache.forget(&id);
+        Ok(())
+    }
 }

@@ -223,7 +223,12 @@ fn value_of(outcome: NestedOutcome) -> Result<Value, String> {
         });
     }
     Ok(match body.get("structuredContent") {
-        Some(structured) if !structured.is_null() => structured.clone(),
+        Some(structured)
+            if !structured.is_null()
+                && !crate::gateway::text_result::repeats_text(structured, &text) =>
+        {
+            structured.clone()
+        }
         _ => Value::String(text),
     })
 }
@@ -305,6 +310,14 @@ mod tests {
             passthrough: true,
         };
         assert_eq!(value_of(structured), Ok(json!({"n": 1})));
+        // A structured copy of the text (server-filesystem's) is the text.
+        let copied = NestedOutcome {
+            is_error: false,
+            body: json!({"content": [{"type": "text", "text": "a\nb"}],
+                         "structuredContent": {"content": "a\nb"}}),
+            passthrough: true,
+        };
+        assert_eq!(value_of(copied), Ok(json!("a\nb")));
         let failed = NestedOutcome {
             is_error: true,
             body: json!({"error": "quarantined", "message": "held"}),

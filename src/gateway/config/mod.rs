@@ -45,7 +45,7 @@ pub use entry::{
 pub(crate) use fingerprint::hex;
 pub use parse::{ConfigError, UpstreamsFile, load, load_each, parse, parse_each, parse_one};
 pub use placeholders::{UnsetVariable, expand_placeholders};
-pub use runs_itself::{runs_zenmode, self_skip_message};
+pub use runs_itself::{SERVER_NAME, answers_as_zenmode, runs_zenmode, self_skip_message};
 
 pub use super::reply_guard::DEFAULT_MAX_REPLY_BYTES;
 pub use crate::platform::redact::Redactor;

@@ -7,6 +7,16 @@ use std::path::{Path, PathBuf};
 use super::entry::{Transport, UpstreamConfig};
 
 /// The line that says an entry was left out because it runs zenmode.
+/// The name zenmode gives itself in the MCP handshake (`serverInfo.name`):
+/// a server that answers with it is zenmode, whatever its entry looks like
+/// (an HTTP URL, a copy of the binary under another name).
+pub const SERVER_NAME: &str = "zenmode";
+
+/// Why a server that completed the handshake is zenmode, if it is.
+pub fn answers_as_zenmode(server_info_name: &str) -> Option<String> {
+    (server_info_name == SERVER_NAME).then(|| format!("its serverInfo name is {SERVER_NAME:?}"))
+}
+
 pub fn self_skip_message(name: &str, why: &str) -> String {
     format!("server {name:?} skipped: it runs zenmode itself ({why}); zenmode never fronts itself")
 }

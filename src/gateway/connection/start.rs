@@ -250,6 +250,16 @@ impl Upstream {
                 (service, None)
             }
         };
+        // zenmode behind zenmode would offer its own two tools as modes and
+        // nest every call; an entry can hide it (an HTTP URL, a renamed
+        // copy), its handshake cannot.
+        if let Some(why) = service.peer().peer_info().and_then(|info| {
+            let server = info.server_info.as_ref()?;
+            crate::gateway::config::answers_as_zenmode(&server.name)
+        }) {
+            let _ = service.cancel().await;
+            return Err(crate::gateway::config::self_skip_message(self.name(), &why));
+        }
         let tools = match service.peer().list_all_tools().await {
             Ok(tools) => tools,
             Err(e) => {

@@ -333,6 +333,10 @@ fn refuse(mut stream: tokio::net::TcpStream, response: &'static [u8]) {
     });
 }
 
+/// What `/` serves: what this is, and where to read on (no data of the
+/// server's, so it needs no token).
+const ROOT_PAGE: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>zenmode</title></head>\n<body>\n<h1>zenmode</h1>\n<p>This is a zenmode MCP server. MCP clients connect to <code>/mcp</code> (Streamable HTTP); <code>/healthz</code> answers health checks.</p>\n<p>To connect a client, see <code>docs/clients.md</code> and <code>docs/http-and-stores.md</code> in zenmode's repository, or run <code>zenmode --help</code>.</p>\n</body></html>\n";
+
 const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 1\r\ncontent-type: text/plain\r\ncontent-length: 37\r\n\r\nToo many connections; try again soon\n";
 const TOO_MANY_FROM_ADDRESS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 1\r\ncontent-type: text/plain\r\ncontent-length: 55\r\n\r\nToo many connections from your address; try again soon\n";
 
@@ -341,6 +345,12 @@ async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body>
         (&Method::GET | &Method::HEAD, HEALTH_PATH) => {
             json_response(StatusCode::OK, r#"{"status":"ok"}"#)
         }
+        // Someone who opens the address in a browser learns what it is.
+        (&Method::GET | &Method::HEAD, "/") => respond(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            ROOT_PAGE.to_owned(),
+        ),
         (_, MCP_PATH) => {
             if !authorized(front, &request) {
                 if let Some(suppressed) = front.refusals.allow() {

@@ -10,6 +10,8 @@
 pub mod execute;
 mod meta;
 pub mod mode_index;
+mod multi_step;
+mod runnable;
 mod script_host;
 pub mod select_mode;
 

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::meta::{EXECUTE, SELECT_MODE, parse_arguments, unknown_mode};
+use super::runnable::Runnable;
 use crate::{
     catalog::Mode,
     catalog::describe::{self, FieldSet},
@@ -228,7 +229,10 @@ fn recommended(
     top_k: Option<usize>,
 ) -> Outcome {
     let top_k = top_k.unwrap_or_else(|| shown_by_default(ranking));
-    let mut reply = recommend(snapshot, ranking, task, top_k);
+    let runnable = Runnable::of(engine);
+    let mut reply = recommend(snapshot, ranking, task, top_k, &runnable);
+    runnable.mark(&mut reply, |name| snapshot.get(name).cloned());
+    super::multi_step::offer_script(&mut reply, snapshot, task);
     note_unavailable(engine, &mut reply);
     design_fields(&mut reply);
     Outcome::ok(reply)
@@ -253,9 +257,15 @@ fn shown_by_default(ranking: &Ranking) -> usize {
 }
 
 /// `catalog` is the snapshot `ranking` was made on (its mode indices).
-fn recommend(catalog: &Snapshot, ranking: &Ranking, task: &str, top_k: usize) -> Value {
+fn recommend(
+    catalog: &Snapshot,
+    ranking: &Ranking,
+    task: &str,
+    top_k: usize,
+    runnable: &Runnable,
+) -> Value {
     let Some(best) = ranking.ranked.first() else {
-        return no_match(catalog, task);
+        return no_match(catalog, task, runnable);
     };
     let named = named_by_first_word(catalog, task);
     let best_mode = catalog.modes()[best.mode_index].as_ref();
@@ -268,6 +278,7 @@ fn recommend(catalog: &Snapshot, ranking: &Ranking, task: &str, top_k: usize) ->
     let fallback = catalog
         .get(FALLBACK_MODE)
         .filter(|_| named.is_none() && ranking.no_clear_fit() && !stands_out)
+        .filter(|fallback| runnable.can_run(fallback))
         .filter(|fallback| fallback.name() != best_mode.name());
 
     let mut reply = Map::new();
@@ -314,7 +325,9 @@ fn recommend(catalog: &Snapshot, ranking: &Ranking, task: &str, top_k: usize) ->
         ),
     };
     // A tool that changes state is no ready call when no mode clearly fits.
-    let unsure_change = stands_out && crate::select::changes_state(best_mode.manifest());
+    // So is one served because the fallback cannot run here.
+    let unsure = stands_out || (named.is_none() && ranking.no_clear_fit() && fallback.is_none());
+    let unsure_change = unsure && crate::select::changes_state(best_mode.manifest());
     reply.insert("mode".into(), json!(mode.name()));
     reply.insert("confidence".into(), json!(round2(confidence)));
     if named.is_none() && (fallback.is_some() || ranking.is_low_confidence()) {
@@ -476,14 +489,15 @@ fn note_unavailable(engine: &Engine, reply: &mut Value) {
 /// Without it, the first mode that changes nothing: a guess is never a
 /// ready call that changes state ("who lives in Oslo?" got
 /// `create_directory`, the first tool of its catalog).
-fn no_match(catalog: &crate::catalog::Catalog, task: &str) -> Value {
+fn no_match(catalog: &crate::catalog::Catalog, task: &str, runnable: &Runnable) -> Value {
     let harmless = || {
         catalog
             .modes()
             .iter()
-            .find(|m| !crate::select::changes_state(m.manifest()))
+            .find(|m| !crate::select::changes_state(m.manifest()) && runnable.can_run(m))
     };
-    let Some(fallback) = catalog.get(FALLBACK_MODE).or_else(harmless) else {
+    let general = catalog.get(FALLBACK_MODE).filter(|m| runnable.can_run(m));
+    let Some(fallback) = general.or_else(harmless) else {
         if catalog.is_empty() {
             return json!({"error": "empty_catalog", "message": "No modes are loaded."});
         }

@@ -5,7 +5,7 @@ use super::*;
 use crate::catalog::Catalog;
 
 fn engine() -> Engine {
-    Engine::new(Catalog::builtin().unwrap()).unwrap()
+    Engine::with_assumed_provider(Catalog::builtin().unwrap()).unwrap()
 }
 
 fn select(engine: &Engine, task: &str, top_k: Option<usize>) -> Value {
@@ -117,7 +117,7 @@ fn gateway_engine() -> Engine {
         ],
         ..Default::default()
     };
-    Engine::new(Catalog::load(&sources).unwrap()).unwrap()
+    Engine::with_assumed_provider(Catalog::load(&sources).unwrap()).unwrap()
 }
 
 fn next_mode(reply: &Value) -> Option<&str> {
@@ -351,4 +351,48 @@ fn an_unsure_reply_shows_more_modes_unless_the_client_says_how_many() {
     assert!(shown(&unsure) <= UNSURE_TOP_K, "{unsure}");
     let asked = select(&engine, task, Some(2));
     assert_eq!(shown(&asked), 2, "{asked}");
+}
+
+/// Without a model provider `chat` cannot run: it is neither the fallback
+/// of a vague task nor recommended without a note saying what to set.
+#[test]
+fn without_a_provider_no_mode_that_cannot_run_is_offered() {
+    let engine = Engine::new(Catalog::builtin().unwrap()).unwrap();
+    for task in [
+        "make it better",
+        "remember that Alice works at Acme",
+        "qwzx vbnm",
+    ] {
+        let reply = select(&engine, task, None);
+        assert_ne!(reply["mode"], FALLBACK_MODE, "{task}: {reply}");
+        assert_ne!(reply["next_call"]["arguments"]["mode"], FALLBACK_MODE);
+        for alternative in reply["alternatives"].as_array().into_iter().flatten() {
+            if ["chat", "consensus"].contains(&alternative["mode"].as_str().unwrap()) {
+                assert_eq!(alternative["cannot_run"], true, "{reply}");
+            }
+        }
+    }
+    let reply = select(&engine, "chat about the trade-offs of SQLite", None);
+    assert_eq!(reply["mode"], "chat", "{reply}");
+    assert!(
+        reply["cannot_run"]
+            .as_str()
+            .unwrap()
+            .contains("OPENAI_API_KEY"),
+        "{reply}"
+    );
+    assert!(reply.get("next_call").is_none(), "{reply}");
+}
+
+/// A request that chains steps over servers' tools is offered `script`.
+#[test]
+fn a_multi_step_request_over_servers_is_offered_script() {
+    let engine = gateway_engine();
+    let task = "list my notes folder and read the two newest files, then summarize them";
+    let reply = select(&engine, task, None);
+    let offered: Vec<&str> = std::iter::once(&reply["mode"])
+        .chain(reply["alternatives"].as_array().unwrap())
+        .filter_map(|entry| entry.get("mode").unwrap_or(entry).as_str())
+        .collect();
+    assert!(offered.contains(&"script"), "{reply}");
 }

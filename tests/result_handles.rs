@@ -143,7 +143,8 @@ fn lines_of_text(bytes: usize) -> String {
 #[test]
 fn a_text_result_stays_text_through_a_handle_and_a_script() {
     let setup = Setup::new(json!({"up": flaky(&["--hostile"])}));
-    let mut client = setup.serve(&[]);
+    // The test server's tools say nothing of what they change.
+    let mut client = setup.serve(&["--script-writes", "allow"]);
     let expected = lines_of_text(BIG as usize);
     let reply = execute(&mut client, "up__big", json!({"bytes": BIG, "lines": true}));
     let link = link_of(&reply);

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{
-    Category, LoadError, MAX_SUMMARY_CHARS, Manifest, Mode, Origin,
+    Category, LoadError, MAX_SUMMARY_CHARS, Manifest, Mode, Origin, first_sentence,
     tool_examples::{ExampleSource, ForTool},
 };
 
@@ -152,42 +152,9 @@ fn into_manifest(tool: ForeignTool, source: &str, examples: ForTool) -> Manifest
     }
 }
 
-/// The first sentence (or line) of `text`, cut to at most `max_chars` characters.
-pub fn first_sentence(text: &str, max_chars: usize) -> String {
-    let text = text.trim();
-    let end = text
-        .char_indices()
-        .find(|&(i, c)| {
-            c == '\n' || (c == '.' && text[i + 1..].starts_with(|n: char| n.is_whitespace()))
-        })
-        .map_or(text.len(), |(i, _)| i);
-    let sentence = text[..end].trim();
-    if sentence.chars().count() <= max_chars {
-        return sentence.to_owned();
-    }
-    let mut cut: String = sentence.chars().take(max_chars - 1).collect();
-    if let Some(space) = cut.rfind(' ') {
-        cut.truncate(space);
-    }
-    cut.push('…');
-    cut
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn first_sentence_stops_at_period_or_newline() {
-        assert_eq!(first_sentence("Get a file. Then more.", 80), "Get a file");
-        assert_eq!(first_sentence("Line one\nline two", 80), "Line one");
-        assert_eq!(
-            first_sentence("Version 1.2 is here", 80),
-            "Version 1.2 is here"
-        );
-        let long = first_sentence(&"word ".repeat(40), 20);
-        assert!(long.chars().count() <= 20 && long.ends_with('…'), "{long}");
-    }
 
     #[test]
     fn imports_the_github_catalog() {

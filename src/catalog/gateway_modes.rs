@@ -8,8 +8,7 @@
 use serde_json::{Map, Value, value::RawValue};
 
 use super::{
-    Category, MAX_SUMMARY_CHARS, Manifest, Mode, Origin, foreign::first_sentence,
-    tool_examples::ForTool,
+    Category, MAX_SUMMARY_CHARS, Manifest, Mode, Origin, first_sentence, tool_examples::ForTool,
 };
 
 /// Between the prefix and the upstream tool's own name.

@@ -22,6 +22,27 @@ use serde_json::{Map, Value};
 /// The longest `summary` a manifest may carry: it is shown in compact listings.
 pub const MAX_SUMMARY_CHARS: usize = 80;
 
+/// The first sentence (or line) of `text`, cut to at most `max_chars` characters.
+pub fn first_sentence(text: &str, max_chars: usize) -> String {
+    let text = text.trim();
+    let end = text
+        .char_indices()
+        .find(|&(i, c)| {
+            c == '\n' || (c == '.' && text[i + 1..].starts_with(|n: char| n.is_whitespace()))
+        })
+        .map_or(text.len(), |(i, _)| i);
+    let sentence = text[..end].trim();
+    if sentence.chars().count() <= max_chars {
+        return sentence.to_owned();
+    }
+    let mut cut: String = sentence.chars().take(max_chars - 1).collect();
+    if let Some(space) = cut.rfind(' ') {
+        cut.truncate(space);
+    }
+    cut.push('…');
+    cut
+}
+
 /// A mode manifest exactly as written in `modes/<name>.json`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -244,6 +265,18 @@ pub fn is_valid_mode_name(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn first_sentence_stops_at_period_or_newline() {
+        assert_eq!(first_sentence("Get a file. Then more.", 80), "Get a file");
+        assert_eq!(first_sentence("Line one\nline two", 80), "Line one");
+        assert_eq!(
+            first_sentence("Version 1.2 is here", 80),
+            "Version 1.2 is here"
+        );
+        let long = first_sentence(&"word ".repeat(40), 20);
+        assert!(long.chars().count() <= 20 && long.ends_with('…'), "{long}");
+    }
+
     use super::*;
 
     fn minimal(name: &str, summary: &str) -> String {

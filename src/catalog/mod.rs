@@ -22,6 +22,8 @@ mod shared;
 pub mod tool_examples;
 
 pub use category::Category;
-pub use manifest::{MAX_SUMMARY_CHARS, Manifest, is_valid_mode_name, named_destructive};
+pub use manifest::{
+    MAX_SUMMARY_CHARS, Manifest, first_sentence, is_valid_mode_name, named_destructive,
+};
 pub use mode::{CompiledSchema, LoadError, Mode, Origin};
 pub use set::{Catalog, CatalogSources};

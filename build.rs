@@ -31,16 +31,7 @@ fn main() {
         .and_then(|text| shared::parse_definitions(&text))
         .unwrap_or_else(|e| panic!("modes/shared/properties.json: {e}"));
 
-    let mut files: Vec<_> = fs::read_dir(&modes_dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|entry| entry.path())
-                .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
+    let files = json_files(&modes_dir);
 
     let out_dir = Path::new(&env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("modes");
     fs::create_dir_all(&out_dir).expect("create OUT_DIR/modes");
@@ -68,14 +59,9 @@ fn main() {
     embed_tool_examples(Path::new(&manifest_dir), out_dir.parent().expect("OUT_DIR"));
 }
 
-/// Embeds `data/examples/*.json` (example requests for other servers'
-/// tools, `src/catalog/tool_examples.rs`) as a sorted `&[(file_name,
-/// contents)]` table; a file that is not JSON with `server` and `tools`
-/// fails the build.
-fn embed_tool_examples(manifest_dir: &Path, out_dir: &Path) {
-    let dir = manifest_dir.join("data/examples");
-    println!("cargo:rerun-if-changed={}", dir.display());
-    let mut files: Vec<_> = fs::read_dir(&dir)
+/// The `*.json` files of `dir`, sorted (none if it cannot be read).
+fn json_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = fs::read_dir(dir)
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
@@ -85,6 +71,17 @@ fn embed_tool_examples(manifest_dir: &Path, out_dir: &Path) {
         })
         .unwrap_or_default();
     files.sort();
+    files
+}
+
+/// Embeds `data/examples/*.json` (example requests for other servers'
+/// tools, `src/catalog/tool_examples.rs`) as a sorted `&[(file_name,
+/// contents)]` table; a file that is not JSON with `server` and `tools`
+/// fails the build.
+fn embed_tool_examples(manifest_dir: &Path, out_dir: &Path) {
+    let dir = manifest_dir.join("data/examples");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let files = json_files(&dir);
     let mut table = String::from("&[\n");
     for path in &files {
         println!("cargo:rerun-if-changed={}", path.display());

@@ -88,6 +88,9 @@ pub trait NestedCalls: Send + Sync {
     /// leave state alone, with how to allow it or call it directly;
     /// `None` when the user allowed writes for it.
     fn write_refusal(&self, name: &str, mode: Option<&Mode>) -> Option<String>;
+    /// The longest a script may run here (`serve --script-max-ms`): a
+    /// request's own `timeout_ms` is cut to it.
+    fn longest_script(&self) -> std::time::Duration;
 }
 
 /// A nested call's answer: the body a tool call would carry.

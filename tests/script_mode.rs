@@ -487,6 +487,37 @@ fn a_script_stuck_inside_a_built_in_is_killed_at_its_deadline() {
 }
 
 #[test]
+fn a_server_may_cut_every_scripts_time_limit() {
+    let mut client = Client::spawn(&["serve", "--script-max-ms", "300"]);
+    client.initialize();
+    let started = std::time::Instant::now();
+    let looped = execute(
+        &mut client,
+        "script",
+        json!({"code": "for (;;) {}", "timeout_ms": 25000}),
+    );
+    assert_eq!(body(&looped, true)["error"], "script_timeout", "{looped}");
+    // Its own limit would have been 25 s.
+    assert!(started.elapsed() < Duration::from_secs(15), "{looped}");
+    still_serving(&mut client);
+    client.finish();
+
+    // A limit past the longest, or too short to run anything, is refused.
+    for value in ["50", "60000", "soon"] {
+        let refused = common::zenmode(&["serve", "--script-max-ms", value])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!refused.status.success(), "--script-max-ms {value} was taken");
+        assert!(
+            String::from_utf8_lossy(&refused.stderr).contains("--script-max-ms"),
+            "{}",
+            String::from_utf8_lossy(&refused.stderr)
+        );
+    }
+}
+
+#[test]
 fn under_deny_a_script_calls_only_tools_known_to_leave_state_alone() {
     let setup = Setup::new(json!({}));
     let tools_file = setup.path("tools.json");

@@ -86,6 +86,9 @@ pub struct ServeArgs {
     /// Whether a `script` may call tools that change things (deny: read-only tools only; call the others directly)
     #[arg(long, value_enum, env = settings::SCRIPT_WRITES, default_value = "deny", ignore_case = true)]
     pub script_writes: ScriptWritesArg,
+    /// The longest a `script` may run, in milliseconds (a request's timeout_ms above it is cut to it)
+    #[arg(long, env = settings::SCRIPT_MAX_MS, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=30_000))]
+    pub script_max_ms: u64,
     /// Keep a result larger than --result-handle-bytes as a handle (a preview and a resource link in the reply) instead of returning it whole
     #[arg(long, value_enum, env = settings::RESULT_HANDLES, default_value = "on", ignore_case = true)]
     pub result_handles: OnOff,
@@ -280,10 +283,13 @@ pub fn serve(
     let server = ZenServer::new(engine.clone(), strategy)
         .context("cannot build the tool list")?
         .with_log_arguments(args.log_arguments)
-        .with_script_writes(match args.script_writes {
-            ScriptWritesArg::Deny => surface::zen::ScriptWrites::Deny,
-            ScriptWritesArg::Allow => surface::zen::ScriptWrites::Allow,
-        });
+        .with_scripts(
+            match args.script_writes {
+                ScriptWritesArg::Deny => surface::zen::ScriptWrites::Deny,
+                ScriptWritesArg::Allow => surface::zen::ScriptWrites::Allow,
+            },
+            std::time::Duration::from_millis(args.script_max_ms),
+        );
     let result = runtime.block_on(async {
         let shutdown = shutdown::on_signal();
         tokio::spawn(engine.follow_gateway());

@@ -46,6 +46,8 @@ pub const RESULT_HANDLE_BYTES: &str = "ZEN_RESULT_HANDLE_BYTES";
 pub const RESULT_HANDLE_TTL_SECS: &str = "ZEN_RESULT_HANDLE_TTL_SECS";
 /// `serve --script-writes`: whether a script may call tools that change things.
 pub const SCRIPT_WRITES: &str = "ZEN_SCRIPT_WRITES";
+/// `serve --script-max-ms`: the longest a script may run.
+pub const SCRIPT_MAX_MS: &str = "ZEN_SCRIPT_MAX_MS";
 /// Weights for the model-backed ranking, for tuning experiments.
 pub const SELECT_MODEL_TUNING: &str = "ZEN_SELECT_MODEL_TUNING";
 /// Weights for the table ranking, for tuning experiments.

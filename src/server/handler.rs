@@ -146,9 +146,10 @@ impl ZenServer {
         self
     }
 
-    /// Whether scripts may call tools that change things (`--script-writes`).
-    pub fn with_script_writes(mut self, writes: ScriptWrites) -> Self {
-        self.scripts = Arc::new(ScriptHost::new(self.engine.clone(), writes));
+    /// Whether scripts may call tools that change things
+    /// (`--script-writes`), and how long one may run (`--script-max-ms`).
+    pub fn with_scripts(mut self, writes: ScriptWrites, longest: std::time::Duration) -> Self {
+        self.scripts = Arc::new(ScriptHost::new(self.engine.clone(), writes).with_longest(longest));
         self
     }
 

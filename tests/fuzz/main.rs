@@ -65,6 +65,9 @@ use serde_json::{Value, json};
 /// Inputs for a plain `cargo test` (a debug build manages a few thousand a second).
 const DEFAULT_INPUTS: u64 = 20_000;
 const DEFAULT_SEED: u64 = 0x007a_656e_6d6f_6465;
+/// The server's longest script (`serve --script-max-ms`), above the
+/// corpus's own time limits.
+const SCRIPT_MAX_MS: u64 = 2_000;
 /// Inputs between two pings.
 const BATCH: u64 = 100;
 /// How long a ping may take to come back before the server counts as
@@ -503,6 +506,11 @@ impl Server {
             "serve",
             "--max-message-bytes",
             &MAX_MESSAGE_BYTES.to_string(),
+            // A script whose time limit a mutation removed would hold a
+            // core for the default 30 s, most of a short campaign's time;
+            // the time limit is reached the same way at 2 s.
+            "--script-max-ms",
+            &SCRIPT_MAX_MS.to_string(),
         ])
         .current_dir(root.path())
         .env("ZEN_UPSTREAMS", &upstreams)

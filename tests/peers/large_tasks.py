@@ -209,14 +209,15 @@ def split_files(text: str) -> dict[str, str]:
 
 # Each script fetches what it needs, unless the model hands it in as
 # `input` (the handles flow passes results it holds as handles there:
-# {"$result": id} becomes the stored value, {"content": text} for a file).
+# {"$result": id} becomes the stored value: a file's text is a string, as
+# a call that reads a file gives it to the script).
 GIVEN = "const given = typeof input === 'object' && input !== null ? input : {};\n"
 SCRIPTS: dict[str, str] = {
     "newest": GIVEN + """const dir = %(notes)s;
-const text = given.files ? given.files.content : await (async () => {
-  const listing = given.listing ? given.listing.content : (await tools.call('fs__list_directory', {path: dir})).content;
+const text = given.files ? given.files : await (async () => {
+  const listing = given.listing ? given.listing : await tools.call('fs__list_directory', {path: dir});
   const paths = listing.split('\\n').filter(l => l.startsWith('[FILE] ')).map(l => dir + '/' + l.slice(7));
-  return (await tools.call('fs__read_multiple_files', {paths})).content;
+  return await tools.call('fs__read_multiple_files', {paths});
 })();
 let best = null;
 for (const block of text.split('\\n---\\n')) {
@@ -228,13 +229,13 @@ for (const block of text.split('\\n---\\n')) {
 return best.path.split('/').pop() + '\\n' + best.body.split('\\n').slice(0, 3).join('\\n');""",
     "count": GIVEN + """const graph = given.graph || await tools.call('memory__read_graph', {});
 return String(graph.entities.filter(e => e.entityType === %(type)s).length);""",
-    "links": GIVEN + """const page = (given.page || await tools.call('fs__read_text_file', {path: %(page)s})).content;
+    "links": GIVEN + """const page = given.page || await tools.call('fs__read_text_file', {path: %(page)s});
 const found = [];
 for (const m of page.matchAll(/href="(https:\\/\\/example\\.org\\/([a-z]+)\\/[^"]+)"/g)) if (m[2] === %(topic)s) found.push(m[1]);
 return found.join('\\n');""",
     "compare": GIVEN + """const [a, b] = (given.before ? [given.before, given.after]
   : await Promise.all([%(before)s, %(after)s].map(path => tools.call('fs__read_text_file', {path}))))
-  .map(r => r.content.split('\\n'));
+  .map(text => text.split('\\n'));
 const differ = [];
 for (let i = 0; i < Math.max(a.length, b.length); i++) if (a[i] !== b[i]) differ.push(i + 1);
 return differ.join(',');""",

@@ -1,7 +1,8 @@
 //! The `script` mode: JavaScript that calls other modes through `tools`.
 //!
 //! The script runs in a process of its own ([`process`], [`sandbox`]),
-//! killed at its deadline plus a grace; this side runs the
+//! ended by its own watchdog shortly after its deadline and killed by
+//! this side a little later should that fail; this side runs the
 //! tool calls it asks for, several at once, through the call's
 //! [`NestedCalls`] (the same path as a direct call), and refuses writes
 //! unless the user allowed them for scripts. Every limit is one a script
@@ -28,7 +29,7 @@ use crate::{
     call::{ActivityNote, CallContext, NestedCalls, NestedOutcome},
     catalog::Mode,
 };
-use process::{EngineProcess, FromEngine, Start};
+use process::{EngineEnd, EngineProcess, FromEngine, Start};
 use sandbox::{Answer, Ask, Ended, Limits, cut};
 
 /// The request the `script` mode reads.
@@ -44,11 +45,15 @@ pub struct ScriptRequest {
 
 pub const REQUEST: RequestShape = RequestShape::of::<ScriptRequest>();
 
+/// The longest any script runs (a server may set less: `--script-max-ms`).
+pub const LONGEST_SCRIPT: Duration = Limits::DEFAULT.wall;
+
 /// The mode's own name: a script may not start another script.
 const MODE: &str = "script";
 
-/// How long past its deadline a script's engine may take to stop on its
-/// own before it is killed.
+/// How long past its deadline a script's engine may take to end before
+/// zenmode kills it: the net under the engine's own watchdog, for an
+/// engine too starved or stopped to end itself.
 const GRACE: Duration = Duration::from_secs(1);
 
 /// How often a running script looks whether its session has ended.
@@ -68,9 +73,10 @@ impl Executor for Script {
             ));
         };
         let limits = Limits::DEFAULT;
+        let longest = host.longest_script().min(limits.wall);
         let wall = request
             .timeout_ms
-            .map_or(limits.wall, |ms| Duration::from_millis(ms).min(limits.wall));
+            .map_or(longest, |ms| Duration::from_millis(ms).min(longest));
         let input = request.input.map(|input| input.to_string());
         run(request.code, input, limits, wall, host, context.call).await
     }
@@ -101,19 +107,15 @@ async fn run(
         .await
         .map_err(|e| ExecError::new("script_engine", format!("cannot start a script: {e}")))?;
     let mut in_flight: JoinSet<Answer> = JoinSet::new();
-    // The engine checks its deadline itself; this is the net for one stuck
-    // where the engine cannot look (a built-in's own loop).
+    // The engine checks its deadline itself, and its watchdog ends it soon
+    // after when it is stuck where it cannot look (a built-in's own loop);
+    // this is the net under both.
     let give_up = tokio::time::sleep_until((deadline + GRACE).into());
     tokio::pin!(give_up);
     let mut session_check = tokio::time::interval(SESSION_CHECK);
     let ended = loop {
         tokio::select! {
-            _ = &mut give_up => {
-                return Err(ExecError::new(
-                    "script_timeout",
-                    "the script ran past its time limit (timeout_ms, at most 30000) inside a built-in that does not stop; its engine was killed",
-                ));
-            }
+            _ = &mut give_up => return Err(stuck_past_deadline()),
             _ = cancel.cancelled() => {
                 return Err(ExecError::new("cancelled", "the script was cancelled by the client"));
             }
@@ -129,17 +131,32 @@ async fn run(
                     in_flight.spawn(answer(host, ask, nested));
                 }
                 Some(FromEngine::Ended(ended)) => break ended,
-                None => return Err(ExecError::new("script_engine", engine.why_it_ended().await)),
+                None => return Err(ended_early(engine.why_it_ended().await)),
             },
             Some(Ok(answer)) = in_flight.join_next(), if !in_flight.is_empty() => {
                 if engine.answer(&answer).await.is_err() {
-                    return Err(ExecError::new("script_engine", engine.why_it_ended().await));
+                    return Err(ended_early(engine.why_it_ended().await));
                 }
             }
         }
     };
     in_flight.abort_all();
     reply(ended, limits)
+}
+
+fn stuck_past_deadline() -> ExecError {
+    ExecError::new(
+        "script_timeout",
+        "the script ran past its time limit (timeout_ms, at most 30000) inside a built-in that does not stop; its engine was killed",
+    )
+}
+
+/// The error of an engine that ended without its last line.
+fn ended_early(end: EngineEnd) -> ExecError {
+    match end {
+        EngineEnd::PastDeadline => stuck_past_deadline(),
+        EngineEnd::Other(why) => ExecError::new("script_engine", why),
+    }
 }
 
 /// The context of a call made by the script: the script's cancellation,

@@ -40,6 +40,15 @@ pub const SUBCOMMAND: &str = "__script-engine";
 /// The engine thread's own stack (QuickJS's stack limit sits well inside).
 const THREAD_STACK: usize = 8 << 20;
 
+/// How long past its deadline the engine's own watchdog lets a script run
+/// before it ends the process: the interpreter stops at the deadline by
+/// itself; only a built-in looping natively reaches the watchdog, and each
+/// moment it waits is a core spent on nothing.
+const WATCHDOG_GRACE: Duration = Duration::from_millis(200);
+
+/// The exit status of an engine its watchdog ended.
+pub const WATCHDOG_EXIT: u8 = 124;
+
 /// Address space beyond the script's memory limit: the binary, its
 /// libraries, thread stacks and the allocator's reservations.
 const ADDRESS_SPACE_BEYOND_SCRIPT: u64 = 4 << 30;
@@ -82,6 +91,10 @@ fn serve() -> ExitCode {
     };
     confine(&start.limits, start.wall);
     let deadline = Instant::now() + start.wall;
+    std::thread::spawn(move || {
+        std::thread::sleep(deadline.saturating_duration_since(Instant::now()) + WATCHDOG_GRACE);
+        std::process::exit(WATCHDOG_EXIT.into());
+    });
     let (ask_tx, mut ask_rx) = tokio::sync::mpsc::unbounded_channel::<Ask>();
     let (answer_tx, answer_rx) = std::sync::mpsc::channel::<Answer>();
     std::thread::spawn(move || {
@@ -162,6 +175,15 @@ fn confine(limits: &Limits, wall: Duration) {
 #[cfg(not(unix))]
 fn confine(_limits: &Limits, _wall: Duration) {}
 
+/// How an engine ended without its last line.
+pub enum EngineEnd {
+    /// Its watchdog ended it: the script was still running past its
+    /// deadline, inside a built-in that does not stop.
+    PastDeadline,
+    /// Anything else, said in words.
+    Other(String),
+}
+
 /// A running engine, seen from zenmode. Dropping it kills the process.
 pub struct EngineProcess {
     child: Child,
@@ -224,18 +246,25 @@ impl EngineProcess {
     }
 
     /// Why the process ended without a last line, read once it exited.
-    pub async fn why_it_ended(&mut self) -> String {
+    pub async fn why_it_ended(&mut self) -> EngineEnd {
         let waited = tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await;
         let Ok(Ok(status)) = waited else {
-            return "the script's engine stopped answering".to_owned();
+            return EngineEnd::Other("the script's engine stopped answering".to_owned());
         };
+        if status.code() == Some(WATCHDOG_EXIT.into()) {
+            return EngineEnd::PastDeadline;
+        }
         #[cfg(unix)]
         {
             use std::os::unix::process::ExitStatusExt;
             if status.signal() == Some(libc::SIGXCPU) {
-                return "the script used more CPU time than it may and was stopped".to_owned();
+                return EngineEnd::Other(
+                    "the script used more CPU time than it may and was stopped".to_owned(),
+                );
             }
         }
-        format!("the script's engine ended without an answer ({status})")
+        EngineEnd::Other(format!(
+            "the script's engine ended without an answer ({status})"
+        ))
     }
 }

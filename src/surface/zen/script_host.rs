@@ -3,7 +3,7 @@
 //! call, and `zen_select_mode`'s answer. The executor sits below the
 //! engine, so the server hands this in with each call.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
@@ -16,6 +16,7 @@ use crate::{
     call::{CallContext, NestedCalls, NestedOutcome},
     catalog::{Mode, Origin},
     engine::{Engine, Outcome},
+    executor::script::LONGEST_SCRIPT,
 };
 
 /// Whether scripts may call tools that change things (`--script-writes`).
@@ -30,11 +31,23 @@ pub enum ScriptWrites {
 pub struct ScriptHost {
     engine: Arc<Engine>,
     writes: ScriptWrites,
+    longest: Duration,
 }
 
 impl ScriptHost {
+    /// Scripts of up to [`LONGEST_SCRIPT`].
     pub fn new(engine: Arc<Engine>, writes: ScriptWrites) -> Self {
-        ScriptHost { engine, writes }
+        ScriptHost {
+            engine,
+            writes,
+            longest: LONGEST_SCRIPT,
+        }
+    }
+
+    /// Scripts of up to `longest`, never more than [`LONGEST_SCRIPT`].
+    pub fn with_longest(mut self, longest: Duration) -> Self {
+        self.longest = longest.min(LONGEST_SCRIPT);
+        self
     }
 }
 
@@ -74,6 +87,10 @@ impl NestedCalls for ScriptHost {
         let mut arguments = Map::new();
         arguments.insert("task_description".into(), json!(task));
         nested(select_mode::call(&self.engine, arguments).await)
+    }
+
+    fn longest_script(&self) -> Duration {
+        self.longest
     }
 
     fn write_refusal(&self, name: &str, mode: Option<&Mode>) -> Option<String> {

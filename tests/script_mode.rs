@@ -508,7 +508,10 @@ fn a_server_may_cut_every_scripts_time_limit() {
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
-        assert!(!refused.status.success(), "--script-max-ms {value} was taken");
+        assert!(
+            !refused.status.success(),
+            "--script-max-ms {value} was taken"
+        );
         assert!(
             String::from_utf8_lossy(&refused.stderr).contains("--script-max-ms"),
             "{}",

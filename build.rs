@@ -25,6 +25,7 @@ fn main() {
     println!("cargo:rerun-if-changed={}", shared_file.display());
     println!("cargo:rerun-if-changed=src/catalog/shared.rs");
     link_without_pie();
+    stamp_commit(Path::new(&manifest_dir));
 
     let definitions = fs::read_to_string(&shared_file)
         .map_err(|e| e.to_string())
@@ -149,4 +150,44 @@ fn link_without_pie() {
     if os == "linux" && env == "gnu" {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
+}
+
+/// `ZEN_COMMIT` for `zenmode --version`: `ZEN_BUILD_COMMIT` when set (a
+/// release script building outside a clone), else the clone's HEAD, else
+/// the commit cargo records in a packaged crate (`.cargo_vcs_info.json`),
+/// else "unknown".
+fn stamp_commit(manifest_dir: &Path) {
+    println!("cargo:rerun-if-env-changed=ZEN_BUILD_COMMIT");
+    let git = manifest_dir.join(".git");
+    if git.is_dir() {
+        // HEAD names a branch whose file moves with each commit.
+        println!("cargo:rerun-if-changed={}", git.join("HEAD").display());
+        if let Ok(head) = fs::read_to_string(git.join("HEAD"))
+            && let Some(branch) = head.trim().strip_prefix("ref: ")
+        {
+            println!("cargo:rerun-if-changed={}", git.join(branch).display());
+        }
+    }
+    let from_git = || {
+        let output = std::process::Command::new("git")
+            .args(["rev-parse", "--short=12", "HEAD"])
+            .current_dir(manifest_dir)
+            .output()
+            .ok()?;
+        let commit = String::from_utf8(output.stdout).ok()?;
+        (output.status.success() && !commit.trim().is_empty()).then(|| commit.trim().to_owned())
+    };
+    let from_package = || {
+        let text = fs::read_to_string(manifest_dir.join(".cargo_vcs_info.json")).ok()?;
+        let info: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let sha = info["git"]["sha1"].as_str()?;
+        Some(sha.chars().take(12).collect::<String>())
+    };
+    let commit = env::var("ZEN_BUILD_COMMIT")
+        .ok()
+        .filter(|commit| !commit.is_empty())
+        .or_else(from_git)
+        .or_else(from_package)
+        .unwrap_or_else(|| "unknown".to_owned());
+    println!("cargo:rustc-env=ZEN_COMMIT={commit}");
 }

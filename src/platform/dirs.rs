@@ -40,7 +40,16 @@ pub fn upstreams_file() -> PathBuf {
     config_dir().join("upstreams.json")
 }
 
-/// Where `scripts/install.sh` puts models:
+/// Where a Python package installs models beside the binary it brings
+/// (`pip install zenmode`: the binary in `PREFIX/bin`, the model's wheel's
+/// data in `PREFIX/share/zenmode/model`); `None` when the binary's own
+/// path is unknown.
+pub fn model_root_beside_binary() -> Option<PathBuf> {
+    let binary = std::env::current_exe().ok()?.canonicalize().ok()?;
+    Some(binary.parent()?.parent()?.join("share/zenmode/model"))
+}
+
+/// Where `scripts/install.sh` and `zenmode model install` put models:
 /// `${XDG_DATA_HOME:-$HOME/.local/share}/zenmode/model`; `None` without a
 /// home directory.
 pub fn model_root() -> Option<PathBuf> {

@@ -26,6 +26,7 @@ mod openai;
 mod registry;
 
 pub use error::ProviderError;
+pub(crate) use http_client::build_client;
 pub use http_client::{DEFAULT_TIMEOUT_SECS, HttpConfig, MAX_ANSWER_BYTES};
 
 pub use configured::Providers;

@@ -52,6 +52,7 @@ pub fn doctor(file: Option<PathBuf>, wait_secs: f64) -> anyhow::Result<ExitCode>
     let dirs = GatewayDirs::from_env();
     let wait = crate::cli::args::upstream_wait(wait_secs);
     let mut findings = Findings::default();
+    check_model(&mut findings);
     check_upstreams(&file, &dirs, wait, &mut findings)?;
     check_clients(&mut findings);
     if findings.problems == 0 {
@@ -60,6 +61,15 @@ pub fn doctor(file: Option<PathBuf>, wait_secs: f64) -> anyhow::Result<ExitCode>
     } else {
         println!("{} problem(s) found", findings.problems);
         Ok(ExitCode::FAILURE)
+    }
+}
+
+/// The embedding model select would use. Missing, it is a warning: zenmode
+/// works without it, ranking other servers' tools less well.
+fn check_model(findings: &mut Findings) {
+    match crate::cli::model::describe(None) {
+        (line, true) => findings.ok(line),
+        (line, false) => findings.warn(line),
     }
 }
 

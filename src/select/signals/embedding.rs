@@ -33,10 +33,25 @@ pub fn use_model(dir: &std::path::Path, cache_dir: Option<&std::path::Path>) -> 
 /// (`scripts/install.sh`): its directory's name under `platform::dirs::model_root`.
 pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2";
 
-/// The default model's directory, if the install put its weights there.
+/// The default model's directory, if an install put its weights where
+/// zenmode looks: beside the binary first (a Python package's, which
+/// matches that binary), then the data directory.
 pub fn default_model_dir() -> Option<std::path::PathBuf> {
-    let dir = crate::platform::dirs::model_root()?.join(DEFAULT_MODEL_NAME);
-    (dir.join("config.json").is_file() && dir.join("model.safetensors").is_file()).then_some(dir)
+    default_model_dirs()
+        .into_iter()
+        .find(|dir| dir.join("config.json").is_file() && dir.join("model.safetensors").is_file())
+}
+
+/// Where zenmode looks for the default model, in order.
+pub fn default_model_dirs() -> Vec<std::path::PathBuf> {
+    [
+        crate::platform::dirs::model_root_beside_binary(),
+        crate::platform::dirs::model_root(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|root| root.join(DEFAULT_MODEL_NAME))
+    .collect()
 }
 
 /// [`use_model`], opened on first need rather than now

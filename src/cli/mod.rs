@@ -45,6 +45,10 @@ pub struct Cli {
 // for the first time (docs/benchmarks.md, "Where start-up went"). A
 // deferred subcommand takes the `about` of the argument structs it
 // flattens, if they have doc comments, so theirs are plain comments.
+//
+// The enum is as large as `serve`'s flags: parsed once per process, that
+// costs nothing, and boxing them would not make anything faster.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
 pub enum Command {

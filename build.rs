@@ -152,7 +152,7 @@ fn link_without_pie() {
     }
 }
 
-/// `ZEN_COMMIT` for `zenmode --version`: `ZEN_BUILD_COMMIT` when set (a
+/// `ZENMODE_COMMIT` for `zenmode --version`: `ZEN_BUILD_COMMIT` when set (a
 /// release script building outside a clone), else the clone's HEAD, else
 /// the commit cargo records in a packaged crate (`.cargo_vcs_info.json`),
 /// else "unknown".
@@ -189,5 +189,5 @@ fn stamp_commit(manifest_dir: &Path) {
         .or_else(from_git)
         .or_else(from_package)
         .unwrap_or_else(|| "unknown".to_owned());
-    println!("cargo:rustc-env=ZEN_COMMIT={commit}");
+    println!("cargo:rustc-env=ZENMODE_COMMIT={commit}");
 }

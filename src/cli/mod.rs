@@ -21,7 +21,7 @@ use crate::cli::args::{AccessArgs, BeforeCommand, CatalogFlags, UpstreamsArg, Wa
 
 /// `zenmode --version`: the crate's version and the commit it was built
 /// from (build.rs).
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ZEN_COMMIT"), ")");
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ZENMODE_COMMIT"), ")");
 
 #[derive(Debug, Parser)]
 #[command(

@@ -57,22 +57,14 @@ fn profile_catalog(profile: &str, dir: &Path) -> PathBuf {
 }
 
 fn eval(catalog: &Path, labels: &str, extra: &[&str]) -> Value {
-    let output = Command::new(common::binary())
+    let mut command = Command::new(common::binary());
+    command
         .arg("--catalog")
         .arg(catalog)
         .args(["--embedding-model", "none", "eval", "--json", "--labels"])
         .arg(routing_dir().join(labels))
-        .args(extra)
-        .env("RUST_LOG", "error")
-        .env("ZEN_UPSTREAMS", "/nonexistent/upstreams.json")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+        .args(extra);
+    common::json_out(command)
 }
 
 #[test]

@@ -27,22 +27,7 @@ fn reply(task: &str) -> Value {
         .arg("--catalog")
         .arg(&catalog)
         .arg(task);
-    json_out(command)
-}
-
-/// Runs a zenmode command with no upstreams and quiet logs; its JSON output.
-fn json_out(mut command: Command) -> Value {
-    let output = command
-        .env("RUST_LOG", "error")
-        .env("ZEN_UPSTREAMS", "/nonexistent/upstreams.json")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    common::json_out(command)
 }
 
 fn ready_call(reply: &Value) -> Option<&str> {
@@ -148,7 +133,7 @@ fn safety_eval(file: &str, builtin: bool) -> Value {
     command
         .args(["--embedding-model", "none", "eval", "--json", "--labels"])
         .arg(&labels);
-    json_out(command)
+    common::json_out(command)
 }
 
 #[test]

@@ -391,3 +391,19 @@ pub fn text_of(result: &Value) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Runs a zenmode command with no upstreams and quiet logs; its JSON
+/// output, failing the test with its stderr when it fails.
+pub fn json_out(mut command: Command) -> Value {
+    let output = command
+        .env("RUST_LOG", "error")
+        .env("ZEN_UPSTREAMS", "/nonexistent/upstreams.json")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}

@@ -14,7 +14,7 @@
 //! takes the snapshot current at its start and keeps it to its end.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeSet, HashMap},
     ops::Deref,
     sync::{Arc, OnceLock, RwLock},
 };
@@ -96,7 +96,10 @@ pub struct Engine {
     /// Build the full model's index on another thread
     /// ([`Index::build_model_later`]): set by servers, not one-shot commands.
     model_later: bool,
-    services: Services,
+    /// Shared with every profile's engine (see [`Engine::for_servers`]).
+    services: Arc<Services>,
+    /// The upstream servers whose modes this engine serves; `None`: all.
+    servers: Option<Arc<BTreeSet<String>>>,
 }
 
 /// One executor cell per mode; filled with its executor on the mode's
@@ -176,6 +179,18 @@ impl Snapshot {
     }
 }
 
+/// The modes of `modes` whose upstream server is in `servers` (all when
+/// `servers` is `None`).
+fn visible(servers: &Option<Arc<BTreeSet<String>>>, modes: Vec<Arc<Mode>>) -> Vec<Arc<Mode>> {
+    let Some(servers) = servers else {
+        return modes;
+    };
+    modes
+        .into_iter()
+        .filter(|mode| matches!(&mode.origin, Origin::Upstream(server) if servers.contains(server)))
+        .collect()
+}
+
 /// How long a call waits for a gateway server that is still starting.
 const START_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long a call then waits for the follower to install the snapshot
@@ -231,8 +246,61 @@ impl Engine {
             base,
             current: RwLock::new(Arc::new(Snapshot::new(catalog, false, version, None))),
             model_later: false,
-            services,
+            services: Arc::new(services),
+            servers: None,
         })
+    }
+
+    /// An engine over the same services (one gateway, one process per
+    /// upstream server) whose catalog holds only `servers`' upstream modes
+    /// beside zenmode's own: what a profile's sessions see, select among
+    /// and can call. Its snapshots follow the gateway once
+    /// [`Engine::follow_gateway`] runs for it.
+    pub fn for_servers(&self, servers: BTreeSet<String>) -> Engine {
+        let servers = Some(Arc::new(servers));
+        let (version, modes) = self.services.gateway.modes();
+        let modes = visible(&servers, modes);
+        let catalog = self.base.clone().with_shared_modes(modes);
+        Engine {
+            base: self.base.clone(),
+            current: RwLock::new(Arc::new(Snapshot::new(
+                catalog,
+                self.model_later,
+                version,
+                None,
+            ))),
+            model_later: self.model_later,
+            services: self.services.clone(),
+            servers,
+        }
+    }
+
+    /// Whether the upstream server `name` is one this engine serves.
+    pub fn serves(&self, server: &str) -> bool {
+        self.servers
+            .as_ref()
+            .is_none_or(|servers| servers.contains(server))
+    }
+
+    /// Whether `name` is a mode of an upstream server this engine does not
+    /// serve (another profile's): it is then answered as unknown, with no
+    /// word of its quarantine or availability.
+    fn hidden_here(&self, name: &str) -> bool {
+        let Some(servers) = &self.servers else {
+            return false;
+        };
+        let Some((prefix, _)) = name.split_once("__") else {
+            return false;
+        };
+        let reports = self.services.gateway.reports();
+        let mut owners = reports.iter().filter(|report| report.prefix == prefix);
+        owners.any(|report| !servers.contains(&report.name))
+    }
+
+    /// The gateway's modes this engine serves, with the gateway's version.
+    fn gateway_modes(&self) -> (u64, Vec<Arc<Mode>>) {
+        let (version, modes) = self.services.gateway.modes();
+        (version, visible(&self.servers, modes))
     }
 
     /// The snapshot current now: its catalog (through `Deref`) and index.
@@ -274,7 +342,7 @@ impl Engine {
         let mut changes = self.services.gateway.subscribe();
         loop {
             let before = self.catalog();
-            let (version, modes) = self.services.gateway.modes();
+            let (version, modes) = self.gateway_modes();
             if version != before.gateway_version {
                 let engine = self.clone();
                 let built = tokio::task::spawn_blocking(move || {
@@ -335,8 +403,11 @@ impl Engine {
         if current.get(name).is_some() {
             return current;
         }
+        if self.hidden_here(name) {
+            return current;
+        }
         self.services.gateway.wait_for_mode(name, START_WAIT).await;
-        let (version, modes) = self.services.gateway.modes();
+        let (version, modes) = self.gateway_modes();
         if !modes.iter().any(|mode| mode.name() == name) {
             return self.catalog();
         }
@@ -349,7 +420,7 @@ impl Engine {
     pub async fn await_started(&self, wait: std::time::Duration) -> Arc<Snapshot> {
         let gateway = &self.services.gateway;
         gateway.wait_while_starting(wait).await;
-        let (version, modes) = gateway.modes();
+        let (version, modes) = self.gateway_modes();
         if self.catalog().gateway_version >= version {
             return self.catalog();
         }
@@ -392,7 +463,11 @@ impl Engine {
     /// Why `name` is not in `catalog`: quarantined, or unknown with the
     /// closest names.
     fn unknown(&self, catalog: &Catalog, name: &str) -> UnknownMode {
-        let quarantined = self.services.gateway.quarantined(name);
+        let quarantined = if self.hidden_here(name) {
+            None
+        } else {
+            self.services.gateway.quarantined(name)
+        };
         let closest = if quarantined.is_some() {
             Vec::new()
         } else {
@@ -426,7 +501,9 @@ impl Engine {
         };
         call.activity.note(mode_name, server);
         let Some(mode) = snapshot.get(mode_name) else {
-            if let Some(why) = self.services.gateway.unavailable_for_mode(mode_name) {
+            if !self.hidden_here(mode_name)
+                && let Some(why) = self.services.gateway.unavailable_for_mode(mode_name)
+            {
                 return Ok(Outcome::error(json!({
                     "error": "server_unavailable",
                     "message": format!(

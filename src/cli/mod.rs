@@ -2,14 +2,18 @@
 //! per subcommand, and the dispatch below.
 
 pub mod args;
+mod connect;
+mod dashboard;
 mod eval;
 mod exec;
 pub mod model;
 pub mod modes;
+mod profile;
 mod runtime;
 mod select;
 mod serve;
 pub mod setup;
+pub mod shared;
 pub mod tokens;
 pub mod upstream;
 
@@ -128,6 +132,35 @@ pub enum Command {
         #[command(subcommand)]
         command: model::ModelCommand,
     },
+    /// What a client runs to use the user's shared zenmode: a stdio bridge to it, starting it when none runs (one for all clients, one process per upstream server)
+    Connect {
+        /// See and call only this profile's servers (`zenmode profile`)
+        #[arg(long)]
+        profile: Option<String>,
+        /// If this starts the instance: it stops after this many seconds with no client [default: 600]
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        idle_stop_secs: Option<u64>,
+        /// Stop the running shared instance instead
+        #[arg(long, conflicts_with_all = ["profile", "idle_stop_secs"])]
+        stop: bool,
+        #[command(flatten)]
+        upstreams: UpstreamsArg,
+    },
+    /// Open the shared instance's dashboard (starting the instance if needed): prints a one-time sign-in link and opens it
+    Dashboard {
+        /// Only print the link
+        #[arg(long)]
+        no_open: bool,
+        #[command(flatten)]
+        upstreams: UpstreamsArg,
+    },
+    /// Named sets of upstream servers, one per client of the shared instance
+    Profile {
+        #[command(subcommand)]
+        command: profile::ProfileCommand,
+        #[command(flatten)]
+        upstreams: UpstreamsArg,
+    },
     /// Run one mode, as zen_execute does
     Exec {
         /// Mode name
@@ -158,6 +191,8 @@ pub fn main() -> ExitCode {
             | Command::Doctor { .. }
             | Command::Status { .. }
             | Command::Upstream { .. }
+            | Command::Profile { .. }
+            | Command::Dashboard { .. }
     );
     let _logging = if reports {
         crate::server::logging::init_with(crate::server::logging::QUIET_FILTER)
@@ -171,6 +206,13 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `--upstreams`, else the default upstreams file (which may not exist yet).
+fn upstreams_path(upstreams: UpstreamsArg) -> std::path::PathBuf {
+    upstreams
+        .upstreams
+        .unwrap_or_else(crate::platform::dirs::upstreams_file)
 }
 
 /// Rust ignores SIGPIPE, so `println!` into a closed pipe (`zenmode eval |
@@ -247,6 +289,23 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             catalog,
         } => select::run(&before.catalog_flags(&catalog), task, top, json),
         Command::Model { command } => model::run(command),
+        Command::Connect {
+            profile,
+            idle_stop_secs,
+            stop,
+            upstreams,
+        } => connect::run(
+            &upstreams_path(upstreams),
+            profile.as_deref(),
+            idle_stop_secs,
+            stop,
+        ),
+        Command::Dashboard { no_open, upstreams } => {
+            dashboard::run(&upstreams_path(upstreams), no_open)
+        }
+        Command::Profile { command, upstreams } => {
+            profile::run(&upstreams_path(upstreams), command)
+        }
         Command::Eval(args) => eval::eval(&before.catalog(Some(&args.modes), None, None), &args),
         Command::Exec {
             mode,

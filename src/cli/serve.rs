@@ -74,6 +74,12 @@ pub struct ServeArgs {
     /// How clients reach this server
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: TransportKind,
+    /// Run as the user's shared instance, which `zenmode connect` starts: Streamable HTTP on a free loopback port, its address and token in the state directory, each profile at /p/NAME/mcp, the dashboard at /dashboard
+    #[arg(long, conflicts_with_all = ["transport", "listen", "auth_token_file", "allow_remote"])]
+    pub shared: bool,
+    /// --shared: stop after this many seconds with no client connected
+    #[arg(long, env = settings::SHARED_IDLE_STOP_SECS, default_value_t = crate::cli::shared::DEFAULT_IDLE_STOP_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_stop_secs: u64,
     /// Address for --transport tcp or http (port 0 picks a free port)
     #[arg(long, default_value = "127.0.0.1:7400")]
     pub listen: SocketAddr,
@@ -260,10 +266,22 @@ pub fn serve(
         bail!("--max-message-bytes must be at least 1024");
     }
     let strategy_kind = args.strategy()?;
-    if args.transport == TransportKind::Stdio {
+    // The instance lock first: a second shared instance stops here,
+    // before it starts any upstream server.
+    let claim = if args.shared {
+        Some(crate::cli::shared::claim_instance()?)
+    } else {
+        None
+    };
+    let transport = if args.shared {
+        TransportKind::Http
+    } else {
+        args.transport
+    };
+    if transport == TransportKind::Stdio {
         terminal_hint();
     }
-    let runtime = runtime(args.transport != TransportKind::Stdio)?;
+    let runtime = runtime(transport != TransportKind::Stdio)?;
     // Strategies with a fixed list answer at once and take upstream modes
     // as they arrive; `lazy` and `groups` build their lists from the catalog
     // at start-up, so they wait for uncached upstreams (bounded).
@@ -280,26 +298,29 @@ pub fn serve(
     gateway.record_loads(&watched);
     let strategy = surface::build(strategy_kind, &engine, &args.surface_options())
         .map_err(anyhow::Error::msg)?;
+    let feed = crate::server::activity_feed::ActivityFeed::shared();
     let server = ZenServer::new(engine.clone(), strategy)
         .context("cannot build the tool list")?
         .with_log_arguments(args.log_arguments)
         .with_scripts(
-            match args.script_writes {
-                ScriptWritesArg::Deny => surface::zen::ScriptWrites::Deny,
-                ScriptWritesArg::Allow => surface::zen::ScriptWrites::Allow,
-            },
+            args.script_writes.into(),
             std::time::Duration::from_millis(args.script_max_ms),
         );
+    let server = if claim.is_some() {
+        server.with_feed(feed.clone(), None)
+    } else {
+        server
+    };
     let result = runtime.block_on(async {
         let shutdown = shutdown::on_signal();
-        tokio::spawn(engine.follow_gateway());
+        tokio::spawn(engine.clone().follow_gateway());
         // The SIGHUP handler is in place before the first reply.
         #[cfg(unix)]
         let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
         #[cfg(not(unix))]
         let hangup: Option<Hangup> = None;
-        tokio::spawn(watch_upstreams(gateway.clone(), watched, hangup));
-        match args.transport {
+        tokio::spawn(watch_upstreams(gateway.clone(), watched.clone(), hangup));
+        match transport {
             TransportKind::Stdio => {
                 listener::serve_stdio(server, args.max_message_bytes, shutdown).await;
                 Ok(ExitCode::SUCCESS)
@@ -320,17 +341,52 @@ pub fn serve(
                 Ok(ExitCode::SUCCESS)
             }
             TransportKind::Http => {
-                let options = args.http_options()?;
-                http::check_http_address(
-                    args.listen,
-                    args.allow_remote,
-                    options.auth_token.is_some(),
-                )
-                .map_err(anyhow::Error::msg)?;
-                let tcp = listener::bind(args.listen, listener::TcpLimits::DEFAULT_BACKLOG)
+                let mut options = args.http_options()?;
+                let listen = match &claim {
+                    Some(claim) => {
+                        options.auth_token = Some(claim.token.clone());
+                        SocketAddr::from(([127, 0, 0, 1], 0))
+                    }
+                    None => args.listen,
+                };
+                http::check_http_address(listen, args.allow_remote, options.auth_token.is_some())
+                    .map_err(anyhow::Error::msg)?;
+                let tcp = listener::bind(listen, listener::TcpLimits::DEFAULT_BACKLOG)
                     .await
-                    .with_context(|| format!("cannot listen on {}", args.listen))?;
-                http::serve_http(server, tcp, options, shutdown).await?;
+                    .with_context(|| format!("cannot listen on {listen}"))?;
+                let shared = match &claim {
+                    None => None,
+                    Some(claim) => {
+                        let port = tcp.local_addr()?.port();
+                        let maker = crate::cli::shared::ProfileServerMaker {
+                            engine: engine.clone(),
+                            strategy: strategy_kind,
+                            surface: args.surface_options(),
+                            log_arguments: args.log_arguments,
+                            script_writes: args.script_writes,
+                            script_max: std::time::Duration::from_millis(args.script_max_ms),
+                            feed: feed.clone(),
+                        };
+                        let serving = crate::cli::shared::serving(
+                            maker,
+                            watched.clone(),
+                            port,
+                            &options,
+                            std::time::Duration::from_secs(args.idle_stop_secs),
+                            shutdown.clone(),
+                        );
+                        claim
+                            .dir
+                            .write_record(&crate::cli::shared::record(port, &watched))
+                            .context("cannot write the shared instance's record")?;
+                        Some(serving)
+                    }
+                };
+                let served = http::serve_http(server, tcp, options, shared, shutdown).await;
+                if let Some(claim) = &claim {
+                    claim.dir.remove_record_of(std::process::id());
+                }
+                served?;
                 Ok(ExitCode::SUCCESS)
             }
         }
@@ -406,4 +462,13 @@ pub enum OnOff {
 pub enum ScriptWritesArg {
     Deny,
     Allow,
+}
+
+impl From<ScriptWritesArg> for surface::zen::ScriptWrites {
+    fn from(arg: ScriptWritesArg) -> Self {
+        match arg {
+            ScriptWritesArg::Deny => surface::zen::ScriptWrites::Deny,
+            ScriptWritesArg::Allow => surface::zen::ScriptWrites::Allow,
+        }
+    }
 }

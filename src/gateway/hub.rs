@@ -549,6 +549,33 @@ impl Gateway {
             .is_some_and(|upstream| upstream.config.script_writes)
     }
 
+    /// Every configured server's name, enabled or not, started or not.
+    pub fn server_names(&self) -> Vec<String> {
+        let state = self.read();
+        let mut names: Vec<String> = state
+            .upstreams
+            .keys()
+            .chain(state.reports.keys())
+            .cloned()
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Where this gateway keeps its files.
+    pub fn dirs(&self) -> &GatewayDirs {
+        &self.dirs
+    }
+
+    /// The entry of `server`, while it is configured and enabled.
+    pub fn config_of(&self, server: &str) -> Option<UpstreamConfig> {
+        self.read()
+            .upstreams
+            .get(server)
+            .map(|upstream| upstream.config.clone())
+    }
+
     /// How each configured server was opened, by name.
     pub fn reports(&self) -> Vec<ServerReport> {
         self.read().reports.values().cloned().collect()
@@ -577,6 +604,29 @@ impl Gateway {
             });
         };
         upstream.call(tool, arguments, call).await
+    }
+
+    /// Stops `server` and opens it again from `file`, its pins read anew
+    /// (after an approval): it starts again on its next call, or at once
+    /// when its entry starts eagerly. An error when no such server runs.
+    pub async fn restart_server(self: &Arc<Self>, server: &str, file: &Path) -> Result<(), String> {
+        let stopped = {
+            let mut state = self.write();
+            let Some(upstream) = state.upstreams.remove(server) else {
+                return Err(format!("no server {server:?} is running in this zenmode"));
+            };
+            state.modes.remove(server);
+            state.reports.remove(server);
+            state.quarantined.remove(server);
+            if let Some(fetch) = state.fetches.remove(server) {
+                fetch.abort();
+            }
+            upstream
+        };
+        stopped.stop().await;
+        tracing::info!(server, "upstream restarted");
+        self.reload(file);
+        Ok(())
     }
 
     /// Stops every running upstream (and its process group).

@@ -15,6 +15,7 @@
 //! - [`capabilities`]: what each server offers besides tools, cached;
 //! - [`oauth`]: sign-in to HTTP servers that ask for OAuth;
 //! - [`pins`]: the pins of approved tool definitions;
+//! - [`profiles`]: named sets of servers, one per client of a shared instance;
 //! - [`serving`]: which version of the upstreams file each serving process loaded;
 //! - [`status_file`]: each server's state file and stderr log, for `zenmode status`;
 //! - [`disk`]: where the gateway's files live, and how they are written;
@@ -62,6 +63,7 @@ pub mod http_errors;
 pub mod hub;
 pub mod oauth;
 pub mod pins;
+pub mod profiles;
 pub mod prompts;
 pub mod reply_guard;
 pub mod request_state;

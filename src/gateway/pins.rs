@@ -107,6 +107,18 @@ pub fn load_pins_with_definitions(dirs: &GatewayDirs, server: &str) -> Option<Pi
     Some(pins)
 }
 
+/// Approves one tool of `server` as `tool` defines it now, keeping the
+/// other approvals as they are.
+pub fn approve_tool(dirs: &GatewayDirs, server: &str, tool: &Value) -> io::Result<()> {
+    let Some(name) = tool_name(tool) else {
+        return Err(io::Error::other("a tool definition without a name"));
+    };
+    let mut pins = load_pins_with_definitions(dirs, server).unwrap_or_default();
+    pins.tools.insert(name.to_owned(), tool_hash(tool));
+    pins.definitions.insert(name.to_owned(), defining(tool));
+    save_pins(dirs, server, &pins)
+}
+
 /// Writes the definitions first: the pins file is what makes them count.
 pub fn save_pins(dirs: &GatewayDirs, server: &str, pins: &Pins) -> io::Result<()> {
     private_file::write_replacing(

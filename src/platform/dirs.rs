@@ -3,7 +3,7 @@
 //! | what | variable | else (Linux) | else |
 //! |---|---|---|---|
 //! | configuration: the upstreams file, OAuth tokens | `ZEN_CONFIG_DIR` | `~/.config/zenmode` | `<temp>/zenmode-config` |
-//! | state: pins, status, logs, threads, setup's copies | `ZEN_STATE_DIR` | `~/.local/state/zenmode` | `<temp>/zenmode-state` |
+//! | state: pins, status, logs, threads, setup's copies, the shared instance | `ZEN_STATE_DIR` | `~/.local/state/zenmode` | `<temp>/zenmode-state` |
 //! | cache: upstream catalogs, the model's vectors | `ZEN_CACHE_DIR` | `~/.cache/zenmode` | `<temp>/zenmode-cache` |
 //! | installed models | `XDG_DATA_HOME` | `~/.local/share/zenmode/model` | none |
 //!
@@ -33,6 +33,12 @@ pub fn state_dir() -> PathBuf {
 /// zenmode's cache directory: what losing costs only a fetch.
 pub fn cache_dir() -> PathBuf {
     resolve(settings::CACHE_DIR, dirs::cache_dir(), "zenmode-cache")
+}
+
+/// Where the shared instance (`zenmode connect`) keeps its address, token,
+/// locks and log: one instance per user, so one folder per state directory.
+pub fn shared_instance_dir() -> PathBuf {
+    state_dir().join("shared")
 }
 
 /// The upstreams file when no `--upstreams` is given.

@@ -52,6 +52,9 @@ pub const SCRIPT_MAX_MS: &str = "ZEN_SCRIPT_MAX_MS";
 pub const SELECT_MODEL_TUNING: &str = "ZEN_SELECT_MODEL_TUNING";
 /// Weights for the table ranking, for tuning experiments.
 pub const SELECT_TUNING: &str = "ZEN_SELECT_TUNING";
+/// `serve --shared --idle-stop-secs`: the shared instance stops after this
+/// long with no client connected.
+pub const SHARED_IDLE_STOP_SECS: &str = "ZEN_SHARED_IDLE_STOP_SECS";
 /// zenmode's state directory (pins, status, the thread database).
 pub const STATE_DIR: &str = "ZEN_STATE_DIR";
 /// The conversation store (`--store`).

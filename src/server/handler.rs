@@ -25,7 +25,10 @@ use rmcp::{
     service::{NotificationContext, Peer, RequestContext},
 };
 
-use super::{client_peer, resources, result_handles};
+use super::{
+    activity_feed::{ActivityFeed, CallRecord},
+    client_peer, resources, result_handles,
+};
 use crate::{
     call::{CallContext, ClientRequests, FlowBackLoad, NestedCalls, ProgressSink, Resume},
     engine::{Engine, Outcome},
@@ -92,11 +95,22 @@ pub struct ZenServer {
     /// Names this session as the owner of the result handles its calls
     /// make (HTTP calls are owned by their bearer token instead).
     session_key: Arc<str>,
+    /// Where a shared instance's dashboard reads the recent calls.
+    feed: Option<Arc<ActivityFeed>>,
+    /// The profile whose servers this server's sessions see.
+    profile: Option<Arc<str>>,
+    /// The full tool list's size in bytes, by the catalog's size it was
+    /// measured at (the dashboard's tokens saved).
+    full_list: Arc<std::sync::Mutex<(usize, usize)>>,
 }
 
 /// A fresh, unguessable session key.
 fn new_session_key() -> Arc<str> {
     Arc::from(format!("session:{}", uuid::Uuid::new_v4()))
+}
+
+fn json_bytes(tools: &[Value]) -> usize {
+    serde_json::to_vec(tools).map_or(0, |bytes| bytes.len())
 }
 
 /// JSON tool definitions in rmcp's types.
@@ -137,7 +151,41 @@ impl ZenServer {
             client: Arc::default(),
             flow_back: Arc::default(),
             session_key: new_session_key(),
+            feed: None,
+            profile: None,
+            full_list: Arc::default(),
         })
+    }
+
+    /// Each call also goes to `feed` (a shared instance's dashboard), with
+    /// the client's name and `profile`.
+    pub fn with_feed(mut self, feed: Arc<ActivityFeed>, profile: Option<&str>) -> Self {
+        self.feed = Some(feed);
+        self.profile = profile.map(Arc::from);
+        self
+    }
+
+    /// Tokens of the full tool list that this session's list spares the
+    /// client, at four bytes a token.
+    fn tokens_saved(&self) -> usize {
+        let catalog = self.engine.catalog();
+        let full = {
+            let mut cached = self
+                .full_list
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if cached.0 != catalog.len() || cached.1 == 0 {
+                let options = crate::surface::SurfaceOptions::default();
+                let bytes = crate::surface::StrategyKind::Full
+                    .over(&catalog, &options)
+                    .map(|full| json_bytes(&initial_tools(full.as_ref())))
+                    .unwrap_or(0);
+                *cached = (catalog.len(), bytes);
+            }
+            cached.1
+        };
+        let listed = json_bytes(&self.strategy.tools(self.view(false)));
+        full.saturating_sub(listed) / 4
     }
 
     /// Every call's activity line also carries its arguments (`--log-arguments`).
@@ -238,6 +286,61 @@ impl ZenServer {
     }
 }
 
+impl ZenServer {
+    /// What the dashboard shows of one call.
+    fn call_record(
+        &self,
+        tool: &str,
+        call: &CallContext,
+        took: std::time::Duration,
+        answer: &Result<CallToolResult, crate::surface::UnknownTool>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallRecord {
+        let (mode, server) = call.activity.noted().unwrap_or_default();
+        let (outcome, bytes) = outcome_of(call, answer);
+        CallRecord {
+            at_ms: crate::gateway::status_file::now_ms(),
+            client: context
+                .peer
+                .peer_info()
+                .map(|info| info.client_info.name.clone())
+                .unwrap_or_else(|| "-".to_owned()),
+            profile: self.profile.as_deref().unwrap_or("-").to_owned(),
+            tool: tool.to_owned(),
+            mode: if mode.is_empty() {
+                "-".to_owned()
+            } else {
+                mode
+            },
+            server: server.unwrap_or_else(|| "-".to_owned()),
+            ms: took.as_millis() as u64,
+            outcome: outcome.to_owned(),
+            bytes,
+            tokens_saved: self.tokens_saved(),
+        }
+    }
+}
+
+/// How a call ended and the size of its result.
+fn outcome_of(
+    call: &CallContext,
+    answer: &Result<CallToolResult, crate::surface::UnknownTool>,
+) -> (&'static str, usize) {
+    match answer {
+        Ok(result) => {
+            let outcome = if result.is_error == Some(true) {
+                "error"
+            } else if call.cancel.is_cancelled() {
+                "cancelled"
+            } else {
+                "ok"
+            };
+            (outcome, result_handles::json_size(result))
+        }
+        Err(_) => ("unknown_tool", 0),
+    }
+}
+
 /// The activity log: one INFO line per tool call (target
 /// `zenmode::activity`) with the tool, the mode and upstream server it ran,
 /// how long it took, how it ended and the size of its result; the
@@ -251,19 +354,7 @@ fn log_activity(
     arguments: Option<&str>,
 ) {
     let (mode, server) = call.activity.noted().unwrap_or_default();
-    let (outcome, bytes) = match answer {
-        Ok(result) => {
-            let outcome = if result.is_error == Some(true) {
-                "error"
-            } else if call.cancel.is_cancelled() {
-                "cancelled"
-            } else {
-                "ok"
-            };
-            (outcome, result_handles::json_size(result))
-        }
-        Err(_) => ("unknown_tool", 0),
-    };
+    let (outcome, bytes) = outcome_of(call, answer);
     let ms = took.as_millis() as u64;
     let server = server.as_deref().unwrap_or("-");
     let mode = if mode.is_empty() { "-" } else { mode.as_str() };
@@ -474,6 +565,9 @@ impl ServerHandler for ZenServer {
             &answer,
             logged_arguments.as_deref(),
         );
+        if let Some(feed) = &self.feed {
+            feed.push(self.call_record(&request.name, &call, started.elapsed(), &answer, &context));
+        }
         match answer {
             Ok(result) => Ok(result.into()),
             Err(unknown) => {

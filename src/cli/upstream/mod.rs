@@ -29,7 +29,8 @@ use crate::gateway::GatewayDirs;
 
 pub use add::move_in;
 pub use doctor::doctor;
-pub use file::{gateway_servers, update_upstreams_file};
+pub use enable::write_enabled;
+pub use file::{gateway_servers, servers_mut, update_upstreams_file};
 pub use remove::{forget_state, remove_entries};
 pub use status::status;
 

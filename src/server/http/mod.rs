@@ -11,6 +11,10 @@
 //! sessions (see [`sessions`]). hyper serves HTTP/1.1 underneath.
 
 mod sessions;
+mod shared_routes;
+
+pub use shared_routes::{MakeProfileServer, ProfileRoutes, SharedServing};
+use shared_routes::{Occupancy, stop_when_idle};
 
 use std::{
     collections::HashMap,
@@ -45,6 +49,11 @@ use crate::{server::ZenServer, server::logging::RateLimit, server::result_handle
 
 /// The MCP endpoint's path.
 pub const MCP_PATH: &str = "/mcp";
+/// Where a shared instance serves each profile's MCP endpoint:
+/// `/p/NAME/mcp`.
+pub const PROFILE_PREFIX: &str = "/p/";
+/// Where a shared instance serves its dashboard.
+pub const DASHBOARD_PATH: &str = "/dashboard";
 /// The health endpoint's path (no token needed: load balancers poll it).
 pub const HEALTH_PATH: &str = "/healthz";
 
@@ -130,9 +139,44 @@ pub fn check_http_address(
     }
 }
 
+/// rmcp's Streamable HTTP service over one server's sessions.
+type McpService = StreamableHttpService<ZenServer, CappedSessions>;
+
+/// The MCP service for `server`'s sessions, with the listener's limits.
+fn mcp_service(
+    server: ZenServer,
+    options: &HttpOptions,
+    shutdown: &CancellationToken,
+) -> (McpService, Arc<CappedSessions>) {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown.child_token())
+        .with_max_request_body_bytes(options.max_body_bytes)
+        // A reply that is one message goes back as plain JSON (cheaper for
+        // both ends); one preceded by progress notifications still streams.
+        .with_json_response(true)
+        .with_allowed_origins(
+            LOOPBACK_ORIGINS
+                .iter()
+                .map(|origin| origin.to_string())
+                .chain(options.allowed_origins.iter().cloned()),
+        )
+        .enforce_origin_validation();
+    match &options.allowed_hosts {
+        None => {}
+        Some(hosts) if hosts.is_empty() => config = config.disable_allowed_hosts(),
+        Some(hosts) => config = config.with_allowed_hosts(hosts.clone()),
+    }
+    let mut local = LocalSessionManager::default();
+    local.session_config.keep_alive = Some(options.idle_timeout);
+    let sessions = Arc::new(CappedSessions::new(local, options.max_sessions));
+    let mcp =
+        StreamableHttpService::new(move || Ok(server.new_session()), sessions.clone(), config);
+    (mcp, sessions)
+}
+
 /// Everything a request handler needs, shared by all connections.
 struct Front {
-    mcp: StreamableHttpService<ZenServer, CappedSessions>,
+    mcp: McpService,
     sessions: Arc<CappedSessions>,
     /// SHA-256 of the expected token: comparing digests takes the same
     /// time whatever the length or content of what a client sends.
@@ -141,6 +185,8 @@ struct Front {
     max_body_bytes: usize,
     body_timeout: Duration,
     refusals: RateLimit,
+    occupancy: Arc<Occupancy>,
+    shared: Option<SharedServing>,
 }
 
 /// Open connections per client address.
@@ -196,32 +242,11 @@ pub async fn serve_http(
     server: ZenServer,
     listener: TcpListener,
     options: HttpOptions,
+    shared: Option<SharedServing>,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
     let address = listener.local_addr()?;
-    let mut config = StreamableHttpServerConfig::default()
-        .with_cancellation_token(shutdown.child_token())
-        .with_max_request_body_bytes(options.max_body_bytes)
-        // A reply that is one message goes back as plain JSON (cheaper for
-        // both ends); one preceded by progress notifications still streams.
-        .with_json_response(true)
-        .with_allowed_origins(
-            LOOPBACK_ORIGINS
-                .iter()
-                .map(|origin| origin.to_string())
-                .chain(options.allowed_origins.iter().cloned()),
-        )
-        .enforce_origin_validation();
-    match &options.allowed_hosts {
-        None => {}
-        Some(hosts) if hosts.is_empty() => config = config.disable_allowed_hosts(),
-        Some(hosts) => config = config.with_allowed_hosts(hosts.clone()),
-    }
-    let mut local = LocalSessionManager::default();
-    local.session_config.keep_alive = Some(options.idle_timeout);
-    let sessions = Arc::new(CappedSessions::new(local, options.max_sessions));
-    let mcp =
-        StreamableHttpService::new(move || Ok(server.new_session()), sessions.clone(), config);
+    let (mcp, sessions) = mcp_service(server, &options, &shutdown);
     let front = Arc::new(Front {
         mcp,
         sessions,
@@ -233,7 +258,16 @@ pub async fn serve_http(
         max_body_bytes: options.max_body_bytes,
         body_timeout: options.body_timeout,
         refusals: RateLimit::new(10),
+        occupancy: Arc::default(),
+        shared,
     });
+    if let Some(idle_stop) = front.shared.as_ref().map(|shared| shared.idle_stop) {
+        tokio::spawn(stop_when_idle(
+            front.occupancy.clone(),
+            idle_stop,
+            shutdown.clone(),
+        ));
+    }
     let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let per_address = PerAddress::default();
     // hyper's header timer also runs while a kept-alive connection waits
@@ -296,7 +330,9 @@ pub async fn serve_http(
         }
         let front = front.clone();
         let shutdown = shutdown.clone();
+        front.occupancy.opened();
         tokio::spawn(async move {
+            let counted = front.clone();
             let service = service_fn(move |request| {
                 let front = front.clone();
                 async move { Ok::<_, Infallible>(handle(&front, request).await) }
@@ -319,6 +355,7 @@ pub async fn serve_http(
             }
             drop(permit);
             drop(address_slot);
+            counted.occupancy.closed();
         });
     }
     Ok(())
@@ -340,7 +377,7 @@ const ROOT_PAGE: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=
 const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 1\r\ncontent-type: text/plain\r\ncontent-length: 37\r\n\r\nToo many connections; try again soon\n";
 const TOO_MANY_FROM_ADDRESS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 1\r\ncontent-type: text/plain\r\ncontent-length: 55\r\n\r\nToo many connections from your address; try again soon\n";
 
-async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body> {
+async fn handle(front: &Front, request: Request<Incoming>) -> Response<Body> {
     match (request.method(), request.uri().path()) {
         (&Method::GET | &Method::HEAD, HEALTH_PATH) => {
             json_response(StatusCode::OK, r#"{"status":"ok"}"#)
@@ -351,22 +388,72 @@ async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body>
             "text/html; charset=utf-8",
             ROOT_PAGE.to_owned(),
         ),
-        (_, MCP_PATH) => {
-            if !authorized(front, &request) {
-                if let Some(suppressed) = front.refusals.allow() {
-                    tracing::warn!(
-                        suppressed,
-                        "HTTP request refused: missing or wrong bearer token"
-                    );
-                }
-                let mut response = text_response(
-                    StatusCode::UNAUTHORIZED,
-                    "Unauthorized: send Authorization: Bearer <token>\n",
+        (_, MCP_PATH) => serve_mcp(front, &front.mcp, &front.sessions, request).await,
+        (_, path) if front.shared.is_some() && path.starts_with(PROFILE_PREFIX) => {
+            let shared = front.shared.as_ref().expect("checked");
+            let Some(name) = path
+                .strip_prefix(PROFILE_PREFIX)
+                .and_then(|rest| rest.strip_suffix(MCP_PATH))
+            else {
+                return text_response(
+                    StatusCode::NOT_FOUND,
+                    "Not found: a profile's MCP endpoint is /p/NAME/mcp\n",
                 );
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                return response;
+            };
+            if !authorized(front, &request) {
+                return unauthorized(front);
+            }
+            match shared.profiles.service(name) {
+                Ok((mcp, sessions)) => serve_mcp(front, &mcp, &sessions, request).await,
+                Err(problem) => respond(
+                    StatusCode::NOT_FOUND,
+                    "text/plain; charset=utf-8",
+                    format!("Not found: {problem}\n"),
+                ),
+            }
+        }
+        (_, path) if front.shared.is_some() && path.starts_with(DASHBOARD_PATH) => {
+            let shared = front.shared.as_ref().expect("checked");
+            let bearer = authorized(front, &request) && front.token_digest.is_some();
+            shared.dashboard.handle(request, bearer).await
+        }
+        _ => text_response(
+            StatusCode::NOT_FOUND,
+            "Not found: MCP is served at /mcp, health at /healthz\n",
+        ),
+    }
+}
+
+/// The 401 for a request without the right bearer token.
+fn unauthorized(front: &Front) -> Response<Body> {
+    if let Some(suppressed) = front.refusals.allow() {
+        tracing::warn!(
+            suppressed,
+            "HTTP request refused: missing or wrong bearer token"
+        );
+    }
+    let mut response = text_response(
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized: send Authorization: Bearer <token>\n",
+    );
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// One request to an MCP endpoint: the token checked, the request bounded,
+/// then handed to `mcp`.
+async fn serve_mcp(
+    front: &Front,
+    mcp: &McpService,
+    sessions: &CappedSessions,
+    mut request: Request<Incoming>,
+) -> Response<Body> {
+    {
+        {
+            if !authorized(front, &request) {
+                return unauthorized(front);
             }
             // The token has done its job; nothing below should see (or log)
             // it. What it leaves is whose result handles the call may read.
@@ -408,13 +495,13 @@ async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body>
                 Err(response) => return response,
             };
             if session.is_none()
-                && front.sessions.all_busy()
-                && let Some(response) = refuse_initialize(front, &body)
+                && sessions.all_busy()
+                && let Some(response) = refuse_initialize(front, sessions, &body)
             {
                 return response;
             }
             let request = Request::from_parts(parts, Full::new(body));
-            let mut mcp = front.mcp.clone();
+            let mut mcp = mcp.clone();
             let mut response = match mcp.call(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
@@ -424,14 +511,14 @@ async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body>
             if response.status() == StatusCode::NOT_FOUND
                 && session
                     .as_deref()
-                    .is_some_and(|id| front.sessions.was_evicted(id))
+                    .is_some_and(|id| sessions.was_evicted(id))
             {
                 return respond(
                     StatusCode::NOT_FOUND,
                     "text/plain; charset=utf-8",
                     format!(
                         "Not Found: this session was ended to make room for newer ones (the server keeps at most {} sessions); initialize a new session\n",
-                        front.sessions.max()
+                        sessions.max()
                     ),
                 );
             }
@@ -450,10 +537,6 @@ async fn handle(front: &Front, mut request: Request<Incoming>) -> Response<Body>
             }
             response
         }
-        _ => text_response(
-            StatusCode::NOT_FOUND,
-            "Not found: MCP is served at /mcp, health at /healthz\n",
-        ),
     }
 }
 
@@ -518,14 +601,18 @@ async fn read_body(front: &Front, body: Incoming) -> Result<Bytes, Response<Body
 
 /// When `body` is an `initialize` request, the 503 that refuses it: every
 /// session is streaming a response, so none can be ended to make room.
-fn refuse_initialize(front: &Front, body: &[u8]) -> Option<Response<Body>> {
+fn refuse_initialize(
+    front: &Front,
+    sessions: &CappedSessions,
+    body: &[u8],
+) -> Option<Response<Body>> {
     let message: serde_json::Value = serde_json::from_slice(body).ok()?;
     if message.get("method")?.as_str()? != "initialize" {
         return None;
     }
     if let Some(suppressed) = front.refusals.allow() {
         tracing::warn!(
-            max = front.sessions.max(),
+            max = sessions.max(),
             suppressed,
             "session refused: every session is streaming a response"
         );
@@ -537,7 +624,7 @@ fn refuse_initialize(front: &Front, body: &[u8]) -> Option<Response<Body>> {
             "code": -32000,
             "message": format!(
                 "Too many sessions: all {} are in use; try again soon",
-                front.sessions.max()
+                sessions.max()
             ),
         },
     });

@@ -182,6 +182,57 @@ pub fn claim_instance() -> anyhow::Result<Claim> {
     })
 }
 
+/// A request to the running shared instance's dashboard API (`path` under
+/// `/dashboard/api/`), with its token: `None` when no instance runs (or it
+/// serves another upstreams file), else its JSON answer or why there is none.
+pub fn ask_instance(
+    upstreams: &Path,
+    method: reqwest::Method,
+    path: &str,
+) -> Option<(InstanceRecord, Result<Value, String>)> {
+    let dir = SharedDir::of_user();
+    let record = dir.running()?;
+    if !same_file(&record.upstreams, upstreams) {
+        return None;
+    }
+    let answer = (|| {
+        let token = dir.token().map_err(|error| error.to_string())?;
+        let runtime = crate::cli::runtime::runtime(false).map_err(|error| error.to_string())?;
+        runtime.block_on(async {
+            crate::gateway::tls::install_tls_provider();
+            let client = reqwest::Client::builder()
+                .no_proxy()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .map_err(|error| error.to_string())?;
+            let response = client
+                .request(
+                    method,
+                    format!(
+                        "http://127.0.0.1:{}{}/api/{path}",
+                        record.port,
+                        crate::server::http::DASHBOARD_PATH
+                    ),
+                )
+                .bearer_auth(token)
+                .send()
+                .await
+                .map_err(|error| format!("the shared instance did not answer: {error}"))?;
+            let status = response.status();
+            let body: Value = response
+                .json()
+                .await
+                .map_err(|error| format!("the shared instance's answer is not JSON: {error}"))?;
+            if status.is_success() {
+                Ok(body)
+            } else {
+                Err(body["message"].as_str().unwrap_or("refused").to_owned())
+            }
+        })
+    })();
+    Some((record, answer))
+}
+
 /// How each profile's server is made: the instance's server options over
 /// an engine restricted to the profile's servers.
 pub struct ProfileServerMaker {

@@ -60,6 +60,12 @@ pub struct SetupArgs {
     /// Reverse what setup changed (zenmode's entry, the moved servers, each back in its scope); what else changed since stays as it is
     #[arg(long)]
     pub undo: bool,
+    /// Connect the client to the user's shared zenmode (`zenmode connect`: one instance, one process per upstream server, for all clients) instead of a zenmode of its own
+    #[arg(long, conflicts_with = "undo")]
+    pub shared: bool,
+    /// With --shared: the client sees only this profile's servers (`zenmode profile`)
+    #[arg(long, requires = "shared", value_name = "NAME")]
+    pub profile: Option<String>,
 }
 
 /// Runs `setup`; `upstreams` is the gateway file (`--upstreams`, else the
@@ -85,7 +91,16 @@ pub fn run(
     let program = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .context("cannot tell where this zenmode binary is")?;
-    let mut serve_args = vec!["serve".to_owned()];
+    let mut serve_args = vec![if args.shared { "connect" } else { "serve" }.to_owned()];
+    if let Some(profile) = &args.profile {
+        crate::gateway::profiles::Profiles::load(&crate::gateway::profiles::profiles_file(
+            &gateway_file,
+        ))
+        .and_then(|profiles| profiles.get(profile).map(|_| ()))
+        .map_err(anyhow::Error::msg)?;
+        serve_args.push("--profile".to_owned());
+        serve_args.push(profile.clone());
+    }
     if upstreams.is_some() {
         serve_args.push("--upstreams".to_owned());
         serve_args.push(gateway_file.to_string_lossy().into_owned());

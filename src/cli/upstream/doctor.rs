@@ -53,6 +53,7 @@ pub fn doctor(file: Option<PathBuf>, wait_secs: f64) -> anyhow::Result<ExitCode>
     let wait = crate::cli::args::upstream_wait(wait_secs);
     let mut findings = Findings::default();
     check_model(&mut findings);
+    check_shared_instance(&file, &mut findings);
     check_upstreams(&file, &dirs, wait, &mut findings)?;
     check_clients(&mut findings);
     if findings.problems == 0 {
@@ -61,6 +62,34 @@ pub fn doctor(file: Option<PathBuf>, wait_secs: f64) -> anyhow::Result<ExitCode>
     } else {
         println!("{} problem(s) found", findings.problems);
         Ok(ExitCode::FAILURE)
+    }
+}
+
+/// The shared instance (`zenmode connect`), when one runs or was left.
+fn check_shared_instance(file: &Path, findings: &mut Findings) {
+    let dir = crate::server::shared::SharedDir::of_user();
+    let Some(record) = dir.live_record() else {
+        return;
+    };
+    if dir.running().is_none() {
+        findings.warn(format!(
+            "a shared instance (pid {}) runs but does not answer on port {}; `zenmode connect --stop` ends it",
+            record.pid, record.port
+        ));
+        return;
+    }
+    if crate::server::shared::same_file(&record.upstreams, file) {
+        findings.ok(format!(
+            "a shared instance serves this file to its clients (pid {}, port {})",
+            record.pid, record.port
+        ));
+    } else {
+        findings.warn(format!(
+            "the shared instance (pid {}) serves {}, not {}: its clients see that file's servers",
+            record.pid,
+            record.upstreams.display(),
+            file.display()
+        ));
     }
 }
 

@@ -135,6 +135,32 @@ pub enum UpstreamCommand {
     },
 }
 
+/// A server approved while the shared instance serves it: the instance
+/// opens it again, so its clients see the approved tools now.
+fn restart_in_shared_instance(file: &std::path::Path, name: &str) {
+    let path = format!("servers/{}/restart", percent_encode(name));
+    match crate::cli::shared::ask_instance(file, reqwest::Method::POST, &path) {
+        None => {}
+        Some((_, Ok(_))) => println!("the shared instance serves {name}'s approved tools now"),
+        Some((_, Err(problem))) => println!(
+            "the shared instance did not restart {name} ({problem}); it serves the approval from its next start"
+        ),
+    }
+}
+
+/// A name as one URL path segment.
+fn percent_encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(byte).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
 /// Runs one `upstream` command on `file` (`--upstreams`, else the default
 /// file), waiting at most `wait_secs` for a server to list its tools.
 pub fn run(
@@ -175,7 +201,12 @@ pub fn run(
         }
         UpstreamCommand::Approve { name, yes } => {
             let config = chosen(&file, Some(&name))?.remove(0);
-            runtime.block_on(review::approve_reviewed(&config, &dirs, wait, yes))
+            let code = runtime.block_on(review::approve_reviewed(&config, &dirs, wait, yes))?;
+            drop(runtime);
+            if code == ExitCode::SUCCESS {
+                restart_in_shared_instance(&file, &name);
+            }
+            Ok(code)
         }
         UpstreamCommand::Diff { name, tool } => {
             let config = chosen(&file, Some(&name))?.remove(0);

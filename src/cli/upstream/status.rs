@@ -142,6 +142,34 @@ pub fn no_upstreams_file(file: &Path, json: bool) -> ExitCode {
 
 /// `zenmode status`: every configured server as the serving zenmode
 /// processes last recorded it.
+/// What the shared instance serving this file says of its servers: the
+/// states its clients see.
+fn print_shared(record: &crate::server::shared::InstanceRecord, servers: &Result<Value, String>) {
+    println!(
+        "  shared instance: pid {}, port {} (`zenmode dashboard` opens its dashboard)",
+        record.pid, record.port
+    );
+    match servers {
+        Err(problem) => println!("    cannot ask it: {problem}"),
+        Ok(servers) => {
+            for server in servers.as_array().into_iter().flatten() {
+                let text = |key: &str| server[key].as_str().unwrap_or_default().to_owned();
+                println!(
+                    "    {:<16} {} ({} tools{})",
+                    text("name"),
+                    text("state"),
+                    server["tools"].as_u64().unwrap_or_default(),
+                    match server["quarantined"].as_u64() {
+                        Some(held) if held > 0 => format!(", {held} quarantined"),
+                        _ => String::new(),
+                    }
+                );
+            }
+        }
+    }
+    println!("  as this machine's state files say:");
+}
+
 pub fn status(file: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
     let file = file.unwrap_or_else(crate::platform::dirs::upstreams_file);
     let dirs = GatewayDirs::from_env();
@@ -176,14 +204,24 @@ pub fn status(file: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|(name, problem)| json!({"server": name, "state": "bad entry", "note": problem})),
     );
+    let shared = crate::cli::shared::ask_instance(&file, reqwest::Method::GET, "servers");
     if json {
-        println!(
-            "{}",
-            json!({"file": file.display().to_string(), "servers": rows})
-        );
+        let mut answer = json!({"file": file.display().to_string(), "servers": rows});
+        if let Some((record, servers)) = &shared {
+            answer["shared_instance"] = json!({
+                "pid": record.pid,
+                "port": record.port,
+                "servers": servers.as_ref().ok(),
+                "error": servers.as_ref().err(),
+            });
+        }
+        println!("{answer}");
         return Ok(ExitCode::SUCCESS);
     }
     println!("{}", file.display());
+    if let Some((record, servers)) = &shared {
+        print_shared(record, servers);
+    }
     for row in &rows {
         let text = |key: &str| row[key].as_str().unwrap_or_default().to_owned();
         let mut line = format!("  {:<16} {:<14}", text("server"), text("state"));

@@ -30,7 +30,7 @@ pub fn self_skip_message(name: &str, why: &str) -> String {
 ///    `cargo run`, ...): one word of its arguments (arguments are split at
 ///    white space, so a `sh -c` script counts) names zenmode as in 1, or is
 ///    an npm package spec `zenmode` / `zenmode@VERSION`, and a later word
-///    is `serve`.
+///    is `serve` or `connect` (the bridge to the shared instance).
 ///
 /// Anything else (a server whose *name* mentions zenmode, a script that
 /// calls `zenmode upstream list`) is not zenmode serving.
@@ -45,9 +45,10 @@ pub fn runs_zenmode(config: &UpstreamConfig) -> Option<String> {
     let at = words
         .iter()
         .position(|word| names_zenmode(word, false) || is_zenmode_package(word))?;
-    words[at + 1..]
-        .contains(&"serve")
-        .then(|| format!("{command:?} runs {:?} serve", words[at]))
+    let serving = words[at + 1..]
+        .iter()
+        .find(|word| matches!(**word, "serve" | "connect"))?;
+    Some(format!("{command:?} runs {:?} {serving}", words[at]))
 }
 
 /// `word` is a path or program name that is zenmode; a bare name is looked

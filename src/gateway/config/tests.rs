@@ -217,6 +217,10 @@ fn entries_that_run_zenmode_are_recognised_and_others_are_not() {
     assert!(runs(json!({"command": "/opt/bin/zenmode", "args": ["serve"]})).is_some());
     assert!(runs(json!({"command": "zenmode"})).is_some());
     assert!(runs(json!({"command": "npx", "args": ["-y", "zenmode@1.2", "serve"]})).is_some());
+    assert!(
+        runs(json!({"command": "npx", "args": ["-y", "zenmode", "connect", "--profile", "w"]}))
+            .is_some()
+    );
     assert!(runs(json!({"command": "sh", "args": ["-c", "exec zenmode serve --full"]})).is_some());
     assert!(
         runs(json!({"command": "cargo", "args": ["run", "--bin", "zenmode", "--", "serve"]}))

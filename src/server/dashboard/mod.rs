@@ -9,6 +9,8 @@
 //! name the instance itself in `Host` (no DNS rebinding); a request that
 //! changes something must also come from the dashboard's own origin, carry
 //! the dashboard's header and the session cookie (no cross-site request).
+//! The instance's own command line (`status`, `upstream approve`) reaches
+//! the same JSON endpoints with the bearer token instead.
 //! Nothing shown holds a secret: server targets, errors and logs are the
 //! redacted ones the rest of zenmode keeps, passed once more through the
 //! log redaction.
@@ -128,7 +130,9 @@ impl Dashboard {
         if (request.method(), route) == (&Method::GET, "/sign-in") {
             return self.sign_in(request.uri().query().unwrap_or_default());
         }
-        if !self.signed_in(&request) {
+        // The token's holder is the user's own command line (`status`,
+        // `upstream approve`): no browser ever holds it.
+        if !bearer && !self.signed_in(&request) {
             return self.page_response(
                 StatusCode::UNAUTHORIZED,
                 pages::message(
@@ -160,7 +164,7 @@ impl Dashboard {
             ),
             (&Method::GET, "/events") => self.events(),
             (&Method::POST, action) if action.starts_with("/api/") => {
-                if !self.same_origin_action(&request) {
+                if !bearer && !self.same_origin_action(&request) {
                     return json(
                         StatusCode::FORBIDDEN,
                         serde_json::json!({"ok": false, "message": "refused: a change must come from the dashboard's own page"}).to_string(),

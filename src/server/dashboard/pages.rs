@@ -95,7 +95,10 @@ pub fn server_rows(engine: &Engine) -> Vec<ServerRow> {
         .map(|name| {
             let report = reports.get(&name);
             let enabled = !matches!(report.map(|r| &r.source), Some(CatalogSource::Disabled));
-            let recorded = status_file::load(dirs, &name);
+            // Another process's record (an instance that has stopped, a
+            // client's own zenmode) says nothing of this one's server.
+            let recorded =
+                status_file::load(dirs, &name).filter(|r| r.zenmode_pid == std::process::id());
             let waiting = unavailable
                 .iter()
                 .find(|line| line.starts_with(&format!("{name}:")));

@@ -19,7 +19,7 @@ fn shared_setup() -> Setup {
     let setup = Setup::new(json!({}));
     let pid_file = |name: &str| setup.path(name).display().to_string();
     setup.write_servers(json!({
-        "alpha": flaky(&["--pid-file", &pid_file("alpha.pid")]),
+        "alpha": flaky(&["--pid-file", &pid_file("alpha.pid"), "--hostile"]),
         "beta": flaky(&["--pid-file", &pid_file("beta.pid")]),
         "broken": flaky(&["--exit-at-start"]),
     }));
@@ -212,6 +212,57 @@ fn two_clients_share_one_instance_and_each_sees_only_its_profile() {
             .iter()
             .any(|m| m["method"] == "elicitation/create"),
         "the other client was asked"
+    );
+    // A cancellation reaches the upstream server through the bridge.
+    first.send(
+        &json!({"jsonrpc": "2.0", "id": "cancel-me", "method": "tools/call", "params": {
+        "name": "zen_execute",
+        "arguments": {"mode": "alpha__slow", "request": {"seconds": 30}},
+        "_meta": {"progressToken": "cancel-me"}}}),
+    );
+    first.wait_for(|m| {
+        m["method"] == "notifications/progress" && m["params"]["progressToken"] == "cancel-me"
+    });
+    first.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": "cancel-me", "reason": "the user changed their mind"}}),
+    );
+    let log = setup.path("state/shared/instance.log");
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            std::fs::read_to_string(&log)
+                .is_ok_and(|text| text.contains("[alpha] fault server: cancelled request"))
+        }),
+        "the upstream call was not cancelled"
+    );
+    first.finish();
+    second.finish();
+}
+
+#[test]
+fn a_result_handle_reads_through_the_bridge_for_its_own_client_only() {
+    let setup = shared_setup();
+    let _stop = Stopper(&setup);
+    let mut first = connect(&setup, "one");
+    let mut second = connect(&setup, "one");
+    let big = execute(&mut first, "alpha__big", json!({"bytes": 120_000}));
+    let reply = big.to_string();
+    let start = reply.find("zenmode://results/").expect("a handle");
+    let uri: String = reply[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || ":/-_.?=".contains(*c))
+        .collect();
+    let read = first.request("resources/read", json!({"uri": uri}));
+    assert!(
+        read["result"]["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("xxxx")),
+        "{read}"
+    );
+    let other = second.request("resources/read", json!({"uri": uri}));
+    assert!(
+        other.get("error").is_some(),
+        "another client read it: {other}"
     );
     first.finish();
     second.finish();

@@ -39,6 +39,16 @@ impl HttpPrincipal {
     }
 }
 
+impl HttpPrincipal {
+    /// `shared-session:<digest>`: on the shared instance every client holds
+    /// the same token, so a client's handles belong to its MCP session.
+    pub fn of_session(session: &str) -> Self {
+        let digest = Sha256::digest(session.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        HttpPrincipal(Arc::from(format!("shared-session:{hex}")))
+    }
+}
+
 /// The principal of a request: over HTTP, the client's bearer token (so a
 /// handle made on one instance reads on another that shares the store);
 /// otherwise the session (`session`: one per stdio process, one per TCP

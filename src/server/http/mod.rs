@@ -457,14 +457,21 @@ async fn serve_mcp(
             }
             // The token has done its job; nothing below should see (or log)
             // it. What it leaves is whose result handles the call may read.
-            let principal = HttpPrincipal::of_bearer(
-                request
-                    .headers()
-                    .get(header::AUTHORIZATION)
-                    .and_then(|value| value.to_str().ok())
-                    .and_then(bearer_token)
-                    .filter(|_| front.token_digest.is_some()),
-            );
+            let session_id = request
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|value| value.to_str().ok());
+            let principal = match (&front.shared, session_id) {
+                (Some(_), Some(session)) => HttpPrincipal::of_session(session),
+                _ => HttpPrincipal::of_bearer(
+                    request
+                        .headers()
+                        .get(header::AUTHORIZATION)
+                        .and_then(|value| value.to_str().ok())
+                        .and_then(bearer_token)
+                        .filter(|_| front.token_digest.is_some()),
+                ),
+            };
             request.extensions_mut().insert(principal);
             request.headers_mut().remove(header::AUTHORIZATION);
             let Ok(_permit) = front.in_flight.try_acquire() else {

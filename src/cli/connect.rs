@@ -69,11 +69,7 @@ fn stop_instance() -> anyhow::Result<ExitCode> {
         println!("no shared instance runs");
         return Ok(ExitCode::SUCCESS);
     };
-    #[cfg(unix)]
-    // SAFETY: a plain signal to a pid read from the user's own record.
-    unsafe {
-        libc::kill(record.pid as libc::pid_t, libc::SIGTERM);
-    }
+    crate::platform::process::terminate(record.pid);
     for _ in 0..100 {
         if !crate::platform::process::is_alive(record.pid) {
             println!("stopped the shared instance (pid {})", record.pid);

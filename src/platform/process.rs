@@ -57,6 +57,11 @@ pub fn descendants(root: u32) -> Vec<u32> {
     found
 }
 
+/// Asks the process `pid` to end (SIGTERM).
+pub fn terminate(pid: u32) {
+    send(pid, Kill::Terminate);
+}
+
 /// Asks every descendant of `root` to end (SIGTERM), once.
 pub fn terminate_descendants(root: u32) {
     for pid in descendants(root) {

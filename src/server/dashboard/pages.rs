@@ -170,7 +170,7 @@ pub fn tools(env: &minijinja::Environment<'static>, engine: &Engine) -> Result<S
                     json!({
                         "name": manifest.upstream_tool.as_deref().unwrap_or(mode.name()),
                         "mode": mode.name(),
-                        "changes_things": manifest.destructive(),
+                        "destructive": manifest.destructive(),
                         "description": first_sentence(&manifest.description),
                     })
                 })

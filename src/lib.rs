@@ -31,8 +31,8 @@
 //! 8. [`surface`]: the strategies that present the catalog as MCP tools,
 //!    one file each.
 //! 9. [`server`]: zenmode as an MCP server: the rmcp handler, the stdio,
-//!    TCP and Streamable HTTP transports, large replies as handles,
-//!    shutdown and the stderr log.
+//!    TCP and Streamable HTTP transports, large replies as handles, the
+//!    shared instance's files and dashboard, shutdown and the stderr log.
 //! 10. [`cli`]: the command line, one file per subcommand.
 //!
 //! Below them all, outside this crate: `zenmode-bert` (`crates/bert`), the

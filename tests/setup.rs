@@ -228,6 +228,32 @@ fn a_missing_file_is_created_and_undo_removes_it() {
 }
 
 #[test]
+fn a_shared_entry_runs_connect_with_its_profile_and_undo_removes_it() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.path(".cursor")).unwrap();
+    let file = home.path(".cursor/mcp.json");
+    home.write(
+        "zen-config/upstreams.json",
+        r#"{"mcpServers": {"files": {"command": "true"}}}"#,
+    );
+    // A profile that does not exist is refused before anything changes.
+    let (code, _, err) = home.zenmode(&["setup", "cursor", "--shared", "--profile", "work"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no profile \"work\""), "{err}");
+    assert!(!file.exists());
+    let (code, _, err) = home.zenmode(&["profile", "add", "work", "files"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = home.zenmode(&["setup", "cursor", "--shared", "--profile", "work"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let entry = &read_json(&file)["mcpServers"]["zenmode"];
+    assert_eq!(entry["command"], our_binary());
+    assert_eq!(entry["args"], json!(["connect", "--profile", "work"]));
+    let (code, out, _) = home.zenmode(&["setup", "cursor", "--undo"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!file.exists());
+}
+
+#[test]
 fn bad_input_changes_nothing() {
     let home = Home::new();
     // Not installed: no client directory, and nothing is created.

@@ -16,6 +16,10 @@ use crate::{
 /// (`zenmode --catalog FILE select ...`). They still work, but are hidden:
 /// each subcommand's help lists the flags it uses, and only those. A flag
 /// given after the subcommand wins over the same one given before it.
+/// `zenmode --version`: the crate's version and the commit it was built
+/// from (build.rs).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ZENMODE_COMMIT"), ")");
+
 #[derive(Debug, Args)]
 pub struct BeforeCommand {
     #[arg(

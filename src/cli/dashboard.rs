@@ -25,7 +25,7 @@ pub fn run(upstreams: &Path, no_open: bool) -> anyhow::Result<ExitCode> {
             .post(format!(
                 "http://127.0.0.1:{}{}/api/sign-in-code",
                 record.port,
-                crate::server::http::DASHBOARD_PATH
+                crate::server::dashboard::DASHBOARD_PATH
             ))
             .bearer_auth(&token)
             .send()

@@ -23,9 +23,7 @@ use clap::{Parser, Subcommand};
 
 use crate::cli::args::{AccessArgs, BeforeCommand, CatalogFlags, UpstreamsArg, WaitArg};
 
-/// `zenmode --version`: the crate's version and the commit it was built
-/// from (build.rs).
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ZENMODE_COMMIT"), ")");
+pub use args::VERSION;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -363,7 +363,7 @@ pub fn serve(
                             strategy: strategy_kind,
                             surface: args.surface_options(),
                             log_arguments: args.log_arguments,
-                            script_writes: args.script_writes,
+                            script_writes: args.script_writes.into(),
                             script_max: std::time::Duration::from_millis(args.script_max_ms),
                             feed: feed.clone(),
                         };

@@ -14,7 +14,6 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::{
-    cli::serve::ScriptWritesArg,
     engine::Engine,
     gateway::{Gateway, catalog_cache, pins, profiles},
     server::{
@@ -211,7 +210,7 @@ pub fn ask_instance(
                     format!(
                         "http://127.0.0.1:{}{}/api/{path}",
                         record.port,
-                        crate::server::http::DASHBOARD_PATH
+                        crate::server::dashboard::DASHBOARD_PATH
                     ),
                 )
                 .bearer_auth(token)
@@ -240,7 +239,7 @@ pub struct ProfileServerMaker {
     pub strategy: StrategyKind,
     pub surface: SurfaceOptions,
     pub log_arguments: bool,
-    pub script_writes: ScriptWritesArg,
+    pub script_writes: crate::surface::zen::ScriptWrites,
     pub script_max: Duration,
     pub feed: Arc<ActivityFeed>,
 }
@@ -258,7 +257,7 @@ impl ProfileServerMaker {
         Ok(ZenServer::new(engine, surface)
             .map_err(|error| format!("cannot build profile {name:?}'s tool list: {error}"))?
             .with_log_arguments(self.log_arguments)
-            .with_scripts(self.script_writes.into(), self.script_max)
+            .with_scripts(self.script_writes, self.script_max)
             .with_feed(self.feed.clone(), Some(name)))
     }
 }
@@ -300,7 +299,7 @@ pub fn record(port: u16, upstreams: &Path) -> InstanceRecord {
         pid: std::process::id(),
         port,
         upstreams: std::fs::canonicalize(upstreams).unwrap_or_else(|_| upstreams.to_path_buf()),
-        version: crate::cli::VERSION.to_owned(),
+        version: crate::cli::args::VERSION.to_owned(),
         started_ms: crate::gateway::status_file::now_ms(),
     }
 }

@@ -43,6 +43,8 @@ use crate::engine::Engine;
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// Where a shared instance serves its dashboard.
+pub const DASHBOARD_PATH: &str = "/dashboard";
 /// The session cookie's name.
 const COOKIE: &str = "zenmode_dashboard";
 /// How long a sign-in link can be used (once).
@@ -112,7 +114,7 @@ impl Dashboard {
             );
         }
         let path = request.uri().path().to_owned();
-        let route = path.trim_start_matches(crate::server::http::DASHBOARD_PATH);
+        let route = path.trim_start_matches(DASHBOARD_PATH);
         if (request.method(), route) == (&Method::POST, "/api/sign-in-code") {
             return self.mint_code(bearer);
         }
@@ -228,8 +230,7 @@ impl Dashboard {
         hold(&self.codes, code.clone(), CODE_LIFETIME);
         let url = format!(
             "http://127.0.0.1:{}{}/sign-in?code={code}",
-            self.port,
-            crate::server::http::DASHBOARD_PATH
+            self.port, DASHBOARD_PATH
         );
         json(
             StatusCode::OK,
@@ -265,7 +266,7 @@ impl Dashboard {
         headers.insert(header::LOCATION, HeaderValue::from_static("/dashboard/"));
         if let Ok(cookie) = HeaderValue::from_str(&format!(
             "{COOKIE}={session}; HttpOnly; SameSite=Strict; Path={}; Max-Age={}",
-            crate::server::http::DASHBOARD_PATH,
+            DASHBOARD_PATH,
             SESSION_LIFETIME.as_secs()
         )) {
             headers.insert(header::SET_COOKIE, cookie);

@@ -10,8 +10,12 @@
 //! body, body size, requests in flight, idle connections, and legacy
 //! sessions (see [`sessions`]). hyper serves HTTP/1.1 underneath.
 
+mod service;
 mod sessions;
 mod shared_routes;
+
+pub use service::HttpOptions;
+use service::{McpService, mcp_service};
 
 pub use shared_routes::{MakeProfileServer, ProfileRoutes, SharedServing};
 use shared_routes::{Occupancy, stop_when_idle};
@@ -35,9 +39,6 @@ use hyper::{
     service::service_fn,
 };
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
 use sessions::CappedSessions;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -45,77 +46,20 @@ use tokio::{io::AsyncWriteExt, net::TcpListener, sync::Semaphore};
 use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
-use crate::{server::ZenServer, server::logging::RateLimit, server::result_handles::HttpPrincipal};
+use crate::{
+    server::ZenServer, server::dashboard::DASHBOARD_PATH, server::logging::RateLimit,
+    server::result_handles::HttpPrincipal,
+};
 
 /// The MCP endpoint's path.
 pub const MCP_PATH: &str = "/mcp";
 /// Where a shared instance serves each profile's MCP endpoint:
 /// `/p/NAME/mcp`.
 pub const PROFILE_PREFIX: &str = "/p/";
-/// Where a shared instance serves its dashboard.
-pub const DASHBOARD_PATH: &str = "/dashboard";
 /// The health endpoint's path (no token needed: load balancers poll it).
 pub const HEALTH_PATH: &str = "/healthz";
 
 type Body = BoxBody<Bytes, Infallible>;
-
-/// Pages served from this machine may always call: a DNS-rebinding page
-/// carries its own site's origin, never a loopback one.
-const LOOPBACK_ORIGINS: [&str; 6] = [
-    "http://localhost:*",
-    "https://localhost:*",
-    "http://127.0.0.1:*",
-    "https://127.0.0.1:*",
-    "http://[::1]:*",
-    "https://[::1]:*",
-];
-
-/// How the HTTP listener is set up.
-#[derive(Debug, Clone)]
-pub struct HttpOptions {
-    /// Largest request body; a larger one gets 413.
-    pub max_body_bytes: usize,
-    /// Connections served at once; one more gets 503 and is closed.
-    pub max_connections: usize,
-    /// Requests to `/mcp` in progress at once; one more gets 503.
-    pub max_requests_in_flight: usize,
-    /// A legacy session unused for this long is ended; a connection waiting
-    /// for its next request is closed after this or `header_timeout`,
-    /// whichever is shorter.
-    pub idle_timeout: Duration,
-    /// Legacy sessions held at once; a new one past this ends the least
-    /// recently used session that has no response streaming (or gets 503
-    /// when every session is streaming).
-    pub max_sessions: usize,
-    /// Connections from one IP address at once; one more gets 503 and is
-    /// closed, so one address cannot take every connection.
-    pub max_connections_per_ip: usize,
-    /// A connection must send a request's headers within this long from
-    /// when the server starts waiting for them (hyper's one timer covers
-    /// both a slow client and a kept-alive connection waiting for its next
-    /// request); otherwise it is closed.
-    pub header_timeout: Duration,
-    /// A request's whole body must arrive within this long; otherwise the
-    /// request gets 408 and its slot in flight is freed.
-    pub body_timeout: Duration,
-    /// When set, `/mcp` requires `Authorization: Bearer <token>`.
-    pub auth_token: Option<String>,
-    /// Browser origins allowed besides the loopback ones: a request with any
-    /// other `Origin` gets 403 (requests without `Origin` are not from
-    /// browsers).
-    pub allowed_origins: Vec<String>,
-    /// Host names accepted in `Host`; `None` keeps the loopback names, an
-    /// empty list accepts any (for a remote server behind a token).
-    pub allowed_hosts: Option<Vec<String>>,
-}
-
-impl HttpOptions {
-    pub const DEFAULT_MAX_REQUESTS_IN_FLIGHT: usize = 256;
-    pub const DEFAULT_MAX_SESSIONS: u64 = 256;
-    pub const DEFAULT_MAX_CONNECTIONS_PER_IP: u64 = 64;
-    pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
-    pub const DEFAULT_BODY_TIMEOUT_SECS: u64 = 30;
-}
 
 /// Refuses a listen address other machines can reach unless the user both
 /// allowed it and set a token: without one, anyone on the network could
@@ -137,41 +81,6 @@ pub fn check_http_address(
             "refusing to listen on {address} without a token: --allow-remote needs --auth-token-file FILE or ZEN_AUTH_TOKEN"
         )),
     }
-}
-
-/// rmcp's Streamable HTTP service over one server's sessions.
-type McpService = StreamableHttpService<ZenServer, CappedSessions>;
-
-/// The MCP service for `server`'s sessions, with the listener's limits.
-fn mcp_service(
-    server: ZenServer,
-    options: &HttpOptions,
-    shutdown: &CancellationToken,
-) -> (McpService, Arc<CappedSessions>) {
-    let mut config = StreamableHttpServerConfig::default()
-        .with_cancellation_token(shutdown.child_token())
-        .with_max_request_body_bytes(options.max_body_bytes)
-        // A reply that is one message goes back as plain JSON (cheaper for
-        // both ends); one preceded by progress notifications still streams.
-        .with_json_response(true)
-        .with_allowed_origins(
-            LOOPBACK_ORIGINS
-                .iter()
-                .map(|origin| origin.to_string())
-                .chain(options.allowed_origins.iter().cloned()),
-        )
-        .enforce_origin_validation();
-    match &options.allowed_hosts {
-        None => {}
-        Some(hosts) if hosts.is_empty() => config = config.disable_allowed_hosts(),
-        Some(hosts) => config = config.with_allowed_hosts(hosts.clone()),
-    }
-    let mut local = LocalSessionManager::default();
-    local.session_config.keep_alive = Some(options.idle_timeout);
-    let sessions = Arc::new(CappedSessions::new(local, options.max_sessions));
-    let mcp =
-        StreamableHttpService::new(move || Ok(server.new_session()), sessions.clone(), config);
-    (mcp, sessions)
 }
 
 /// Everything a request handler needs, shared by all connections.

@@ -19,7 +19,10 @@ use std::{
 
 use tokio_util::sync::CancellationToken;
 
-use super::{CappedSessions, HttpOptions, McpService, mcp_service};
+use super::{
+    service::{HttpOptions, McpService, mcp_service},
+    sessions::CappedSessions,
+};
 use crate::{
     gateway::profiles::{Profile, Profiles},
     server::ZenServer,

@@ -15,6 +15,7 @@ mod category;
 pub mod describe;
 mod foreign;
 pub mod gateway_modes;
+pub mod learned;
 mod manifest;
 mod mode;
 mod set;

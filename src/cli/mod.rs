@@ -5,6 +5,7 @@ pub mod args;
 mod connect;
 mod dashboard;
 mod eval;
+mod examples;
 mod exec;
 pub mod model;
 pub mod modes;
@@ -152,6 +153,11 @@ pub enum Command {
         #[command(flatten)]
         upstreams: UpstreamsArg,
     },
+    /// Examples learned from your sessions (a select followed by a successful call): list or forget them
+    Examples {
+        #[command(subcommand)]
+        command: examples::ExamplesCommand,
+    },
     /// Named sets of upstream servers, one per client of the shared instance
     Profile {
         #[command(subcommand)]
@@ -190,6 +196,7 @@ pub fn main() -> ExitCode {
             | Command::Status { .. }
             | Command::Upstream { .. }
             | Command::Profile { .. }
+            | Command::Examples { .. }
             | Command::Dashboard { .. }
     );
     let _logging = if reports {
@@ -287,6 +294,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             catalog,
         } => select::run(&before.catalog_flags(&catalog), task, top, json),
         Command::Model { command } => model::run(command),
+        Command::Examples { command } => examples::run(command),
         Command::Connect {
             profile,
             idle_stop_secs,

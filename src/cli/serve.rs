@@ -95,6 +95,9 @@ pub struct ServeArgs {
     /// The longest a `script` may run, in milliseconds (a request's timeout_ms above it is cut to it)
     #[arg(long, env = settings::SCRIPT_MAX_MS, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=30_000))]
     pub script_max_ms: u64,
+    /// zen: when a select is followed by a successful call of an upstream tool, keep the task as that tool's example on this machine (`zenmode examples` lists and forgets them)
+    #[arg(long, value_enum, env = settings::LEARN_EXAMPLES, default_value = "on", ignore_case = true)]
+    pub learn_examples: OnOff,
     /// Keep a result larger than --result-handle-bytes as a handle (a preview and a resource link in the reply) instead of returning it whole
     #[arg(long, value_enum, env = settings::RESULT_HANDLES, default_value = "on", ignore_case = true)]
     pub result_handles: OnOff,
@@ -253,6 +256,7 @@ impl ServeArgs {
             unavailable: Vec::new(),
             hidden_tool_hints: self.hidden_tool_hints,
             tool_prefix: self.tool_prefix.trim().to_owned(),
+            learn_examples: self.learn_examples == OnOff::On,
         }
     }
 }

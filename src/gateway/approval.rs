@@ -84,6 +84,7 @@ pub(super) fn approve(
     let mut quarantined = BTreeMap::new();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let examples = ExampleSource::for_server(&[config.name.as_str()], &names);
+    let learned = crate::catalog::learned::LearnedStore::of_user().for_server(&config.name);
     let mut server_report = report(config, source);
     server_report.first_use = first_use;
     for tool in tools {
@@ -99,7 +100,11 @@ pub(super) fn approve(
         }
         match pins.verdict_of(name, &hash) {
             Verdict::Approved => {
-                let tool_examples = examples.examples(name);
+                let mut tool_examples = examples.examples(name);
+                if let Some(more) = learned.get(name) {
+                    tool_examples.examples =
+                        tool_examples.examples.iter().chain(more).cloned().collect();
+                }
                 match upstream_mode_from_text(
                     &config.name,
                     &config.prefix,

@@ -41,6 +41,11 @@ pub fn shared_instance_dir() -> PathBuf {
     state_dir().join("shared")
 }
 
+/// The examples learned from this user's sessions (`zenmode examples`).
+pub fn learned_examples_file() -> PathBuf {
+    state_dir().join("learned").join("examples.json")
+}
+
 /// The upstreams file when no `--upstreams` is given.
 pub fn upstreams_file() -> PathBuf {
     config_dir().join("upstreams.json")

@@ -48,6 +48,9 @@ pub const RESULT_HANDLE_TTL_SECS: &str = "ZEN_RESULT_HANDLE_TTL_SECS";
 pub const SCRIPT_WRITES: &str = "ZEN_SCRIPT_WRITES";
 /// `serve --script-max-ms`: the longest a script may run.
 pub const SCRIPT_MAX_MS: &str = "ZEN_SCRIPT_MAX_MS";
+/// `serve --learn-examples`: whether a select followed by a successful
+/// call becomes a local example.
+pub const LEARN_EXAMPLES: &str = "ZEN_LEARN_EXAMPLES";
 /// Weights for the model-backed ranking, for tuning experiments.
 pub const SELECT_MODEL_TUNING: &str = "ZEN_SELECT_MODEL_TUNING";
 /// Weights for the table ranking, for tuning experiments.

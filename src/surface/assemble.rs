@@ -217,7 +217,9 @@ impl StrategyKind {
     ) -> Result<Arc<dyn Strategy>, String> {
         let strategy: Arc<dyn Strategy> = match self {
             StrategyKind::Zen => Arc::new(
-                zen::Zen::new(catalog, &options.pinned)?.noting_unavailable(&options.unavailable),
+                zen::Zen::new(catalog, &options.pinned)?
+                    .noting_unavailable(&options.unavailable)
+                    .learning(options.learn_examples),
             ),
             StrategyKind::Full => Arc::new(full::Full::new(catalog)),
             StrategyKind::Lazy => Arc::new(lazy::Lazy::new(catalog)),

@@ -32,9 +32,42 @@ pub struct UnknownTool(pub String);
 pub struct Session {
     active: Mutex<BTreeSet<String>>,
     changes: AtomicU64,
+    /// The last task `zen_select_mode` was asked about, for the example a
+    /// call that follows may teach (`catalog::learned`).
+    selected: Mutex<Option<Selected>>,
+}
+
+/// A task and the mode recommended for it.
+#[derive(Debug, Clone)]
+pub struct Selected {
+    pub task: String,
+    pub recommended: String,
+    pub at: std::time::Instant,
 }
 
 impl Session {
+    /// Notes the task a select was asked about and what it recommended.
+    pub fn note_selected(&self, task: &str, recommended: &str) {
+        *self
+            .selected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Selected {
+            task: task.to_owned(),
+            recommended: recommended.to_owned(),
+            at: std::time::Instant::now(),
+        });
+    }
+
+    /// The task noted last, if it was noted within `within`; it is taken,
+    /// so that one select teaches at most one example.
+    pub fn take_selected(&self, within: std::time::Duration) -> Option<Selected> {
+        self.selected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .filter(|selected| selected.at.elapsed() <= within)
+    }
+
     pub fn active(&self) -> BTreeSet<String> {
         self.lock().clone()
     }
@@ -182,6 +215,10 @@ pub struct SurfaceOptions {
     /// Put before the name of every meta tool (`afd-` gives design 003's
     /// `afd-discover`, `afd-call` and so on); modes keep their names.
     pub tool_prefix: String,
+    /// `zen`: a select followed by a successful call of an upstream tool
+    /// teaches that tool the task (`catalog::learned`); servers set it
+    /// from `--learn-examples`.
+    pub learn_examples: bool,
 }
 
 impl Default for SurfaceOptions {
@@ -194,6 +231,7 @@ impl Default for SurfaceOptions {
             hidden_tool_hints: false,
             unavailable: Vec::new(),
             tool_prefix: String::new(),
+            learn_examples: false,
         }
     }
 }

@@ -70,7 +70,10 @@ pub fn zenmode(args: &[&str]) -> Command {
         .env("ZEN_CONFIG_DIR", "/nonexistent/zenmode-test-config")
         // Threads stay in the process: tests never write the machine's
         // state directory (tests/stores.rs tests the stores themselves).
-        .env("ZEN_STORE", "memory:");
+        .env("ZEN_STORE", "memory:")
+        // Nor learn examples there, which would change later rankings
+        // (tests/learned_examples.rs turns it on in a folder of its own).
+        .env("ZEN_LEARN_EXAMPLES", "off");
     for variable in PROVIDER_VARIABLES {
         command.env_remove(variable);
     }

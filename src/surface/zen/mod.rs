@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::{SessionView, Strategy, UnknownTool, call_mode_by_name, mode_tool};
+use super::{Session, SessionView, Strategy, UnknownTool, call_mode_by_name, mode_tool};
 use crate::{
     call::CallContext,
     catalog::Catalog,
@@ -35,7 +35,12 @@ Multi-step modes answer with a continuation_id: pass it back on the next step to
 
 pub struct Zen {
     tools: Vec<Value>,
+    /// Whether a select followed by a successful call becomes an example.
+    learn: bool,
 }
+
+/// How long after a select a call still counts as following it.
+const LEARN_WITHIN: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 impl Zen {
     /// The meta tools plus `pinned` modes; errors name a pinned mode that
@@ -67,8 +72,55 @@ impl Zen {
                 seen.push(name.clone());
             }
         }
-        Ok(Zen { tools })
+        Ok(Zen {
+            tools,
+            learn: false,
+        })
     }
+
+    /// Learns examples from this strategy's sessions (`--learn-examples`).
+    pub fn learning(mut self, learn: bool) -> Self {
+        self.learn = learn;
+        self
+    }
+}
+
+/// After a successful call of `mode` that followed a select in the same
+/// session: when `mode` is an upstream tool, the select's task becomes its
+/// example (written off the async threads; a failure is logged only).
+fn learn_from(engine: &Engine, session: &Session, mode: &str, outcome: &Outcome) {
+    if outcome.is_error {
+        return;
+    }
+    let Some(selected) = session.take_selected(LEARN_WITHIN) else {
+        return;
+    };
+    let catalog = engine.catalog();
+    let Some(found) = catalog.get(mode) else {
+        return;
+    };
+    let crate::catalog::Origin::Upstream(server) = &found.origin else {
+        return;
+    };
+    let example = crate::catalog::learned::Learned {
+        server: server.clone(),
+        tool: found
+            .manifest()
+            .upstream_tool
+            .clone()
+            .unwrap_or_else(|| mode.to_owned()),
+        mode: mode.to_owned(),
+        correction: selected.recommended != mode,
+        task: selected.task,
+        at_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64),
+    };
+    tokio::task::spawn_blocking(move || {
+        if let Err(error) = crate::catalog::learned::LearnedStore::of_user().record(example) {
+            tracing::warn!(%error, "could not keep a learned example");
+        }
+    });
 }
 
 /// A parsed call of this strategy: the one place its tool names are dispatched.
@@ -151,7 +203,7 @@ impl Strategy for Zen {
     async fn call(
         &self,
         engine: &Engine,
-        _: SessionView<'_>,
+        session: SessionView<'_>,
         name: &str,
         arguments: Map<String, Value>,
         call: &CallContext,
@@ -163,9 +215,32 @@ impl Strategy for Zen {
                 if let Some(Value::String(mode)) = arguments.get("mode") {
                     engine.await_mode(mode).await;
                 }
-                Ok(select_mode::call(engine, arguments).await)
+                let task = arguments
+                    .get("task_description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let outcome = select_mode::call(engine, arguments).await;
+                if self.learn
+                    && !outcome.is_error
+                    && let (Some(task), Some(mode)) = (task, outcome.body["mode"].as_str())
+                {
+                    session.state.note_selected(&task, mode);
+                }
+                Ok(outcome)
             }
-            Some(ZenTool::Execute(arguments)) => Ok(execute::call(engine, arguments, call).await),
+            Some(ZenTool::Execute(arguments)) => {
+                let mode = arguments
+                    .get("mode")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let outcome = execute::call(engine, arguments, call).await;
+                if self.learn
+                    && let Some(mode) = mode
+                {
+                    learn_from(engine, session.state, &mode, &outcome);
+                }
+                Ok(outcome)
+            }
             Some(ZenTool::Mode { name, request }) => {
                 call_mode_by_name(engine, &name, request, call).await
             }

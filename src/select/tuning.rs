@@ -146,6 +146,12 @@ pub struct Tuning {
     /// lists its parameter names as words ("parameters: repo path,
     /// max count"), which say what the tool works on.
     pub meaning_parameters: bool,
+    /// With the full model only: the request's vector passes through the
+    /// request adapter (`data/embedding/request_adapter.f32`, trained on the
+    /// shipped example requests) before it is compared with descriptions;
+    /// example requests are compared with the vector as the model gave it.
+    /// docs/decisions/0020-request-adapter.md has the measurement.
+    pub request_adapter: bool,
     /// With the full model only: the most tokens it reads of a request,
     /// `[CLS]` and `[SEP]` included (over it, the middle of the request is
     /// left out: `Transformer::embed_within`). The encoder's time grows with the
@@ -238,6 +244,7 @@ impl Tuning {
         builtin_meaning: 0.0,
         meaning_parameters: false,
         request_tokens: 48,
+        request_adapter: true,
         tool_example_weight: 1.0,
         tool_phrasing_weight: 1.0,
         example_meaning: 1.0,
@@ -298,6 +305,10 @@ impl Tuning {
                 }
                 "meaning_parameters" => {
                     tuning.meaning_parameters = value > 0.0;
+                    continue;
+                }
+                "request_adapter" => {
+                    tuning.request_adapter = value > 0.0;
                     continue;
                 }
                 other => return Err(format!("tuning override: unknown constant `{other}`")),

@@ -158,6 +158,9 @@ pub struct EmbeddingIndex {
 pub struct QueryMeaning {
     /// Unit sentence vector.
     pub vector: Vec<f32>,
+    /// With the full model: the vector through the request adapter, which
+    /// descriptions are compared with (examples are compared with `vector`).
+    pub adapted: Option<Vec<f32>>,
     /// With the table: each token's unit row (`tokens × dims`) and its
     /// weight (the row's length, which refinement made small for filler).
     token_rows: Vec<f32>,
@@ -318,8 +321,14 @@ impl EmbeddingIndex {
     /// `probe`: a fixed calibration text, worth keeping on disk.
     /// `budget`: the most tokens the full model reads of it
     /// ([`Tuning::request_tokens`](crate::select::Tuning::request_tokens)).
-    pub fn embed_query(&self, query: &str, probe: bool, budget: usize) -> Option<QueryMeaning> {
-        let _ = (probe, budget);
+    pub fn embed_query(
+        &self,
+        query: &str,
+        probe: bool,
+        budget: usize,
+        adapt: bool,
+    ) -> Option<QueryMeaning> {
+        let _ = (probe, budget, adapt);
         match self.encoder {
             Encoder::Table(table) => {
                 let dims = table.dims();
@@ -334,6 +343,7 @@ impl EmbeddingIndex {
                 let token_weights = ids.iter().map(|&id| table.length(id)).collect();
                 Some(QueryMeaning {
                     vector,
+                    adapted: None,
                     token_rows,
                     token_weights,
                 })
@@ -343,6 +353,9 @@ impl EmbeddingIndex {
                 model
                     .embed_within(query, probe, budget)
                     .map(|vector| QueryMeaning {
+                        adapted: adapt
+                            .then(|| super::transformer::adapt_request(&vector))
+                            .flatten(),
                         vector,
                         ..QueryMeaning::default()
                     })
@@ -512,13 +525,13 @@ mod tests {
             .into_iter(),
         );
         let query = index
-            .embed_query("my friends and I planned a picnic in the park on Saturday, so will the weather hold up", false, 256)
+            .embed_query("my friends and I planned a picnic in the park on Saturday, so will the weather hold up", false, 256, false)
             .unwrap();
         let soft = index.soft_matches(&query, &[0, 1, 2, 99]);
         assert_eq!(soft.len(), 4);
         assert!(soft.iter().all(|s| (0.0..=1.0).contains(s)), "{soft:?}");
         assert_eq!((soft[2], soft[3]), (0.0, 0.0), "no text, no such mode");
-        let alone = index.embed_query("weather", false, 256).unwrap();
+        let alone = index.embed_query("weather", false, 256, false).unwrap();
         let exact = index.soft_matches(&alone, &[0, 1]);
         assert!(exact[0] > 0.99, "a word matches itself: {exact:?}");
         assert!(exact[1] < 0.8, "{exact:?}");
@@ -555,7 +568,12 @@ mod tests {
         );
         assert_eq!(index.example_count(), 2);
         let query = index
-            .embed_query("what have I changed since my last commit", false, 256)
+            .embed_query(
+                "what have I changed since my last commit",
+                false,
+                256,
+                false,
+            )
             .unwrap();
         let best = index.example_similarities(&query.vector, 2, 1);
         let exact = table
@@ -595,10 +613,10 @@ mod tests {
             .into_iter(),
         );
         let query = index
-            .embed_query("I need a plane ticket to Paris", false, 256)
+            .embed_query("I need a plane ticket to Paris", false, 256, false)
             .unwrap();
         let similarities = index.similarities(&query.vector);
         assert!(similarities[0] > similarities[1], "{similarities:?}");
-        assert!(index.embed_query("", false, 256).is_none());
+        assert!(index.embed_query("", false, 256, false).is_none());
     }
 }

@@ -141,6 +141,50 @@ fn open_cached(
     Ok(transformer)
 }
 
+/// The request adapter: a 384x384 matrix (row-major little-endian f32) that
+/// `scripts/embedding/adapter.py` trains on the shipped example requests,
+/// so that a request's vector lands nearer the description of the tool it
+/// asks for (docs/decisions/0020-request-adapter.md).
+static REQUEST_ADAPTER: &[u8] = include_bytes!("../../../data/embedding/request_adapter.f32");
+
+/// `vector` through the request adapter, normalized; `None` when the
+/// adapter does not fit the vector's size.
+pub fn adapt_request(vector: &[f32]) -> Option<Vec<f32>> {
+    static MATRIX: OnceLock<Vec<f32>> = OnceLock::new();
+    let matrix = MATRIX.get_or_init(|| {
+        let from_file = crate::platform::settings::get_os(crate::platform::settings::REQUEST_ADAPTER)
+            .map(|path| {
+                if path == "none" {
+                    return Vec::new();
+                }
+                std::fs::read(&path).unwrap_or_else(|error| {
+                    tracing::warn!(path = %std::path::Path::new(&path).display(), %error, "cannot read the request adapter; none is used");
+                    Vec::new()
+                })
+            });
+        from_file
+            .as_deref()
+            .unwrap_or(REQUEST_ADAPTER)
+            .chunks_exact(4)
+            .map(|bytes| f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+            .collect()
+    });
+    let dims = vector.len();
+    if dims == 0 || matrix.len() != dims * dims {
+        return None;
+    }
+    let mut adapted: Vec<f32> = matrix
+        .chunks_exact(dims)
+        .map(|row| row.iter().zip(vector).map(|(w, x)| w * x).sum())
+        .collect();
+    let norm = adapted.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm <= f32::EPSILON {
+        return None;
+    }
+    adapted.iter_mut().for_each(|x| *x /= norm);
+    Some(adapted)
+}
+
 /// The model, if [`load`] succeeded or the one named by [`load_later`]
 /// opens (on this first call).
 pub fn loaded() -> Option<&'static Transformer> {
@@ -465,6 +509,25 @@ fn append_record(file: &Path, key: &Key, vector: &[f32]) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_request_adapter_moves_a_vector_and_keeps_it_a_unit_one() {
+        let dims = 384;
+        let mut vector: Vec<f32> = (0..dims).map(|i| ((i * 37 % 101) as f32) - 50.0).collect();
+        let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        vector.iter_mut().for_each(|x| *x /= norm);
+        let adapted = adapt_request(&vector).expect("the shipped adapter fits 384 dimensions");
+        assert_eq!(adapted.len(), dims);
+        let length = adapted.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((length - 1.0).abs() < 1e-4, "{length}");
+        let cosine: f32 = adapted.iter().zip(&vector).map(|(a, b)| a * b).sum();
+        // Trained near the identity: it moves a vector, not far.
+        assert!(cosine > 0.5 && cosine < 0.9999, "{cosine}");
+        assert!(
+            adapt_request(&vector[..10]).is_none(),
+            "a vector of another size"
+        );
+    }
 
     /// A configuration that does not fit is refused before any weights are
     /// read (the encoder would divide by zero heads, or index past the

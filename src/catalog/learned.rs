@@ -1,6 +1,6 @@
-//! Examples learned from this user's sessions: when a session asked
-//! `zen_select_mode` about a task and then ran an upstream tool with
-//! `zen_execute` successfully, the task becomes an example request of that
+//! Examples learned from this user's sessions: when a session asked for a
+//! recommendation for a task and then ran an upstream tool successfully
+//! (the surface notes both), the task becomes an example request of that
 //! tool, as the shipped examples are (`tool_examples.rs`). A correction (the
 //! tool run was not the one recommended) counts most: it is the last to go
 //! when a tool has too many.

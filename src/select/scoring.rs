@@ -110,7 +110,7 @@ impl Index {
                 text,
                 probe,
                 self.tuning.request_tokens,
-                self.tuning.request_adapter,
+                self.tuning.request_adapter > 0.0 && self.ranker != Ranker::Embed,
             )
         });
         Query {
@@ -217,8 +217,18 @@ impl Index {
                 let alone = self.ranker == Ranker::Embed;
                 let builtin = self.tuning.builtin_meaning;
                 let shared = builtin > 0.0 && index.is_full_model();
-                let mut cosines: Vec<f32> = index
-                    .similarities(meaning.adapted.as_deref().unwrap_or(&meaning.vector))
+                let raw = index.similarities(&meaning.vector);
+                let blended = match meaning.adapted.as_deref() {
+                    None => raw,
+                    Some(adapted) => {
+                        let share = self.tuning.request_adapter.clamp(0.0, 1.0);
+                        raw.into_iter()
+                            .zip(index.similarities(adapted))
+                            .map(|(raw, adapted)| (1.0 - share) * raw + share * adapted)
+                            .collect()
+                    }
+                };
+                let mut cosines: Vec<f32> = blended
                     .into_iter()
                     .zip(&self.has_examples)
                     .map(|(cos, &has)| {

@@ -146,12 +146,13 @@ pub struct Tuning {
     /// lists its parameter names as words ("parameters: repo path,
     /// max count"), which say what the tool works on.
     pub meaning_parameters: bool,
-    /// With the full model only: the request's vector passes through the
-    /// request adapter (`data/embedding/request_adapter.f32`, trained on the
-    /// shipped example requests) before it is compared with descriptions;
-    /// example requests are compared with the vector as the model gave it.
+    /// With the full model only: how much of a description's cosine comes
+    /// from the request's vector through the request adapter
+    /// (`data/embedding/request_adapter.f32`, trained on the shipped example
+    /// requests) rather than from the vector as the model gave it; example
+    /// requests are always compared with the latter. 0: no adapter.
     /// docs/decisions/0020-request-adapter.md has the measurement.
-    pub request_adapter: bool,
+    pub request_adapter: f32,
     /// With the full model only: the most tokens it reads of a request,
     /// `[CLS]` and `[SEP]` included (over it, the middle of the request is
     /// left out: `Transformer::embed_within`). The encoder's time grows with the
@@ -244,7 +245,8 @@ impl Tuning {
         builtin_meaning: 0.0,
         meaning_parameters: false,
         request_tokens: 48,
-        request_adapter: true,
+        // Off: it costs no-fit detection more than it gives (decision 0020).
+        request_adapter: 0.0,
         tool_example_weight: 1.0,
         tool_phrasing_weight: 1.0,
         example_meaning: 1.0,
@@ -295,6 +297,7 @@ impl Tuning {
                 "server_named" => &mut tuning.server_named,
                 "deprecated" => &mut tuning.deprecated,
                 "example_ready_cosine" => &mut tuning.example_ready_cosine,
+                "request_adapter" => &mut tuning.request_adapter,
                 "example_neighbours" => {
                     tuning.example_neighbours = value.max(1.0) as usize;
                     continue;
@@ -305,10 +308,6 @@ impl Tuning {
                 }
                 "meaning_parameters" => {
                     tuning.meaning_parameters = value > 0.0;
-                    continue;
-                }
-                "request_adapter" => {
-                    tuning.request_adapter = value > 0.0;
                     continue;
                 }
                 other => return Err(format!("tuning override: unknown constant `{other}`")),

@@ -126,6 +126,20 @@ fn server_processes(setup: &Setup, pid_file: &str) -> Vec<u32> {
         .collect()
 }
 
+/// Sends `alpha__slow` as request `id` and waits for its first progress
+/// (the call is then running at the upstream server).
+fn start_slow_call(client: &mut Client, id: &str, seconds: f64) {
+    client.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "zen_execute",
+        "arguments": {"mode": "alpha__slow", "request": {"seconds": seconds}},
+        "_meta": {"progressToken": id}}}),
+    );
+    client.wait_for(|m| {
+        m["method"] == "notifications/progress" && m["params"]["progressToken"] == id
+    });
+}
+
 fn text(result: &Value) -> String {
     result["content"][0]["text"]
         .as_str()
@@ -185,15 +199,7 @@ fn two_clients_share_one_instance_and_each_sees_only_its_profile() {
     assert_eq!(server_processes(&setup, "alpha.pid").len(), 1);
 
     // Progress and an upstream's elicitation pass through the bridge.
-    first.send(
-        &json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call", "params": {
-        "name": "zen_execute",
-        "arguments": {"mode": "alpha__slow", "request": {"seconds": 0.6}},
-        "_meta": {"progressToken": "slow-progress"}}}),
-    );
-    first.wait_for(|m| {
-        m["method"] == "notifications/progress" && m["params"]["progressToken"] == "slow-progress"
-    });
+    start_slow_call(&mut first, "slow", 0.6);
     let done = first.reply_to(&json!("slow"));
     assert!(done.get("result").is_some(), "{done}");
     first.send(
@@ -214,15 +220,7 @@ fn two_clients_share_one_instance_and_each_sees_only_its_profile() {
         "the other client was asked"
     );
     // A cancellation reaches the upstream server through the bridge.
-    first.send(
-        &json!({"jsonrpc": "2.0", "id": "cancel-me", "method": "tools/call", "params": {
-        "name": "zen_execute",
-        "arguments": {"mode": "alpha__slow", "request": {"seconds": 30}},
-        "_meta": {"progressToken": "cancel-me"}}}),
-    );
-    first.wait_for(|m| {
-        m["method"] == "notifications/progress" && m["params"]["progressToken"] == "cancel-me"
-    });
+    start_slow_call(&mut first, "cancel-me", 30.0);
     first.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": "cancel-me", "reason": "the user changed their mind"}}),
@@ -300,13 +298,7 @@ fn a_killed_instance_gives_each_client_a_clear_error_and_the_next_connect_starts
     let _stop = Stopper(&setup);
     let mut client = connect(&setup, "one");
     let old = record(&setup).unwrap()["pid"].as_u64().unwrap() as u32;
-    client.send(
-        &json!({"jsonrpc": "2.0", "id": "waiting", "method": "tools/call", "params": {
-        "name": "zen_execute",
-        "arguments": {"mode": "alpha__slow", "request": {"seconds": 30}},
-        "_meta": {"progressToken": "waiting"}}}),
-    );
-    client.wait_for(|m| m["method"] == "notifications/progress");
+    start_slow_call(&mut client, "waiting", 30.0);
     // SAFETY: a signal to the test's own child's pid.
     unsafe { libc::kill(old as libc::pid_t, libc::SIGKILL) };
 

@@ -19,6 +19,8 @@ use std::{
     collections::HashMap,
     io,
     path::{Path, PathBuf},
+    sync::{Arc, Mutex, PoisonError},
+    time::SystemTime,
 };
 
 use serde::{Deserialize, Serialize};
@@ -92,13 +94,40 @@ impl LearnedStore {
         }
     }
 
-    /// `server`'s learned examples, by tool name.
+    /// `server`'s learned examples, by tool name. Every server's tools ask
+    /// at start-up, so the file is parsed once while it stays the same
+    /// (its size and modification time).
     pub fn for_server(&self, server: &str) -> HashMap<String, Vec<String>> {
         let mut tools: HashMap<String, Vec<String>> = HashMap::new();
-        for example in self.load().into_iter().filter(|e| e.server == server) {
-            tools.entry(example.tool).or_default().push(example.task);
+        for example in self.load_cached().iter().filter(|e| e.server == server) {
+            tools
+                .entry(example.tool.clone())
+                .or_default()
+                .push(example.task.clone());
         }
         tools
+    }
+
+    fn load_cached(&self) -> Arc<Vec<Learned>> {
+        type Parsed = (PathBuf, u64, SystemTime, Arc<Vec<Learned>>);
+        static LAST: Mutex<Option<Parsed>> = Mutex::new(None);
+        let Ok(meta) = std::fs::metadata(&self.file) else {
+            return Arc::default();
+        };
+        let stamp = (
+            meta.len(),
+            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        );
+        let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((file, len, modified, parsed)) = last.as_ref()
+            && *file == self.file
+            && (*len, *modified) == stamp
+        {
+            return parsed.clone();
+        }
+        let parsed = Arc::new(self.load());
+        *last = Some((self.file.clone(), stamp.0, stamp.1, parsed.clone()));
+        parsed
     }
 
     /// Keeps `example` (its task cleaned and cut to length); the same task

@@ -9,13 +9,7 @@
 //! answer, and every later one, gets an error saying so; the client's next
 //! `connect` starts a new instance.
 
-use std::{
-    collections::HashSet,
-    path::Path,
-    process::ExitCode,
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+use std::{collections::HashSet, path::Path, process::ExitCode, time::Duration};
 
 use anyhow::Context;
 use rmcp::{
@@ -96,30 +90,19 @@ fn gone(id: RequestId, why: &str) -> ServerJsonRpcMessage {
     )
 }
 
-/// The requests sent to the instance and not yet answered.
-type Pending = Arc<Mutex<HashSet<RequestId>>>;
-
-fn lock(pending: &Pending) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
-    pending.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 async fn bridge(
     record: InstanceRecord,
     profile: Option<&str>,
     token: String,
 ) -> anyhow::Result<()> {
-    crate::gateway::tls::install_tls_provider();
-    // Loopback only: a proxy from the environment must not see this.
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .context("cannot make the HTTP client")?;
+    let client = crate::cli::shared::loopback_client(None)?;
     let config =
         StreamableHttpClientTransportConfig::with_uri(record.mcp_url(profile)).auth_header(token);
     let mut instance = StreamableHttpClientTransport::with_client(client, config);
     let mut local =
         AsyncRwTransport::<RoleServer, _, _>::new_server(tokio::io::stdin(), tokio::io::stdout());
-    let pending: Pending = Arc::default();
+    // The requests sent to the instance and not yet answered.
+    let mut pending: HashSet<RequestId> = HashSet::new();
     let (failed_tx, mut failed_rx) = tokio::sync::mpsc::unbounded_channel::<ServerJsonRpcMessage>();
     let mut gone_why: Option<String> = None;
     let mut liveness = tokio::time::interval(LIVENESS_EVERY);
@@ -138,7 +121,7 @@ async fn bridge(
                     continue;
                 }
                 if let Some(id) = &id {
-                    lock(&pending).insert(id.clone());
+                    pending.insert(id.clone());
                 }
                 let sending = instance.send(message);
                 let failed = failed_tx.clone();
@@ -154,18 +137,18 @@ async fn bridge(
                 match from_instance {
                     Some(message) => {
                         if let ServerJsonRpcMessage::Response(response) = &message {
-                            lock(&pending).remove(&response.id);
+                            pending.remove(&response.id);
                         }
                         if let ServerJsonRpcMessage::Error(error) = &message
                             && let Some(id) = &error.id
                         {
-                            lock(&pending).remove(id);
+                            pending.remove(id);
                         }
                         local.send(message).await?;
                     }
                     None => {
                         let why = "its connection closed".to_owned();
-                        answer_pending(&mut local, &pending, &why).await?;
+                        answer_pending(&mut local, &mut pending, &why).await?;
                         gone_why = Some(why);
                     }
                 }
@@ -173,7 +156,7 @@ async fn bridge(
             Some(failure) = failed_rx.recv() => {
                 if let ServerJsonRpcMessage::Error(error) = &failure
                     && let Some(id) = &error.id
-                    && lock(&pending).remove(id)
+                    && pending.remove(id)
                 {
                     local.send(failure).await?;
                 }
@@ -182,7 +165,7 @@ async fn bridge(
                 if !crate::platform::process::is_alive(record.pid) {
                     let why = format!("its process {} ended", record.pid);
                     crate::server::logging::print(&format!("zenmode connect: the shared instance is gone ({why})"));
-                    answer_pending(&mut local, &pending, &why).await?;
+                    answer_pending(&mut local, &mut pending, &why).await?;
                     gone_why = Some(why);
                 }
             }
@@ -197,10 +180,10 @@ async fn bridge(
 
 async fn answer_pending(
     local: &mut AsyncRwTransport<RoleServer, tokio::io::Stdin, tokio::io::Stdout>,
-    pending: &Pending,
+    pending: &mut HashSet<RequestId>,
     why: &str,
 ) -> anyhow::Result<()> {
-    let waiting: Vec<RequestId> = lock(pending).drain().collect();
+    let waiting: Vec<RequestId> = pending.drain().collect();
     for id in waiting {
         local.send(gone(id, why)).await?;
     }

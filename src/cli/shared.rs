@@ -181,54 +181,69 @@ pub fn claim_instance() -> anyhow::Result<Claim> {
     })
 }
 
-/// A request to the running shared instance's dashboard API (`path` under
-/// `/dashboard/api/`), with its token: `None` when no instance runs (or it
-/// serves another upstreams file), else its JSON answer or why there is none.
+/// An HTTP client for the instance on loopback: a proxy named by the
+/// environment must not see its requests.
+pub fn loopback_client(timeout: Option<Duration>) -> anyhow::Result<reqwest::Client> {
+    crate::gateway::tls::install_tls_provider();
+    let mut builder = reqwest::Client::builder().no_proxy();
+    if let Some(timeout) = timeout {
+        builder = builder.timeout(timeout);
+    }
+    builder.build().context("cannot make the HTTP client")
+}
+
+/// A request to `record`'s dashboard API (`path` under `/dashboard/api/`)
+/// with the instance's token: its JSON answer, or why there is none.
+pub fn instance_api(
+    record: &InstanceRecord,
+    method: reqwest::Method,
+    path: &str,
+) -> Result<Value, String> {
+    let token = SharedDir::of_user()
+        .token()
+        .map_err(|error| format!("cannot read the shared instance's token: {error}"))?;
+    let client =
+        loopback_client(Some(Duration::from_secs(10))).map_err(|error| format!("{error:#}"))?;
+    let runtime = crate::cli::runtime::runtime(false).map_err(|error| error.to_string())?;
+    runtime.block_on(async {
+        let response = client
+            .request(
+                method,
+                format!(
+                    "http://127.0.0.1:{}{}/api/{path}",
+                    record.port,
+                    crate::server::dashboard::DASHBOARD_PATH
+                ),
+            )
+            .bearer_auth(token)
+            .send()
+            .await
+            .map_err(|error| format!("the shared instance did not answer: {error}"))?;
+        let status = response.status();
+        let body: Value = response
+            .json()
+            .await
+            .map_err(|error| format!("the shared instance's answer is not JSON: {error}"))?;
+        if status.is_success() {
+            Ok(body)
+        } else {
+            Err(body["message"].as_str().unwrap_or("refused").to_owned())
+        }
+    })
+}
+
+/// [`instance_api`] of the running instance, when one serves `upstreams`;
+/// `None` when none runs (or it serves another upstreams file).
 pub fn ask_instance(
     upstreams: &Path,
     method: reqwest::Method,
     path: &str,
 ) -> Option<(InstanceRecord, Result<Value, String>)> {
-    let dir = SharedDir::of_user();
-    let record = dir.running()?;
+    let record = SharedDir::of_user().running()?;
     if !same_file(&record.upstreams, upstreams) {
         return None;
     }
-    let answer = (|| {
-        let token = dir.token().map_err(|error| error.to_string())?;
-        let runtime = crate::cli::runtime::runtime(false).map_err(|error| error.to_string())?;
-        runtime.block_on(async {
-            crate::gateway::tls::install_tls_provider();
-            let client = reqwest::Client::builder()
-                .no_proxy()
-                .timeout(Duration::from_secs(10))
-                .build()
-                .map_err(|error| error.to_string())?;
-            let response = client
-                .request(
-                    method,
-                    format!(
-                        "http://127.0.0.1:{}{}/api/{path}",
-                        record.port,
-                        crate::server::dashboard::DASHBOARD_PATH
-                    ),
-                )
-                .bearer_auth(token)
-                .send()
-                .await
-                .map_err(|error| format!("the shared instance did not answer: {error}"))?;
-            let status = response.status();
-            let body: Value = response
-                .json()
-                .await
-                .map_err(|error| format!("the shared instance's answer is not JSON: {error}"))?;
-            if status.is_success() {
-                Ok(body)
-            } else {
-                Err(body["message"].as_str().unwrap_or("refused").to_owned())
-            }
-        })
-    })();
+    let answer = instance_api(&record, method, path);
     Some((record, answer))
 }
 

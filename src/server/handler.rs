@@ -99,9 +99,9 @@ pub struct ZenServer {
     feed: Option<Arc<ActivityFeed>>,
     /// The profile whose servers this server's sessions see.
     profile: Option<Arc<str>>,
-    /// The full tool list's size in bytes, by the catalog's size it was
-    /// measured at (the dashboard's tokens saved).
-    full_list: Arc<std::sync::Mutex<(usize, usize)>>,
+    /// The catalog's size, and the bytes of the full tool list and of this
+    /// server's list measured at that size (the dashboard's tokens saved).
+    full_list: Arc<std::sync::Mutex<(usize, usize, usize)>>,
 }
 
 /// A fresh, unguessable session key.
@@ -169,23 +169,27 @@ impl ZenServer {
     /// client, at four bytes a token.
     fn tokens_saved(&self) -> usize {
         let catalog = self.engine.catalog();
-        let full = {
-            let mut cached = self
-                .full_list
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if cached.0 != catalog.len() || cached.1 == 0 {
-                let options = crate::surface::SurfaceOptions::default();
-                let bytes = crate::surface::StrategyKind::Full
-                    .over(&catalog, &options)
-                    .map(|full| json_bytes(&initial_tools(full.as_ref())))
-                    .unwrap_or(0);
-                *cached = (catalog.len(), bytes);
-            }
-            cached.1
+        let listed = || json_bytes(&self.strategy.tools(self.view(false)));
+        let mut cached = self
+            .full_list
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cached.0 != catalog.len() || cached.1 == 0 {
+            let options = crate::surface::SurfaceOptions::default();
+            let full = crate::surface::StrategyKind::Full
+                .over(&catalog, &options)
+                .map(|full| json_bytes(&initial_tools(full.as_ref())))
+                .unwrap_or(0);
+            *cached = (catalog.len(), full, listed());
+        }
+        // A list that follows the session (`lazy`, `groups`) is measured
+        // anew; a fixed one once with the full list.
+        let listed = if self.strategy.is_dynamic() {
+            listed()
+        } else {
+            cached.2
         };
-        let listed = json_bytes(&self.strategy.tools(self.view(false)));
-        full.saturating_sub(listed) / 4
+        cached.1.saturating_sub(listed) / 4
     }
 
     /// Every call's activity line also carries its arguments (`--log-arguments`).

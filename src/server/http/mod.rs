@@ -309,6 +309,8 @@ async fn handle(front: &Front, request: Request<Incoming>) -> Response<Body> {
                     "Not found: a profile's MCP endpoint is /p/NAME/mcp\n",
                 );
             };
+            // Before the lookup: without the token, no answer tells which
+            // profiles exist (serve_mcp checks again, as for /mcp).
             if !authorized(front, &request) {
                 return unauthorized(front);
             }
@@ -359,101 +361,97 @@ async fn serve_mcp(
     sessions: &CappedSessions,
     mut request: Request<Incoming>,
 ) -> Response<Body> {
-    {
-        {
-            if !authorized(front, &request) {
-                return unauthorized(front);
-            }
-            // The token has done its job; nothing below should see (or log)
-            // it. What it leaves is whose result handles the call may read.
-            let session_id = request
-                .headers()
-                .get("mcp-session-id")
-                .and_then(|value| value.to_str().ok());
-            let principal = match (&front.shared, session_id) {
-                (Some(_), Some(session)) => HttpPrincipal::of_session(session),
-                _ => HttpPrincipal::of_bearer(
-                    request
-                        .headers()
-                        .get(header::AUTHORIZATION)
-                        .and_then(|value| value.to_str().ok())
-                        .and_then(bearer_token)
-                        .filter(|_| front.token_digest.is_some()),
-                ),
-            };
-            request.extensions_mut().insert(principal);
-            request.headers_mut().remove(header::AUTHORIZATION);
-            let Ok(_permit) = front.in_flight.try_acquire() else {
-                let mut response = text_response(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "Too many requests in progress; try again soon\n",
-                );
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return response;
-            };
-            let ends_session = request.method() == Method::DELETE;
-            let sends_json = request.method() == Method::POST
-                && request
-                    .headers()
-                    .get(header::CONTENT_TYPE)
-                    .and_then(|value| value.to_str().ok())
-                    .is_some_and(|value| value.trim_start().starts_with("application/json"));
-            let session = request
-                .headers()
-                .get("mcp-session-id")
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned);
-            let (parts, body) = request.into_parts();
-            let body = match read_body(front, body).await {
-                Ok(body) => body,
-                Err(response) => return response,
-            };
-            if session.is_none()
-                && sessions.all_busy()
-                && let Some(response) = refuse_initialize(front, sessions, &body)
-            {
-                return response;
-            }
-            let request = Request::from_parts(parts, Full::new(body));
-            let mut mcp = mcp.clone();
-            let mut response = match mcp.call(request).await {
-                Ok(response) => response,
-                Err(never) => match never {},
-            };
-            // A session ended to make room for newer ones: say so, so the
-            // client knows to initialize again.
-            if response.status() == StatusCode::NOT_FOUND
-                && session
-                    .as_deref()
-                    .is_some_and(|id| sessions.was_evicted(id))
-            {
-                return respond(
-                    StatusCode::NOT_FOUND,
-                    "text/plain; charset=utf-8",
-                    format!(
-                        "Not Found: this session was ended to make room for newer ones (the server keeps at most {} sessions); initialize a new session\n",
-                        sessions.max()
-                    ),
-                );
-            }
-            // rmcp answers a JSON body it cannot parse with 415, as if the
-            // media type were wrong; JSON-RPC calls it a parse error.
-            if sends_json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
-                return json_response(
-                    StatusCode::BAD_REQUEST,
-                    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the request body is not a JSON-RPC message"}}"#,
-                );
-            }
-            // rmcp answers a session's DELETE with 202; clients (the Python
-            // SDK) take only 200 as "ended", and nothing is left pending.
-            if ends_session && response.status() == StatusCode::ACCEPTED {
-                *response.status_mut() = StatusCode::OK;
-            }
-            response
-        }
+    if !authorized(front, &request) {
+        return unauthorized(front);
     }
+    // The token has done its job; nothing below should see (or log)
+    // it. What it leaves is whose result handles the call may read.
+    let session_id = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok());
+    let principal = match (&front.shared, session_id) {
+        (Some(_), Some(session)) => HttpPrincipal::of_session(session),
+        _ => HttpPrincipal::of_bearer(
+            request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|value| value.to_str().ok())
+                .and_then(bearer_token)
+                .filter(|_| front.token_digest.is_some()),
+        ),
+    };
+    request.extensions_mut().insert(principal);
+    request.headers_mut().remove(header::AUTHORIZATION);
+    let Ok(_permit) = front.in_flight.try_acquire() else {
+        let mut response = text_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Too many requests in progress; try again soon\n",
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    };
+    let ends_session = request.method() == Method::DELETE;
+    let sends_json = request.method() == Method::POST
+        && request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().starts_with("application/json"));
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let (parts, body) = request.into_parts();
+    let body = match read_body(front, body).await {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    if session.is_none()
+        && sessions.all_busy()
+        && let Some(response) = refuse_initialize(front, sessions, &body)
+    {
+        return response;
+    }
+    let request = Request::from_parts(parts, Full::new(body));
+    let mut mcp = mcp.clone();
+    let mut response = match mcp.call(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    // A session ended to make room for newer ones: say so, so the
+    // client knows to initialize again.
+    if response.status() == StatusCode::NOT_FOUND
+        && session
+            .as_deref()
+            .is_some_and(|id| sessions.was_evicted(id))
+    {
+        return respond(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            format!(
+                "Not Found: this session was ended to make room for newer ones (the server keeps at most {} sessions); initialize a new session\n",
+                sessions.max()
+            ),
+        );
+    }
+    // rmcp answers a JSON body it cannot parse with 415, as if the
+    // media type were wrong; JSON-RPC calls it a parse error.
+    if sends_json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the request body is not a JSON-RPC message"}}"#,
+        );
+    }
+    // rmcp answers a session's DELETE with 202; clients (the Python
+    // SDK) take only 200 as "ended", and nothing is left pending.
+    if ends_session && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
 }
 
 /// The whole request body, read within the body timeout and size limit.

@@ -7,14 +7,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
+use common::sets::{profile_catalog, routing_dir};
 use serde_json::{Value, json};
-
-fn routing_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/routing")
-}
 
 /// The four (set, profile) pairs.
 const SETS: [(&str, &str); 4] = [
@@ -23,38 +20,6 @@ const SETS: [(&str, &str); 4] = [
     ("developer_heldout.jsonl", "developer"),
     ("work_heldout.jsonl", "work"),
 ];
-
-/// Writes the catalog of `profile` (as scripts/examples/profile_catalog.py
-/// does) into `dir`; its path.
-fn profile_catalog(profile: &str, dir: &Path) -> PathBuf {
-    let profiles: Value = serde_json::from_str(
-        &std::fs::read_to_string(routing_dir().join("profiles.json")).unwrap(),
-    )
-    .unwrap();
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/catalogs");
-    let mut tools = Vec::new();
-    for server in profiles[profile].as_array().expect("a profile") {
-        let server = server.as_str().unwrap();
-        let file = match server {
-            "huly" => "huly_v0.1.35",
-            "playwright" => "playwright_allcaps",
-            other => other,
-        };
-        let catalog: Value = serde_json::from_str(
-            &std::fs::read_to_string(shared.join(format!("{file}.json"))).unwrap(),
-        )
-        .unwrap();
-        for tool in catalog["tools"].as_array().unwrap() {
-            let mut tool = tool.clone();
-            tool["name"] = json!(format!("{server}__{}", tool["name"].as_str().unwrap()));
-            tool["server"] = json!(server);
-            tools.push(tool);
-        }
-    }
-    let path = dir.join(format!("{profile}.json"));
-    std::fs::write(&path, json!({ "tools": tools }).to_string()).unwrap();
-    path
-}
 
 fn eval(catalog: &Path, labels: &str, extra: &[&str]) -> Value {
     let mut command = Command::new(common::binary());

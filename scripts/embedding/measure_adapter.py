@@ -38,6 +38,47 @@ def example_files_of(server: str) -> list[str]:
     return names
 
 
+def score_held_servers(zenmode: str, model: str, held: list[str], profiles: dict, work: Path,
+                       totals: dict, variants: list[tuple[str, dict[str, str]]]) -> None:
+    """Scores, with `zenmode eval`, the routing requests whose tool belongs
+    to a `held` server, those servers' shipped examples withheld, once per
+    variant (a name and the environment it adds); adds the served reply and
+    recall into `totals` by variant name."""
+    withheld = [name for server in held for name in example_files_of(server)]
+    for labels_file in sorted(ROUTING.glob("*.jsonl")):
+        profile = labels_file.stem.rsplit("_", 1)[0]
+        mine = [line for line in labels_file.read_text().splitlines()
+                if (json.loads(line).get("expected") or "").split("__")[0] in held]
+        if not mine:
+            continue
+        labels = work / f"{labels_file.stem}-{'-'.join(held)}.jsonl"
+        labels.write_text("\n".join(mine) + "\n")
+        catalog = work / f"{profile}.json"
+        subprocess.run([sys.executable, str(ROOT / "scripts/examples/profile_catalog.py"), str(catalog),
+                        *profiles[profile]], check=True)
+        for name, environment in variants:
+            command = [zenmode, "--embedding-model", model, "--catalog", str(catalog), "eval",
+                       "--json", "--labels", str(labels)]
+            for server in withheld:
+                command += ["--withhold-examples", server]
+            done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **environment})
+            report = json.loads(done.stdout)
+            tally = totals.setdefault(name, {"queries": 0, "served": 0.0, "recall": 0.0})
+            tally["queries"] += len(mine)
+            tally["served"] += report["served_top1_acceptable"] * len(mine)
+            tally["recall"] += report["reply_recall"] * len(mine)
+            print(f"{labels_file.stem} held {held}: {name} served {report['served_top1_acceptable']:.3f} "
+                  f"recall {report['reply_recall']:.3f} ({len(mine)})", file=sys.stderr)
+
+
+def print_totals(totals: dict, label: str) -> None:
+    """One JSON line per variant: its served reply and recall over every fold."""
+    for name, tally in totals.items():
+        n = tally["queries"]
+        print(json.dumps({label: name, "queries": n, "served": round(tally["served"] / n, 3),
+                          "recall": round(tally["recall"] / n, 3)}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zenmode", default=str(ROOT / "target" / "release" / "zenmode"))
@@ -66,36 +107,10 @@ def main() -> None:
                           tool_vectors[train_tools], epochs=4, temperature=0.05, keep=0.05, rate=2e-3, seed=7)
         weights = work / ("adapter-" + "-".join(held) + ".f32")
         w.astype("<f4").tofile(weights)
-        withheld = [name for server in held for name in example_files_of(server)]
-        for labels_file in sorted(ROUTING.glob("*.jsonl")):
-            profile = labels_file.stem.rsplit("_", 1)[0]
-            mine = [line for line in labels_file.read_text().splitlines()
-                    if (json.loads(line).get("expected") or "").split("__")[0] in held]
-            if not mine:
-                continue
-            labels = work / f"{labels_file.stem}-{'-'.join(held)}.jsonl"
-            labels.write_text("\n".join(mine) + "\n")
-            catalog = work / f"{profile}.json"
-            subprocess.run([sys.executable, str(ROOT / "scripts/examples/profile_catalog.py"), str(catalog),
-                            *profiles[profile]], check=True)
-            for name, adapter_file in (("none", "none"), ("adapter", str(weights))):
-                command = [args.zenmode, "--embedding-model", args.model, "--catalog", str(catalog), "eval",
-                           "--json", "--labels", str(labels)]
-                for server in withheld:
-                    command += ["--withhold-examples", server]
-                done = subprocess.run(command, capture_output=True, text=True,
-                                      env={**os.environ, "ZEN_REQUEST_ADAPTER": adapter_file})
-                report = json.loads(done.stdout)
-                tally = totals.setdefault(name, {"queries": 0, "served": 0.0, "recall": 0.0})
-                tally["queries"] += len(mine)
-                tally["served"] += report["served_top1_acceptable"] * len(mine)
-                tally["recall"] += report["reply_recall"] * len(mine)
-                print(f"{labels_file.stem} held {held}: {name} served {report['served_top1_acceptable']:.3f} "
-                      f"recall {report['reply_recall']:.3f} ({len(mine)})", file=sys.stderr)
-    for name, tally in totals.items():
-        n = tally["queries"]
-        print(json.dumps({"adapter": name, "queries": n, "served": round(tally["served"] / n, 3),
-                          "recall": round(tally["recall"] / n, 3)}))
+        score_held_servers(args.zenmode, args.model, held, profiles, work, totals,
+                           [("none", {"ZEN_REQUEST_ADAPTER": "none"}),
+                            ("adapter", {"ZEN_REQUEST_ADAPTER": str(weights)})])
+    print_totals(totals, "adapter")
 
 
 if __name__ == "__main__":

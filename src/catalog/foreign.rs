@@ -140,6 +140,7 @@ fn into_manifest(tool: ForeignTool, source: &str, examples: ForTool) -> Manifest
         examples: Vec::new(),
         tool_examples: examples.examples,
         server_called: examples.server_called,
+        classifier_row: examples.classifier_row,
         annotations: tool.annotations.unwrap_or_default(),
         executor: None,
         summary_fields: Vec::new(),

@@ -113,6 +113,7 @@ fn manifest(server: &str, mode_name: &str, tool: &Value, examples: ForTool) -> M
         examples: Vec::new(),
         tool_examples: examples.examples,
         server_called: examples.server_called,
+        classifier_row: examples.classifier_row,
         annotations: object("annotations").unwrap_or_else(Map::new),
         executor: Some(EXECUTOR_KEY.to_owned()),
         summary_fields: Vec::new(),

@@ -80,6 +80,10 @@ pub struct Manifest {
     /// that server's tools.
     #[serde(skip)]
     pub server_called: std::sync::Arc<[String]>,
+    /// The tool's row in the tool classifier, fitted on its shipped
+    /// examples (`tool_classifier.rs`).
+    #[serde(skip)]
+    pub classifier_row: Option<u32>,
     #[serde(default)]
     pub annotations: Map<String, Value>,
     /// Registry key of the executor; `None` for modes imported from a foreign catalog.

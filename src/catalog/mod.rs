@@ -20,6 +20,7 @@ mod manifest;
 mod mode;
 mod set;
 mod shared;
+pub mod tool_classifier;
 pub mod tool_examples;
 
 pub use category::Category;

@@ -203,6 +203,8 @@ fn best_match<'a>(
 pub struct ForTool {
     pub examples: Arc<[String]>,
     pub server_called: Arc<[String]>,
+    /// Its row in the tool classifier (`tool_classifier.rs`), if it has one.
+    pub classifier_row: Option<u32>,
 }
 
 /// Where one server's tools get their examples: the shipped file matched
@@ -232,6 +234,9 @@ impl ExampleSource {
                 .shipped
                 .map(|server| Arc::clone(&server.called))
                 .unwrap_or_default(),
+            classifier_row: self
+                .shipped
+                .and_then(|server| super::tool_classifier::current().row(&server.server, tool)),
         }
     }
 

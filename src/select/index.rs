@@ -55,6 +55,9 @@ pub struct Index {
     /// ([`Manifest::tool_examples`]); they feed the example signal and,
     /// each as its own vector, the meaning signal.
     pub(super) has_tool_examples: Vec<bool>,
+    /// Per mode: its row in the tool classifier, for another server's tool
+    /// fitted on its shipped examples ([`Manifest::classifier_row`]).
+    pub(super) classifier_rows: Vec<Option<u32>>,
     /// Per tool with example requests: do most of them ask for a change
     /// ([`asks_for_change`])? How the ranking's order reads whether such
     /// a tool changes state: its examples say what it is asked for better
@@ -236,6 +239,12 @@ impl Index {
             .iter()
             .map(|m| m.manifest().examples.is_empty() && !m.manifest().tool_examples.is_empty())
             .collect();
+        let classifier_rows: Vec<Option<u32>> = catalog
+            .modes()
+            .iter()
+            .map(|m| m.manifest())
+            .map(|m| m.classifier_row.filter(|_| m.examples.is_empty()))
+            .collect();
         let terms = vocabulary.len();
         let lexical = Bm25F::build(
             &documents,
@@ -407,6 +416,7 @@ impl Index {
             mixed: has_examples.contains(&true) && has_examples.contains(&false),
             has_examples,
             has_tool_examples,
+            classifier_rows,
             no_fit_score: tuning.no_fit_score,
             modes: catalog.len(),
             model: None,

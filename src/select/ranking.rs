@@ -109,24 +109,16 @@ impl Index {
     fn own_ranking(&self, query: &str) -> Ranking {
         let query = self.query(query);
         let tuning = &self.tuning;
-        let (base, mut scores) = self.scores_with_actions(&query);
+        let (base, mut scores, shares) = self.scores_with_classifier_share(&query);
+        let plain_confidences = self.confidences_without_classifier(&base, &scores, &shares);
         // The request's action (and, in a mixed catalog, the lighter
         // example signals) reorder the candidates; whether anything fits
         // at all, and how sure the ranking is, stay on the scale the no-fit
         // score is calibrated on: the best score is brought back to the
         // best score on that scale.
-        let best = |scores: &[f32]| {
-            scores
-                .iter()
-                .copied()
-                .filter(|s| s.is_finite())
-                .fold(0.0f32, f32::max)
-        };
-        let (before, after) = (best(&base), best(&scores));
-        if before > 0.0 && after > 0.0 {
-            for score in &mut scores {
-                *score *= before / after;
-            }
+        let scale = rescale(&base, &scores);
+        for score in &mut scores {
+            *score *= scale;
         }
         let mut ranked: Vec<Ranked> = scores
             .iter()
@@ -173,7 +165,16 @@ impl Index {
             entry.matched = self.matched_words(&query, entry.mode_index);
         }
         let first = ranked.first().map(|r| r.mode_index);
-        let held = |m: usize, confidence: f32| self.held_for_ready(&query, m, confidence, no_fit);
+        // Whether a ready call is safe is judged on the confidence the
+        // ranking would have without the classifier, which sharpens every
+        // ranking, an off-topic request's too.
+        let held = |m: usize, confidence: f32| {
+            let plain = plain_confidences
+                .as_ref()
+                .and_then(|p| p.get(m).copied())
+                .unwrap_or(confidence);
+            self.held_for_ready(&query, m, confidence.min(plain), no_fit)
+        };
         let unasked = ranked
             .iter()
             .take(EXPLAINED)
@@ -196,6 +197,44 @@ impl Index {
             named: first.is_some_and(|m| query.named.contains(&m)),
             ranked,
         }
+    }
+
+    /// Each mode's confidence with the tool classifier's share of its score
+    /// taken out (on the same scale as the ranking's own); `None` when the
+    /// classifier added nothing.
+    fn confidences_without_classifier(
+        &self,
+        base: &[f32],
+        scores: &[f32],
+        shares: &[f32],
+    ) -> Option<Vec<f32>> {
+        if !shares.iter().any(|&c| c > 0.0) {
+            return None;
+        }
+        let plain: Vec<f32> = scores.iter().zip(shares).map(|(s, c)| s - c).collect();
+        let scale = rescale(base, &plain);
+        let mut ranked: Vec<Ranked> = plain
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s > 0.0 && s.is_finite())
+            .map(|(mode_index, &s)| Ranked {
+                mode_index,
+                score: s * scale,
+                confidence: 0.0,
+                matched: Vec::new(),
+            })
+            .collect();
+        ranked.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.mode_index.cmp(&b.mode_index))
+        });
+        assign_confidences(&mut ranked, &self.tuning, self.no_fit_score);
+        let mut confidences = vec![0.0; scores.len()];
+        for entry in ranked {
+            confidences[entry.mode_index] = entry.confidence;
+        }
+        Some(confidences)
     }
 
     /// A request nothing clearly fits (the no-fit share outweighs the best
@@ -275,6 +314,24 @@ impl Index {
             }
         }
         words
+    }
+}
+
+/// The factor that brings the best of `scores` back to the best of `base`
+/// (1 when either has no positive score).
+fn rescale(base: &[f32], scores: &[f32]) -> f32 {
+    let best = |scores: &[f32]| {
+        scores
+            .iter()
+            .copied()
+            .filter(|s| s.is_finite())
+            .fold(0.0f32, f32::max)
+    };
+    let (before, after) = (best(base), best(scores));
+    if before > 0.0 && after > 0.0 {
+        before / after
+    } else {
+        1.0
     }
 }
 

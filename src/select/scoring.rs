@@ -32,6 +32,9 @@ pub struct Signals {
     /// [`Tuning::semantic_floor`](super::tuning::Tuning::semantic_floor); 0
     /// when the signal does not run.
     pub semantic: f32,
+    /// With the full model: the tool classifier's probability for a tool
+    /// with a row in it, among the catalog's tools with rows; 0 otherwise.
+    pub trained: f32,
 }
 
 /// A query's distinct weighted terms and, in the same order, their ids in
@@ -201,6 +204,8 @@ impl Index {
             }
             None => vec![0.0; self.modes],
         };
+        // The descriptions' plain cosines, kept for the tool classifier.
+        let mut description_cosines = Vec::new();
         let semantic = match (&self.semantic, &query.meaning) {
             (Some(index), Some(meaning)) => {
                 let floor = self.tuning.semantic_floor;
@@ -218,6 +223,7 @@ impl Index {
                 let builtin = self.tuning.builtin_meaning;
                 let shared = builtin > 0.0 && index.is_full_model();
                 let raw = index.similarities(&meaning.vector);
+                description_cosines.clone_from(&raw);
                 let blended = match meaning.adapted.as_deref() {
                     None => raw,
                     Some(adapted) => {
@@ -281,19 +287,75 @@ impl Index {
             }
             _ => vec![0.0; self.modes],
         };
+        let trained = self.classifier_probabilities(query, &description_cosines);
         let signals = lexical
             .into_iter()
             .zip(examples)
             .zip(phrasing)
             .zip(semantic)
-            .map(|(((lexical, examples), phrasing), semantic)| Signals {
-                lexical,
-                examples,
-                phrasing,
-                semantic,
-            })
+            .zip(trained)
+            .map(
+                |((((lexical, examples), phrasing), semantic), trained)| Signals {
+                    lexical,
+                    examples,
+                    phrasing,
+                    semantic,
+                    trained,
+                },
+            )
             .collect();
         (signals, ceiling + example_only)
+    }
+
+    /// Per mode, the tool classifier's softmax over the catalog's tools
+    /// (`catalog::tool_classifier`), from the model's vector of the
+    /// request: a tool with a row by its row, one without by its
+    /// description's cosine on the rows' scale; 0 for zenmode's own modes,
+    /// and for every mode without the full model (the classifier was
+    /// fitted on its vectors) or in a catalog where no tool has a row.
+    fn classifier_probabilities(&self, query: &Query, description_cosines: &[f32]) -> Vec<f32> {
+        let mut probabilities = vec![0.0f32; self.modes];
+        let vector = match (&self.semantic, &query.meaning) {
+            (Some(index), Some(meaning)) if index.is_full_model() => &meaning.vector,
+            _ => return probabilities,
+        };
+        if self.tuning.classifier_weight <= 0.0 || self.classifier_rows.iter().all(Option::is_none)
+        {
+            return probabilities;
+        }
+        let classifier = crate::catalog::tool_classifier::current();
+        // A tool without a row (a server never seen) competes on the rows'
+        // scale through its description's cosine, so that the rows of the
+        // servers beside it do not take its requests by default.
+        let logits: Vec<(usize, f32)> = self
+            .classifier_rows
+            .iter()
+            .enumerate()
+            .filter_map(|(mode, row)| match row {
+                Some(row) => Some((mode, classifier.score(*row, vector)?)),
+                None if self.has_examples.get(mode) == Some(&false) => {
+                    let unseen = classifier.unseen()?;
+                    let cosine = description_cosines
+                        .get(mode)
+                        .copied()
+                        .filter(|c| c.is_finite())?;
+                    Some((mode, unseen.scale * cosine + unseen.bias))
+                }
+                None => None,
+            })
+            .collect();
+        let top = logits
+            .iter()
+            .map(|&(_, l)| l)
+            .fold(f32::NEG_INFINITY, f32::max);
+        let total: f32 = logits.iter().map(|&(_, l)| (l - top).exp()).sum();
+        if !(total.is_finite() && total > 0.0) {
+            return probabilities;
+        }
+        for (mode, logit) in logits {
+            probabilities[mode] = (logit - top).exp() / total;
+        }
+        probabilities
     }
 
     /// Blends the word-by-word match into the cosines (NaN: a mode the
@@ -331,6 +393,16 @@ impl Index {
     /// catalog, the example signals at
     /// [`Tuning::mixed_examples_weight`](super::tuning::Tuning::mixed_examples_weight).
     pub(super) fn scores_with_actions(&self, query: &Query) -> (Vec<f32>, Vec<f32>) {
+        let (base, scores, _) = self.scores_with_classifier_share(query);
+        (base, scores)
+    }
+
+    /// [`Index::scores_with_actions`], and how much of each mode's score
+    /// comes from the tool classifier.
+    pub(super) fn scores_with_classifier_share(
+        &self,
+        query: &Query,
+    ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
         let tuning = &self.tuning;
         let (signals, evidence) = self.signals_of(query);
         let strength = 1.0 - (-evidence / tuning.evidence_scale.max(f32::MIN_POSITIVE)).exp();
@@ -339,20 +411,27 @@ impl Index {
         } else {
             1.0
         };
-        signals
-            .into_iter()
-            .enumerate()
-            .map(|(mode, s)| {
+        let mut base = Vec::with_capacity(self.modes);
+        let mut scores = Vec::with_capacity(self.modes);
+        let mut shares = Vec::with_capacity(self.modes);
+        for (mode, s) in signals.into_iter().enumerate() {
+            {
                 let lexical = tuning.lexical_weight * s.lexical;
                 let examples =
                     tuning.example_weight * s.examples + tuning.phrasing_weight * s.phrasing;
+                // The classifier orders the tools it knows but stays off
+                // the no-fit scale: its softmax finds some tool likely
+                // for any request, an off-topic one too.
+                let trained = tuning.classifier_weight * s.trained;
                 let semantic = tuning.semantic_weight * s.semantic;
-                let base = strength * (lexical + examples) + semantic;
-                let fair = strength * (lexical + examples_weight * examples) + semantic;
+                let fair = strength * (lexical + examples_weight * (examples + trained)) + semantic;
                 let (factor, bonus) = self.action_effect(query, mode);
-                (base, fair * factor + bonus * strength)
-            })
-            .unzip()
+                base.push(strength * (lexical + examples) + semantic);
+                scores.push(fair * factor + bonus * strength);
+                shares.push(strength * examples_weight * trained * factor);
+            }
+        }
+        (base, scores, shares)
     }
 
     /// How the request's action weighs on a mode's score: more for a tool

@@ -184,6 +184,11 @@ pub struct Tuning {
     /// tune sets, 0.4 let a request to write a regex through to
     /// Playwright's `browser_type`).
     pub example_ready_cosine: f32,
+    /// With the full model only: the weight, beside the example signal, of
+    /// the tool classifier's probability for a tool fitted on its shipped
+    /// examples (`catalog::tool_classifier`,
+    /// docs/decisions/0021-tool-classifier.md). 0 leaves it out.
+    pub classifier_weight: f32,
 }
 
 impl Tuning {
@@ -254,6 +259,7 @@ impl Tuning {
         server_named: 2.0,
         deprecated: 0.7,
         example_ready_cosine: 0.3,
+        classifier_weight: 8.0,
     };
 
     /// These constants with the overrides of `spec` (`name=value` pairs,
@@ -298,6 +304,7 @@ impl Tuning {
                 "deprecated" => &mut tuning.deprecated,
                 "example_ready_cosine" => &mut tuning.example_ready_cosine,
                 "request_adapter" => &mut tuning.request_adapter,
+                "classifier_weight" => &mut tuning.classifier_weight,
                 "example_neighbours" => {
                     tuning.example_neighbours = value.max(1.0) as usize;
                     continue;
@@ -389,6 +396,7 @@ impl Ranker {
         let only = |lexical: f32, examples: f32, phrasing: f32, semantic: f32| Tuning {
             lexical_weight: tuning.lexical_weight * lexical,
             example_weight: tuning.example_weight * examples,
+            classifier_weight: tuning.classifier_weight * examples,
             phrasing_weight: tuning.phrasing_weight * phrasing,
             semantic_weight: tuning.semantic_weight * semantic,
             ..tuning

@@ -119,6 +119,14 @@ def main() -> None:
     args = parser.parse_args()
 
     tools = adapter.load_tools()
+    # The shared catalogs of servers with examples that no routing profile
+    # installs (everything, the old GitHub server) have rows too.
+    loaded = {server for server, _ in tools}
+    for server, _, _ in example_files([]):
+        path = adapter.CATALOGS / f"{server}.json"
+        if server not in loaded and path.exists():
+            for tool in json.loads(path.read_text())["tools"]:
+                tools[(server, tool["name"])] = adapter.tool_text(tool["name"], tool.get("description", ""))
     by_server: dict[str, set[str]] = {}
     for server, name in tools:
         by_server.setdefault(server, set()).add(name)

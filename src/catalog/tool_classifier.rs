@@ -180,6 +180,27 @@ mod tests {
         );
     }
 
+    /// Examples added for a tool without refitting the classifier would
+    /// leave it ranked without a row beside tools that have one.
+    #[test]
+    fn every_tool_with_shipped_examples_has_a_row() {
+        let shipped = ToolClassifier::parse(Cow::Borrowed(WEIGHTS), ROWS).unwrap();
+        let missing: Vec<String> = super::super::tool_examples::shipped()
+            .iter()
+            .flat_map(|server| {
+                server
+                    .tool_names()
+                    .filter(|tool| shipped.row(&server.server, tool).is_none())
+                    .map(|tool| format!("{}/{tool}", server.server))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "refit with scripts/embedding/tool_classifier.py: {missing:?}"
+        );
+    }
+
     #[test]
     fn weights_that_do_not_fit_the_rows_are_refused() {
         let rows = r#"{"dims": 2, "rows": [{"tool": "a", "files": ["s"]}]}"#;

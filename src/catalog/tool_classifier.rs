@@ -50,7 +50,8 @@ pub struct ToolClassifier {
     /// Kept as bytes: decoded row by row when a request is scored, so the
     /// binary's copy is the only one in memory.
     weights: Cow<'static, [u8]>,
-    rows: HashMap<(String, String), u32>,
+    /// Examples file (its `server`) -> tool -> row.
+    rows: HashMap<String, HashMap<String, u32>>,
     unseen: Option<Unseen>,
 }
 
@@ -66,10 +67,13 @@ impl ToolClassifier {
                 file.dims
             ));
         }
-        let mut by_name = HashMap::new();
+        let mut by_name: HashMap<String, HashMap<String, u32>> = HashMap::new();
         for (row, entry) in file.rows.into_iter().enumerate() {
             for server in entry.files {
-                by_name.insert((server, entry.tool.clone()), row as u32);
+                by_name
+                    .entry(server)
+                    .or_default()
+                    .insert(entry.tool.clone(), row as u32);
             }
         }
         Ok(ToolClassifier {
@@ -82,7 +86,7 @@ impl ToolClassifier {
 
     /// The row of `tool` in the examples file whose `server` is `file`.
     pub fn row(&self, file: &str, tool: &str) -> Option<u32> {
-        self.rows.get(&(file.to_owned(), tool.to_owned())).copied()
+        self.rows.get(file)?.get(tool).copied()
     }
 
     /// How a tool without a row is put on the rows' scale, if the fit says.

@@ -109,7 +109,7 @@ impl Index {
     fn own_ranking(&self, query: &str) -> Ranking {
         let query = self.query(query);
         let tuning = &self.tuning;
-        let (base, mut scores, shares) = self.scores_with_classifier_share(&query);
+        let (base, mut scores, shares) = self.scores_with_actions(&query);
         let plain_confidences = self.confidences_without_classifier(&base, &scores, &shares);
         // The request's action (and, in a mixed catalog, the lighter
         // example signals) reorder the candidates; whether anything fits
@@ -150,11 +150,6 @@ impl Index {
                 }
             }
         }
-        let by_score = |a: &Ranked, b: &Ranked| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.mode_index.cmp(&b.mode_index))
-        };
         ranked.sort_by(by_score);
         let held_back = self.hold_back_destructive(&query, &mut ranked);
         if !held_back.is_empty() {
@@ -224,11 +219,7 @@ impl Index {
                 matched: Vec::new(),
             })
             .collect();
-        ranked.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.mode_index.cmp(&b.mode_index))
-        });
+        ranked.sort_by(by_score);
         assign_confidences(&mut ranked, &self.tuning, self.no_fit_score);
         let mut confidences = vec![0.0; scores.len()];
         for entry in ranked {
@@ -315,6 +306,13 @@ impl Index {
         }
         words
     }
+}
+
+/// Best score first; ties by catalog order.
+fn by_score(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| a.mode_index.cmp(&b.mode_index))
 }
 
 /// The factor that brings the best of `scores` back to the best of `base`

@@ -22,7 +22,7 @@ use super::{
     tuning::Ranker,
 };
 
-/// A mode's four signals before weighting, each about 0..1.
+/// A mode's signals before weighting, each about 0..1.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Signals {
     pub lexical: f32,
@@ -32,8 +32,9 @@ pub struct Signals {
     /// [`Tuning::semantic_floor`](super::tuning::Tuning::semantic_floor); 0
     /// when the signal does not run.
     pub semantic: f32,
-    /// With the full model: the tool classifier's probability for a tool
-    /// with a row in it, among the catalog's tools with rows; 0 otherwise.
+    /// With the full model: the tool classifier's probability for a
+    /// server's tool, among the catalog's server tools; 0 for zenmode's own
+    /// modes and without the model.
     pub trained: f32,
 }
 
@@ -388,21 +389,13 @@ impl Index {
         self.scores_with_actions(query).0
     }
 
-    /// [`Index::scores`], and the scores that order the modes: with the
-    /// request's action counted ([`Index::action_effect`]) and, in a mixed
-    /// catalog, the example signals at
-    /// [`Tuning::mixed_examples_weight`](super::tuning::Tuning::mixed_examples_weight).
-    pub(super) fn scores_with_actions(&self, query: &Query) -> (Vec<f32>, Vec<f32>) {
-        let (base, scores, _) = self.scores_with_classifier_share(query);
-        (base, scores)
-    }
-
-    /// [`Index::scores_with_actions`], and how much of each mode's score
-    /// comes from the tool classifier.
-    pub(super) fn scores_with_classifier_share(
-        &self,
-        query: &Query,
-    ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    /// [`Index::scores`]; the scores that order the modes: with the
+    /// request's action counted ([`Index::action_effect`]), the tool
+    /// classifier's share added and, in a mixed catalog, the example
+    /// signals at
+    /// [`Tuning::mixed_examples_weight`](super::tuning::Tuning::mixed_examples_weight);
+    /// and how much of each of those comes from the classifier.
+    pub(super) fn scores_with_actions(&self, query: &Query) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
         let tuning = &self.tuning;
         let (signals, evidence) = self.signals_of(query);
         let strength = 1.0 - (-evidence / tuning.evidence_scale.max(f32::MIN_POSITIVE)).exp();
@@ -415,21 +408,18 @@ impl Index {
         let mut scores = Vec::with_capacity(self.modes);
         let mut shares = Vec::with_capacity(self.modes);
         for (mode, s) in signals.into_iter().enumerate() {
-            {
-                let lexical = tuning.lexical_weight * s.lexical;
-                let examples =
-                    tuning.example_weight * s.examples + tuning.phrasing_weight * s.phrasing;
-                // The classifier orders the tools it knows but stays off
-                // the no-fit scale: its softmax finds some tool likely
-                // for any request, an off-topic one too.
-                let trained = tuning.classifier_weight * s.trained;
-                let semantic = tuning.semantic_weight * s.semantic;
-                let fair = strength * (lexical + examples_weight * (examples + trained)) + semantic;
-                let (factor, bonus) = self.action_effect(query, mode);
-                base.push(strength * (lexical + examples) + semantic);
-                scores.push(fair * factor + bonus * strength);
-                shares.push(strength * examples_weight * trained * factor);
-            }
+            let lexical = tuning.lexical_weight * s.lexical;
+            let examples = tuning.example_weight * s.examples + tuning.phrasing_weight * s.phrasing;
+            // The classifier orders the tools it knows but stays off the
+            // no-fit scale: its softmax finds some tool likely for any
+            // request, an off-topic one too.
+            let trained = tuning.classifier_weight * s.trained;
+            let semantic = tuning.semantic_weight * s.semantic;
+            let fair = strength * (lexical + examples_weight * (examples + trained)) + semantic;
+            let (factor, bonus) = self.action_effect(query, mode);
+            base.push(strength * (lexical + examples) + semantic);
+            scores.push(fair * factor + bonus * strength);
+            shares.push(strength * examples_weight * trained * factor);
         }
         (base, scores, shares)
     }

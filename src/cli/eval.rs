@@ -5,7 +5,6 @@ use std::{io::Write, path::PathBuf, process::ExitCode};
 
 use anyhow::bail;
 use clap::Args;
-use serde_json::Value;
 
 use crate::{
     cli::args::{CatalogArgs, ModeArgs},
@@ -76,17 +75,15 @@ pub fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> 
         None => (catalog, labels),
     };
     let report = if args.ranker == crate::select::Ranker::Full {
-        // The fused ranker is what serves: score the select reply itself, so
-        // its mode, the tools it shows, its `next_call` (traps taken,
-        // changing calls on benign requests) and its latency are the server's.
+        // The fused ranker is what serves: score the select tool's decision
+        // itself, so its mode, the tools it shows, its ready calls (traps
+        // taken, changing calls on benign requests) and its latency are the
+        // server's.
         let engine = Engine::with_assumed_provider(catalog).map_err(anyhow::Error::msg)?;
         let snapshot = engine.index();
         let served = |task: &str| {
-            let args = select_mode::SelectArgs {
-                task_description: Some(task.to_owned()),
-                ..Default::default()
-            };
-            served_by(&select_mode::run(&engine, &args).body)
+            let (snapshot, decision) = select_mode::decide(&engine, task);
+            crate::select::eval::Served::of(&decision, snapshot.catalog())
         };
         crate::select::eval::evaluate_with(
             snapshot.index(),
@@ -115,29 +112,4 @@ pub fn eval(catalog: &CatalogArgs, args: &EvalArgs) -> anyhow::Result<ExitCode> 
         );
     }
     Ok(exit_for(below_floor))
-}
-
-/// What a select reply serves: its mode, its `next_call`'s mode, every
-/// mode it shows and every mode it offers a ready call to.
-fn served_by(reply: &Value) -> crate::select::eval::Served {
-    let mode = |value: &Value| value["mode"].as_str().map(str::to_owned);
-    let call = |value: &Value| {
-        value
-            .pointer("/next_call/arguments/mode")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    let choose = reply["choose"].as_array().into_iter().flatten();
-    crate::select::eval::Served {
-        mode: mode(reply),
-        next_call: call(reply),
-        shown: std::iter::once(reply)
-            .chain(reply["alternatives"].as_array().into_iter().flatten())
-            .filter_map(mode)
-            .collect(),
-        ready: std::iter::once(reply)
-            .chain(choose)
-            .filter_map(call)
-            .collect(),
-    }
 }

@@ -8,23 +8,7 @@
 //! general-purpose mode ([`Ranking::no_clear_fit`]). The scores themselves
 //! come from `scoring.rs`; `ranking.rs` puts the two together.
 
-use super::tuning::Tuning;
-
-/// How many of the best modes share the confidence (with the no-fit
-/// candidate); the long tail of a big catalog would otherwise dilute it.
-const CONFIDENCE_CANDIDATES: usize = 10;
-/// Below this confidence the best mode is flagged as a weak match.
-pub const LOW_CONFIDENCE: f32 = 0.4;
-/// The best mode stands out when it is at least this many times as likely
-/// as the second: then it is the answer even when no mode clearly fits (on
-/// the real-server tune half, 9 of 13 tools standing out by 2 in a reply
-/// that fell back to `chat` were right; `chat` never was).
-pub const CLEAR_MARGIN: f32 = 2.0;
-/// A mode with at least this share of the best one's confidence is about
-/// as likely: the reply offers both and asks to choose. (At 0.8 a sixth of
-/// the real-server tune half's replies asked to choose, and the first was
-/// the right one in 30 of the 32 where one was.)
-pub const CLOSE_SHARE: f32 = 0.9;
+use super::tuning::{ReplyThresholds, Tuning};
 
 /// One scored mode, as the select tool reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,28 +48,34 @@ pub struct Ranking {
     /// Modes among the first few that the safety rules hold back for this
     /// request (mode indices): none of them is offered as a ready call.
     pub unasked: Vec<usize>,
+    /// The thresholds this ranking is judged by (the index's tuning).
+    pub judged: ReplyThresholds,
 }
 
 impl Ranking {
-    /// The best mode's confidence is low: show alternatives, flag the reply.
+    /// The best mode's confidence is low
+    /// ([`ReplyThresholds::low_confidence`]): show alternatives, flag the
+    /// reply.
     pub fn is_low_confidence(&self) -> bool {
         self.ranked
             .first()
-            .is_none_or(|best| best.confidence < LOW_CONFIDENCE)
+            .is_none_or(|best| best.confidence < self.judged.low_confidence)
     }
 
-    /// The best mode is at least [`CLEAR_MARGIN`] times as likely as the
-    /// second (or alone).
+    /// The best mode is at least [`ReplyThresholds::clear_margin`] times as
+    /// likely as the second (or alone).
     pub fn stands_out(&self) -> bool {
         match (self.ranked.first(), self.ranked.get(1)) {
-            (Some(best), Some(second)) => best.confidence >= CLEAR_MARGIN * second.confidence,
+            (Some(best), Some(second)) => {
+                best.confidence >= self.judged.clear_margin * second.confidence
+            }
             (Some(_), None) => true,
             _ => false,
         }
     }
 
     /// The modes after the first that are about as likely as it (at least
-    /// [`CLOSE_SHARE`] of its confidence), at most `most`.
+    /// [`ReplyThresholds::close_share`] of its confidence), at most `most`.
     pub fn close_to_first(&self, most: usize) -> &[Ranked] {
         let Some(best) = self.ranked.first() else {
             return &[];
@@ -93,7 +83,7 @@ impl Ranking {
         let close = self.ranked[1..]
             .iter()
             .take(most)
-            .take_while(|r| r.confidence >= CLOSE_SHARE * best.confidence)
+            .take_while(|r| r.confidence >= self.judged.close_share * best.confidence)
             .count();
         &self.ranked[1..=close]
     }
@@ -108,7 +98,7 @@ impl Ranking {
     }
 }
 
-/// Softmax over the best [`CONFIDENCE_CANDIDATES`] scores and the no-fit
+/// Softmax over the best [`Tuning::confidence_candidates`] scores and the no-fit
 /// score; modes further down get their share of what is left (effectively 0).
 /// Returns the no-fit share.
 pub(super) fn assign_confidences(ranked: &mut [Ranked], tuning: &Tuning, no_fit_score: f32) -> f32 {
@@ -122,7 +112,7 @@ pub(super) fn assign_confidences(ranked: &mut [Ranked], tuning: &Tuning, no_fit_
     let total: f32 = no_fit
         + ranked
             .iter()
-            .take(CONFIDENCE_CANDIDATES)
+            .take(tuning.confidence_candidates)
             .map(|r| weight(r.score))
             .sum::<f32>();
     for entry in ranked.iter_mut() {

@@ -54,6 +54,8 @@
 //! - `construct.rs`: [`Index::build`] and its variants;
 //! - `ranking.rs`: [`Index::ranking`]: the order, the naming and safety
 //!   rules, the confidences, and the full model when the table is unsure;
+//! - `decision.rs`: what a select reply makes of a ranking ([`Decision`]):
+//!   the mode, its ready call, the close modes, alternatives and caution;
 //! - [`eval`]: the `zenmode eval` scorer, on top of it all.
 //!
 //! This file only declares them and re-exports what the rest of zenmode
@@ -65,6 +67,7 @@ pub mod text;
 
 mod confidence;
 mod construct;
+mod decision;
 mod index;
 mod model_builds;
 mod nofit;
@@ -72,10 +75,13 @@ mod ranking;
 mod scoring;
 mod tuning;
 
-pub use confidence::{CLEAR_MARGIN, CLOSE_SHARE, LOW_CONFIDENCE, Ranked, Ranking};
+pub use confidence::{Ranked, Ranking};
+pub use decision::{
+    Alternative, Caution, Choice, Decision, FALLBACK_MODE, Recommendation, SCRIPT_MODE, Why,
+};
 pub use index::{Index, changes_state, leaves_state, model_texts};
 pub use scoring::Signals;
-pub use tuning::{Ranker, Tuning};
+pub use tuning::{Ranker, ReplyThresholds, Tuning};
 
 // The meaning signal's entry points where the command line, the tests and
 // the benches reach them (loading the model, the default model's place).

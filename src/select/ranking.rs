@@ -191,6 +191,7 @@ impl Index {
             }),
             named: first.is_some_and(|m| query.named.contains(&m)),
             ranked,
+            judged: tuning.reply,
         }
     }
 
@@ -251,7 +252,7 @@ impl Index {
             && self.changes_state.get(mode).copied().unwrap_or(false)
             && ranked
                 .first()
-                .is_some_and(|best| best.confidence < super::confidence::LOW_CONFIDENCE)
+                .is_some_and(|best| best.confidence < self.tuning.reply.low_confidence)
     }
 
     /// The safety rule: when destructive modes the request does not ask for

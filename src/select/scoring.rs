@@ -512,7 +512,7 @@ impl Index {
     /// `no_fit`, gets no ready call: the rules of [`Index::held`], and
     /// more. A tool that changes state (or may destroy) gets one only when
     /// the ranking is clear (confidence at least
-    /// [`LOW_CONFIDENCE`](super::confidence::LOW_CONFIDENCE), above the
+    /// [`ReplyThresholds::low_confidence`](super::ReplyThresholds::low_confidence), above the
     /// no-fit share) and the request's main clause asks for a change. A
     /// tool with example requests that the ranking is clear about is asked
     /// for by a request that reads like them, whatever its verb, unless it
@@ -529,7 +529,7 @@ impl Index {
         }
         let changes = self.changes_state.get(mode).copied().unwrap_or(false)
             || self.destructive.get(mode).copied().unwrap_or(false);
-        let clear = confidence >= super::confidence::LOW_CONFIDENCE && confidence > no_fit;
+        let clear = confidence >= self.tuning.reply.low_confidence && confidence > no_fit;
         if changes && (!clear || query.nothing_asked) {
             return true;
         }

@@ -18,6 +18,7 @@ use crate::{
     catalog::Catalog,
     select::{
         confidence::Ranking,
+        decision::Decision,
         index::{Index, changes_state},
     },
 };
@@ -99,6 +100,22 @@ pub struct Served {
     /// Every mode the reply offers a ready call to: its `next_call`'s and,
     /// when it asks to choose between close modes, each one's.
     pub ready: Vec<String>,
+}
+
+impl Served {
+    /// What `decision`, made on `catalog`, serves.
+    pub fn of(decision: &Decision, catalog: &Catalog) -> Served {
+        let name = |index: usize| catalog.modes()[index].name().to_owned();
+        Served {
+            mode: match decision {
+                Decision::NoMatch { fallback } => fallback.map(name),
+                Decision::Recommend(r) => Some(name(r.mode)),
+            },
+            next_call: decision.next_call().map(name),
+            shown: decision.shown(catalog).into_iter().map(name).collect(),
+            ready: decision.ready().into_iter().map(name).collect(),
+        }
+    }
 }
 
 /// The select reply for a query, as [`evaluate_with`] reads it.

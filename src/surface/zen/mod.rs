@@ -10,7 +10,6 @@
 pub mod execute;
 mod meta;
 pub mod mode_index;
-mod multi_step;
 mod runnable;
 mod script_host;
 pub mod select_mode;

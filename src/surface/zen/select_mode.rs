@@ -10,30 +10,17 @@ use serde_json::{Map, Value, json};
 use super::meta::{EXECUTE, SELECT_MODE, parse_arguments, unknown_mode};
 use super::runnable::Runnable;
 use crate::{
-    catalog::Mode,
     catalog::describe::{self, FieldSet},
+    catalog::{Catalog, Mode},
     engine::{Engine, Outcome, Snapshot},
-    select::Ranking,
+    select::{Caution, Choice, Decision, Ranking, Recommendation, SCRIPT_MODE, Why},
 };
 
-pub const DEFAULT_TOP_K: usize = 3;
-/// The most modes a reply shows when the client does not say (`top_k`)
-/// and the first ones are unsure ([`shown_by_default`]): the right tool is
-/// then often fourth or fifth (real-server requests: among the first three
-/// 0.78, the first five 0.84), and two more names cost less than a wrong
-/// call.
-pub const UNSURE_TOP_K: usize = 5;
-/// The share of the confidence the modes a reply shows by default cover.
-const SHOWN_CONFIDENCE: f32 = 0.9;
 /// How much of a task description the ranking reads: a task is stated in
 /// its first sentences, and analysing megabytes of pasted logs would hold
 /// the session (and the CPU) for seconds.
 pub const MAX_ANALYSED_CHARS: usize = 4_000;
 pub const MAX_TOP_K: usize = 10;
-/// The mode recommended when no mode clearly fits: it answers anything, and
-/// a wrong specialised mode (say, a multi-step audit) costs more than a chat.
-const FALLBACK_MODE: &str = "chat";
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SelectArgs {
@@ -96,20 +83,6 @@ fn design_fields(reply: &mut Value) {
     reply["required_fields"] = Value::Array(required);
 }
 
-/// The mode a task names with its first word ("Debug the ...", "Refactor
-/// ..."): a caller who starts with a mode's name (or alias) asks for it.
-fn named_by_first_word<'a>(catalog: &'a crate::catalog::Catalog, task: &str) -> Option<&'a Mode> {
-    let word: String = task
-        .trim_start()
-        .chars()
-        .take_while(char::is_ascii_alphanumeric)
-        .collect::<String>()
-        .to_ascii_lowercase();
-    let mode = catalog.get(&word)?;
-    // Only zenmode's own modes: an imported tool's name is not a verb.
-    mode.manifest().server.is_none().then_some(mode.as_ref())
-}
-
 /// What a select asks for, once its arguments are checked.
 enum Asked<'a> {
     Describe(&'a str),
@@ -130,20 +103,16 @@ fn asked(args: &SelectArgs) -> Asked<'_> {
         .filter(|t| !t.is_empty());
     match (task, args.mode.as_deref()) {
         (_, Some(name)) => Asked::Describe(name),
-        (Some(task), None) => {
-            let top_k = args.top_k.unwrap_or(DEFAULT_TOP_K);
-            if (1..=MAX_TOP_K).contains(&top_k) {
-                Asked::Recommend {
-                    task: analysed_part(task),
-                    top_k: args.top_k,
-                }
-            } else {
-                Asked::Invalid(Outcome::failure(
-                    "invalid_arguments",
-                    format!("top_k must be between 1 and {MAX_TOP_K} (got {top_k})"),
-                ))
-            }
-        }
+        (Some(task), None) => match args.top_k {
+            Some(top_k) if !(1..=MAX_TOP_K).contains(&top_k) => Asked::Invalid(Outcome::failure(
+                "invalid_arguments",
+                format!("top_k must be between 1 and {MAX_TOP_K} (got {top_k})"),
+            )),
+            top_k => Asked::Recommend {
+                task: analysed_part(task),
+                top_k,
+            },
+        },
         (None, None) => Asked::Invalid(Outcome::failure(
             "invalid_arguments",
             "Give task_description (what you want to do) to get a recommendation, or mode to get that mode's fields.",
@@ -228,148 +197,88 @@ fn recommended(
     task: &str,
     top_k: Option<usize>,
 ) -> Outcome {
-    let top_k = top_k.unwrap_or_else(|| shown_by_default(ranking));
     let runnable = Runnable::of(engine);
-    let mut reply = recommend(snapshot, ranking, task, top_k, &runnable);
+    let decision = Decision::of(snapshot, ranking, task, top_k, &|m| runnable.can_run(m));
+    let mut reply = render(snapshot, &decision, task);
     runnable.mark(&mut reply, |name| snapshot.get(name).cloned());
-    super::multi_step::offer_script(&mut reply, snapshot, task);
     note_unavailable(engine, &mut reply);
     design_fields(&mut reply);
     Outcome::ok(reply)
 }
 
-/// How many modes a reply shows when the client does not say: as many as
-/// it takes for their confidences to add up to [`SHOWN_CONFIDENCE`], at
-/// least [`DEFAULT_TOP_K`] and at most [`UNSURE_TOP_K`]. Confidence is
-/// calibrated (docs/selection.md), so the reply then holds the right mode
-/// about that often.
-fn shown_by_default(ranking: &Ranking) -> usize {
-    let mut total = 0.0;
-    let needed = ranking
-        .ranked
-        .iter()
-        .position(|ranked| {
-            total += ranked.confidence;
-            total >= SHOWN_CONFIDENCE
-        })
-        .map_or(UNSURE_TOP_K, |at| at + 1);
-    needed.clamp(DEFAULT_TOP_K, UNSURE_TOP_K)
+/// What select decides for `task` in `engine` as it stands, without
+/// writing the reply: what `zenmode eval` scores.
+pub fn decide(engine: &Engine, task: &str) -> (std::sync::Arc<Snapshot>, Decision) {
+    let snapshot = engine.catalog();
+    let task = analysed_part(task.trim());
+    let ranking = snapshot.index().ranking(task);
+    let runnable = Runnable::of(engine);
+    let decision = Decision::of(&snapshot, &ranking, task, None, &|m| runnable.can_run(m));
+    (snapshot, decision)
 }
 
-/// `catalog` is the snapshot `ranking` was made on (its mode indices).
-fn recommend(
-    catalog: &Snapshot,
-    ranking: &Ranking,
-    task: &str,
-    top_k: usize,
-    runnable: &Runnable,
-) -> Value {
-    let Some(best) = ranking.ranked.first() else {
-        return no_match(catalog, task, runnable);
+/// Writes `decision`, made on `catalog` for `task`, as the reply's JSON.
+fn render(catalog: &Catalog, decision: &Decision, task: &str) -> Value {
+    let recommendation = match decision {
+        Decision::NoMatch { fallback } => return no_match(catalog, *fallback, task),
+        Decision::Recommend(recommendation) => recommendation,
     };
-    let named = named_by_first_word(catalog, task);
-    let best_mode = catalog.modes()[best.mode_index].as_ref();
-    // A tool that stands out is the answer even when no mode clearly fits:
-    // falling back to `chat` then lost what the ranking had right.
-    let stands_out = named.is_none()
-        && ranking.no_clear_fit()
-        && best_mode.manifest().examples.is_empty()
-        && ranking.stands_out();
-    let fallback = catalog
-        .get(FALLBACK_MODE)
-        .filter(|_| named.is_none() && ranking.no_clear_fit() && !stands_out)
-        .filter(|fallback| runnable.can_run(fallback))
-        .filter(|fallback| fallback.name() != best_mode.name());
-
+    let modes = catalog.modes();
+    let mode = modes[recommendation.mode].as_ref();
     let mut reply = Map::new();
-    let (mode, confidence, reason_text) = match (named, fallback) {
-        (Some(named), _) => (
-            named,
-            ranking
-                .ranked
-                .iter()
-                .find(|r| catalog.modes()[r.mode_index].name() == named.name())
-                .map_or(best.confidence, |r| r.confidence.max(best.confidence)),
-            format!("the task starts with the mode's name ({})", named.name()),
-        ),
-        // No mode clearly fits: recommend the general mode, and list the
-        // best matches (including the top one) as alternatives.
-        (None, Some(fallback)) => {
-            let confidence = ranking
-                .ranked
-                .iter()
-                .find(|r| catalog.modes()[r.mode_index].name() == fallback.name())
-                .map_or(0.0, |r| r.confidence);
-            let best_name = catalog.modes()[best.mode_index].name();
-            let reason = format!(
-                "no mode clearly fits (best: {best_name} at {:.2}); {} is the general fallback",
-                best.confidence,
-                fallback.name()
-            );
-            (fallback.as_ref(), confidence, reason)
-        }
-        (None, None) if stands_out => (
-            best_mode,
-            best.confidence,
-            format!(
-                "no mode clearly fits, but {} stands out ({:.2}; the next {:.2})",
-                best_mode.name(),
-                best.confidence,
-                ranking.ranked.get(1).map_or(0.0, |r| r.confidence)
-            ),
-        ),
-        (None, None) => (
-            best_mode,
-            best.confidence,
-            reason(&best.matched, !best_mode.manifest().examples.is_empty()),
-        ),
-    };
-    // A tool that changes state is no ready call when no mode clearly fits.
-    // So is one served because the fallback cannot run here.
-    let unsure = stands_out || (named.is_none() && ranking.no_clear_fit() && fallback.is_none());
-    let unsure_change = unsure && crate::select::changes_state(best_mode.manifest());
     reply.insert("mode".into(), json!(mode.name()));
-    reply.insert("confidence".into(), json!(round2(confidence)));
-    if named.is_none() && (fallback.is_some() || ranking.is_low_confidence()) {
+    reply.insert(
+        "confidence".into(),
+        json!(round2(recommendation.confidence)),
+    );
+    if recommendation.low_confidence {
         reply.insert("low_confidence".into(), json!(true));
     }
-    reply.insert("reason".into(), json!(reason_text));
-    if let Some(line) = caution(catalog, ranking, mode) {
-        reply.insert("caution".into(), json!(line));
-    } else if unsure_change {
-        let line = format!(
-            "{} changes state and no mode clearly fits: no ready call; check that this is the change wanted before running it",
-            mode.name()
+    reply.insert("reason".into(), json!(reason(catalog, recommendation)));
+    if let Some(caution) = &recommendation.caution {
+        reply.insert(
+            "caution".into(),
+            json!(caution_line(catalog, caution, mode)),
         );
-        reply.insert("caution".into(), json!(line));
     }
     insert_essentials(&mut reply, mode, FieldSet::Key);
-    // A destructive tool the request does not ask for is never a ready call.
-    if named.is_none() && fallback.is_none() && (ranking.first_unasked_destructive || unsure_change)
-    {
+    if !recommendation.ready_call {
         reply.remove("next_call");
     }
-    if named.is_none() && fallback.is_none() && !ranking.named {
-        offer_close_ones(&mut reply, catalog, ranking, top_k);
+    if !recommendation.choose.is_empty() {
+        let candidates = recommendation
+            .choose
+            .iter()
+            .map(|choice| choice_entry(&modes[choice.mode], choice))
+            .collect();
+        reply.insert("choose".into(), Value::Array(candidates));
     }
-    let alternatives: Vec<Value> = ranking
-        .ranked
-        .iter()
-        .filter(|ranked| catalog.modes()[ranked.mode_index].name() != mode.name())
-        .take(top_k - 1 + usize::from(fallback.is_some()))
-        .map(|ranked| {
-            let alternative = &catalog.modes()[ranked.mode_index];
+    let script = catalog
+        .get(SCRIPT_MODE)
+        .filter(|_| recommendation.offer_script);
+    let alternatives: Vec<Value> = script
+        .map(|script| {
+            json!({
+                "mode": script.name(),
+                "summary": script.manifest().summary,
+                "required": script.manifest().required(),
+                "reason": "the request has several steps over servers' tools: one script runs them all in one call",
+            })
+        })
+        .into_iter()
+        .chain(recommendation.alternatives.iter().map(|alternative| {
+            let mode = &modes[alternative.mode];
             let mut entry = json!({
-                "mode": alternative.name(),
-                "confidence": round2(ranked.confidence),
-                "summary": alternative.manifest().summary,
-                "required": alternative.manifest().required(),
+                "mode": mode.name(),
+                "confidence": round2(alternative.confidence),
+                "summary": mode.manifest().summary,
+                "required": mode.manifest().required(),
             });
             if let Value::Object(fields) = &mut entry {
-                insert_origin(fields, alternative);
+                insert_origin(fields, mode);
             }
             entry
-        })
+        }))
         .collect();
     if !alternatives.is_empty() {
         reply.insert("alternatives".into(), Value::Array(alternatives));
@@ -377,63 +286,63 @@ fn recommend(
     Value::Object(reply)
 }
 
-/// When the modes after the first are about as likely as it
-/// ([`Ranking::close_to_first`]), one confident `next_call` pulls the model
-/// to the first even when it is wrong: the reply offers the close ones
-/// side by side (`choose`), each with its required fields and, unless the
-/// safety rules hold it back, its ready call, and says to choose.
-fn offer_close_ones(
-    reply: &mut Map<String, Value>,
-    catalog: &crate::catalog::Catalog,
-    ranking: &Ranking,
-    top_k: usize,
-) {
-    let close = ranking.close_to_first(top_k.saturating_sub(1).min(2));
-    if close.is_empty() {
-        return;
+/// One of the close modes a reply asks to choose between: its required
+/// fields and, unless the decision holds it back, its ready call.
+fn choice_entry(mode: &Mode, choice: &Choice) -> Value {
+    let manifest = mode.manifest();
+    let mut entry = Map::new();
+    entry.insert("mode".into(), json!(mode.name()));
+    entry.insert("confidence".into(), json!(round2(choice.confidence)));
+    let fields = describe::field_summary(manifest, FieldSet::Key);
+    entry.insert("required".into(), Value::Object(fields.required));
+    if choice.ready_call {
+        entry.insert("next_call".into(), ready_call(mode));
     }
-    let unsure = ranking.no_clear_fit();
-    let candidates: Vec<Value> = ranking.ranked[..=close.len()]
-        .iter()
-        .map(|ranked| {
-            let mode = &catalog.modes()[ranked.mode_index];
-            let manifest = mode.manifest();
-            let mut entry = Map::new();
-            entry.insert("mode".into(), json!(mode.name()));
-            entry.insert("confidence".into(), json!(round2(ranked.confidence)));
-            let fields = describe::field_summary(manifest, FieldSet::Key);
-            entry.insert("required".into(), Value::Object(fields.required));
-            let held = ranking.unasked.contains(&ranked.mode_index)
-                || (unsure && crate::select::changes_state(manifest));
-            if !held {
-                entry.insert(
-                    "next_call".into(),
-                    json!({
-                        "tool": EXECUTE,
-                        "arguments": {"mode": mode.name(), "request": describe::example_request(manifest)},
-                    }),
-                );
-            }
-            Value::Object(entry)
-        })
-        .collect();
-    let names: Vec<&str> = candidates
-        .iter()
-        .filter_map(|c| c["mode"].as_str())
-        .collect();
-    let line = format!(
-        "{} fit about as well: choose the one the task means, and run its next_call",
-        names.join(" and ")
-    );
-    reply.remove("next_call");
-    reply.insert("choose".into(), Value::Array(candidates));
-    reply.insert("reason".into(), json!(line));
+    Value::Object(entry)
 }
 
-/// One line when the ranking put a destructive tool below the recommended
-/// one because the request does not ask for what it destroys, or when the
-/// recommended tool is such a tool itself (no harmless one was left).
-fn caution(catalog: &crate::catalog::Catalog, ranking: &Ranking, mode: &Mode) -> Option<String> {
+/// The reply's `reason` line.
+fn reason(catalog: &Catalog, recommendation: &Recommendation) -> String {
+    let modes = catalog.modes();
+    let name = |index: usize| modes[index].name();
+    match &recommendation.why {
+        Why::Named => format!(
+            "the task starts with the mode's name ({})",
+            name(recommendation.mode)
+        ),
+        Why::Fallback {
+            best,
+            best_confidence,
+        } => format!(
+            "no mode clearly fits (best: {} at {best_confidence:.2}); {} is the general fallback",
+            name(*best),
+            name(recommendation.mode)
+        ),
+        Why::StandsOut { next_confidence } => format!(
+            "no mode clearly fits, but {} stands out ({:.2}; the next {next_confidence:.2})",
+            name(recommendation.mode),
+            recommendation.confidence
+        ),
+        Why::Matched {
+            words,
+            has_examples,
+        } => matched_reason(words, *has_examples),
+        Why::Choose => {
+            let names: Vec<&str> = recommendation
+                .choose
+                .iter()
+                .map(|choice| name(choice.mode))
+                .collect();
+            format!(
+                "{} fit about as well: choose the one the task means, and run its next_call",
+                names.join(" and ")
+            )
+        }
+    }
+}
+
+/// The reply's `caution` line.
+fn caution_line(catalog: &Catalog, caution: &Caution, mode: &Mode) -> String {
     // A tool held back for changing state in answer to a question, rather
     // than for deleting or overwriting, is told as such.
     let what = |m: &Mode| {
@@ -443,27 +352,33 @@ fn caution(catalog: &crate::catalog::Catalog, ranking: &Ranking, mode: &Mode) ->
             "changes state"
         }
     };
-    if ranking.first_unasked_destructive
-        && catalog.modes()[ranking.ranked.first()?.mode_index].name() == mode.name()
-    {
-        let why = if ranking.is_low_confidence() || ranking.no_clear_fit() {
-            "and the ranking is not sure it is the tool meant"
-        } else {
-            "and the request does not ask for that"
-        };
-        return Some(format!(
-            "{} {}, {why}: no ready call; check that this is the change wanted before running it",
-            mode.name(),
-            what(mode)
-        ));
+    match caution {
+        Caution::Unasked { unsure, .. } => {
+            let why = if *unsure {
+                "and the ranking is not sure it is the tool meant"
+            } else {
+                "and the request does not ask for that"
+            };
+            format!(
+                "{} {}, {why}: no ready call; check that this is the change wanted before running it",
+                mode.name(),
+                what(mode)
+            )
+        }
+        Caution::HeldBack { held } => {
+            let held = &catalog.modes()[*held];
+            format!(
+                "{} scored higher but {}, which the request does not ask for: {} is offered first",
+                held.name(),
+                what(held),
+                mode.name()
+            )
+        }
+        Caution::UnsureChange { .. } => format!(
+            "{} changes state and no mode clearly fits: no ready call; check that this is the change wanted before running it",
+            mode.name()
+        ),
     }
-    let held = catalog.modes().get(*ranking.held_back.first()?)?;
-    Some(format!(
-        "{} scored higher but {}, which the request does not ask for: {} is offered first",
-        held.name(),
-        what(held),
-        mode.name()
-    ))
 }
 
 /// The most unavailable servers a reply names; the rest are counted.
@@ -485,19 +400,9 @@ fn note_unavailable(engine: &Engine, reply: &mut Value) {
     reply["unavailable"] = json!(shown);
 }
 
-/// Nothing matched: recommend the general-purpose mode, flagged as a guess.
-/// Without it, the first mode that changes nothing: a guess is never a
-/// ready call that changes state ("who lives in Oslo?" got
-/// `create_directory`, the first tool of its catalog).
-fn no_match(catalog: &crate::catalog::Catalog, task: &str, runnable: &Runnable) -> Value {
-    let harmless = || {
-        catalog
-            .modes()
-            .iter()
-            .find(|m| !crate::select::changes_state(m.manifest()) && runnable.can_run(m))
-    };
-    let general = catalog.get(FALLBACK_MODE).filter(|m| runnable.can_run(m));
-    let Some(fallback) = general.or_else(harmless) else {
+/// Nothing matched: the decision's fallback, flagged as a guess.
+fn no_match(catalog: &Catalog, fallback: Option<usize>, task: &str) -> Value {
+    let Some(fallback) = fallback.map(|index| catalog.modes()[index].as_ref()) else {
         if catalog.is_empty() {
             return json!({"error": "empty_catalog", "message": "No modes are loaded."});
         }
@@ -548,13 +453,15 @@ fn insert_essentials(reply: &mut Map<String, Value>, mode: &Mode, fields: FieldS
     if !summary.optional.is_empty() {
         reply.insert("optional".into(), Value::Object(summary.optional));
     }
-    reply.insert(
-        "next_call".into(),
-        json!({
-            "tool": EXECUTE,
-            "arguments": {"mode": mode.name(), "request": describe::example_request(manifest)},
-        }),
-    );
+    reply.insert("next_call".into(), ready_call(mode));
+}
+
+/// The `zen_execute` call that runs `mode` with a valid example request.
+fn ready_call(mode: &Mode) -> Value {
+    json!({
+        "tool": EXECUTE,
+        "arguments": {"mode": mode.name(), "request": describe::example_request(mode.manifest())},
+    })
 }
 
 /// For another server's tool: which server runs it, and whether it only
@@ -585,7 +492,7 @@ pub fn analysed_part(task: &str) -> &str {
 
 /// Why a mode ranked first: the words it matched or, with none, which
 /// signal found it (example phrasings, or the meaning of its description).
-fn reason(matched: &[String], has_examples: bool) -> String {
+fn matched_reason(matched: &[String], has_examples: bool) -> String {
     if matched.is_empty() {
         return if has_examples {
             "close to this mode's example tasks"

@@ -2,7 +2,10 @@
 //! safety lines, and the ready calls it offers.
 
 use super::*;
-use crate::catalog::Catalog;
+use crate::select::{FALLBACK_MODE, Tuning};
+
+/// What a reply shows and how many modes, by the default tuning.
+const SHOWN: crate::select::ReplyThresholds = Tuning::DEFAULT.reply;
 
 fn engine() -> Engine {
     Engine::with_assumed_provider(Catalog::builtin().unwrap()).unwrap()
@@ -32,7 +35,7 @@ fn a_clear_task_gets_its_mode_with_high_confidence() {
     assert!(reply.get("low_confidence").is_none(), "{reply}");
     assert!(reply["reason"].as_str().unwrap().starts_with("matched: "));
     let alternatives = reply["alternatives"].as_array().unwrap();
-    assert!(alternatives.len() < DEFAULT_TOP_K);
+    assert!(alternatives.len() < SHOWN.shown_at_least);
     assert_eq!(reply["recommended_mode"], "testgen");
     assert!(reply["required_fields"].as_array().unwrap().len() >= 4);
     for alternative in alternatives {
@@ -340,15 +343,15 @@ fn an_unsure_reply_shows_more_modes_unless_the_client_says_how_many() {
         "write unit tests with edge cases for the date parser",
         None,
     );
-    assert!(shown(&sure) <= DEFAULT_TOP_K, "{sure}");
+    assert!(shown(&sure) <= SHOWN.shown_at_least, "{sure}");
     let engine = gateway_engine();
     let task = "tidy up the notes";
     let ranking = engine.index().index().ranking(task);
     let top: f32 = ranking.ranked.iter().take(3).map(|r| r.confidence).sum();
-    assert!(top < SHOWN_CONFIDENCE, "{ranking:?}");
+    assert!(top < SHOWN.shown_confidence, "{ranking:?}");
     let unsure = select(&engine, task, None);
-    assert!(shown(&unsure) > DEFAULT_TOP_K, "{unsure}");
-    assert!(shown(&unsure) <= UNSURE_TOP_K, "{unsure}");
+    assert!(shown(&unsure) > SHOWN.shown_at_least, "{unsure}");
+    assert!(shown(&unsure) <= SHOWN.shown_at_most, "{unsure}");
     let asked = select(&engine, task, Some(2));
     assert_eq!(shown(&asked), 2, "{asked}");
 }
@@ -395,4 +398,58 @@ fn a_multi_step_request_over_servers_is_offered_script() {
         .filter_map(|entry| entry.get("mode").unwrap_or(entry).as_str())
         .collect();
     assert!(offered.contains(&"script"), "{reply}");
+}
+
+/// What `zenmode eval` scores is the decision; what the model reads is its
+/// JSON. The two must agree on the mode, the ready calls and the modes shown,
+/// with and without a provider (modes that cannot run lose their calls).
+#[test]
+fn the_reply_serves_exactly_what_the_decision_says() {
+    let from_reply = |reply: &Value| {
+        let call = |entry: &Value| {
+            entry
+                .pointer("/next_call/arguments/mode")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let listed = |key: &str| reply[key].as_array().cloned().unwrap_or_default();
+        crate::select::eval::Served {
+            mode: reply["mode"].as_str().map(str::to_owned),
+            next_call: call(reply),
+            shown: std::iter::once(reply.clone())
+                .chain(listed("alternatives"))
+                .filter_map(|entry| entry["mode"].as_str().map(str::to_owned))
+                .collect(),
+            ready: std::iter::once(reply.clone())
+                .chain(listed("choose"))
+                .filter_map(|entry| call(&entry))
+                .collect(),
+        }
+    };
+    let tasks = [
+        "write unit tests with edge cases for the date parser",
+        "make it better",
+        "qwzx vbnm",
+        "tidy up the notes",
+        "delete the old notes folder",
+        "list my notes folder and read the two newest files, then summarize them",
+        "chat about the trade-offs of SQLite",
+        "move draft.txt to final.txt",
+    ];
+    let engines = [
+        engine(),
+        gateway_engine(),
+        Engine::new(Catalog::builtin().unwrap()).unwrap(),
+    ];
+    for engine in &engines {
+        for task in tasks {
+            let reply = select(engine, task, None);
+            let (snapshot, decision) = decide(engine, task);
+            assert_eq!(
+                from_reply(&reply),
+                crate::select::eval::Served::of(&decision, snapshot.catalog()),
+                "{task}: {reply}"
+            );
+        }
+    }
 }

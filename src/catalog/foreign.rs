@@ -80,11 +80,19 @@ pub(super) fn load(path: &Path) -> Result<Vec<Mode>, LoadError> {
 
 /// The server a catalog's tool comes from (its `server` field, else the
 /// prefix of a `<server>__<tool>` name, else the file's), and its name there.
+/// A catalog that nests servers (`"server": "hub/weather"`) prefixes each
+/// level (`hub__weather__forecast`): the tool's own name is past them all.
 fn server_and_own_name<'t>(tool: &'t ForeignTool, source: &'t str) -> (&'t str, &'t str) {
-    let prefixed = tool.name.split_once(super::gateway_modes::SEPARATOR);
+    use super::gateway_modes::SEPARATOR;
+    let prefixed = tool.name.split_once(SEPARATOR);
     match (&tool.server, prefixed) {
-        (Some(server), Some((prefix, own))) if prefix == server => (server, own),
-        (Some(server), _) => (server, &tool.name),
+        (Some(server), _) => {
+            let levels = server.split('/').collect::<Vec<_>>().join(SEPARATOR) + SEPARATOR;
+            (
+                server,
+                tool.name.strip_prefix(&levels).unwrap_or(&tool.name),
+            )
+        }
         (None, Some((prefix, own))) => (prefix, own),
         (None, None) => (source, &tool.name),
     }
@@ -167,6 +175,32 @@ mod tests {
             modes
                 .iter()
                 .all(|m| m.manifest().summary.chars().count() <= MAX_SUMMARY_CHARS)
+        );
+    }
+
+    /// The union catalog nests LiveMCPBench's servers
+    /// (`"server": "livemcptool/weather"`, names `livemcptool__weather__...`):
+    /// their tools still find the examples shipped for those servers, and
+    /// the classifier's rows.
+    #[test]
+    fn tools_of_nested_servers_get_their_servers_examples() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/catalogs/union_all.json");
+        let modes = load(&path).expect("the union loads");
+        let nested: Vec<_> = modes
+            .iter()
+            .filter(|m| m.manifest().name.starts_with("livemcptool__"))
+            .collect();
+        assert!(nested.len() > 500, "{}", nested.len());
+        let with_examples = nested
+            .iter()
+            .filter(|m| {
+                !m.manifest().tool_examples.is_empty() && m.manifest().classifier_row.is_some()
+            })
+            .count();
+        assert!(
+            with_examples * 10 >= nested.len() * 9,
+            "{with_examples} of {} nested tools have examples and a classifier row",
+            nested.len()
         );
     }
 

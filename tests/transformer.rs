@@ -61,27 +61,61 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// The model's encoder, loaded; `None` without the model.
+fn loaded_encoder() -> Option<Encoder> {
+    if !have_model() {
+        return None;
+    }
+    use_model();
+    Some(Encoder::current().unwrap())
+}
+
+/// The texts and vectors of the reference implementation
+/// (`tests/data/minilm_reference.json`).
+fn reference_cases() -> Vec<serde_json::Value> {
+    let reference: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/data/minilm_reference.json")).unwrap(),
+    )
+    .unwrap();
+    reference["cases"].as_array().unwrap().clone()
+}
+
 /// The Rust forward pass (`crates/bert`, half-float weights) and
 /// the Rust tokenizer give the vectors that
 /// the reference implementation (scripts/embedding/minilm.py) gives.
 #[test]
 fn vectors_match_the_reference_model() {
-    if !have_model() {
+    let Some(encoder) = loaded_encoder() else {
         return;
-    }
-    use_model();
-    let encoder = Encoder::current().unwrap();
+    };
     assert!(encoder.is_full_model());
-    let reference: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root().join("tests/data/minilm_reference.json")).unwrap(),
-    )
-    .unwrap();
-    for case in reference["cases"].as_array().unwrap() {
+    for case in reference_cases() {
         let text = case["text"].as_str().unwrap();
         let expected: Vec<f32> = serde_json::from_value(case["vector"].clone()).unwrap();
         let got = encoder.embed(text, false).expect("a vector");
         assert_eq!(got.len(), expected.len());
         let similarity = cosine(&got, &expected);
+        assert!(similarity > 0.9999, "{text}: cosine {similarity}");
+    }
+}
+
+/// A vector worth keeping (a tool's text, an example request) is kept in
+/// half floats: it is the same the first time, when it is computed, and
+/// afterwards, when it is read back, and still the full-precision vector
+/// to a cosine of 0.9999.
+#[test]
+fn a_kept_vector_is_the_same_computed_or_read_back() {
+    let Some(encoder) = loaded_encoder() else {
+        return;
+    };
+    for case in reference_cases() {
+        // A text of its own, so that no other test has kept it first.
+        let text = format!("{} (kept)", case["text"].as_str().unwrap());
+        let unkept = encoder.embed(&text, false).expect("a vector");
+        let computed = encoder.embed(&text, true).expect("a vector");
+        let read_back = encoder.embed(&text, true).expect("a vector");
+        assert_eq!(computed, read_back, "{text}");
+        let similarity = cosine(&computed, &unkept);
         assert!(similarity > 0.9999, "{text}: cosine {similarity}");
     }
 }

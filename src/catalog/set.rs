@@ -130,6 +130,12 @@ impl Catalog {
         }
     }
 
+    /// The index in [`Catalog::modes`] of the mode named `name` (not an
+    /// alias).
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
     /// Looks `name` up among the manifests' aliases. Start-up parses no
     /// manifest, so this reads only manifests already parsed and embedded
     /// ones whose text holds the name (parsing just those).

@@ -135,7 +135,7 @@ impl Decision {
         };
         let top_k = top_k.unwrap_or_else(|| ranking.shown_by_default());
         let modes = catalog.modes();
-        let index_of = |mode: &Mode| modes.iter().position(|m| m.name() == mode.name());
+        let index_of = |mode: &Mode| catalog.index_of(mode.name());
         let named = named_by_first_word(catalog, task).and_then(index_of);
         let best_mode = modes[best.mode_index].as_ref();
         let unclear = named.is_none() && ranking.no_clear_fit();
@@ -233,11 +233,7 @@ impl Decision {
         match self {
             Decision::NoMatch { fallback } => fallback.iter().copied().collect(),
             Decision::Recommend(r) => {
-                let script = catalog
-                    .modes()
-                    .iter()
-                    .position(|m| m.name() == SCRIPT_MODE)
-                    .filter(|_| r.offer_script);
+                let script = catalog.index_of(SCRIPT_MODE).filter(|_| r.offer_script);
                 std::iter::once(r.mode)
                     .chain(script)
                     .chain(r.alternatives.iter().map(|a| a.mode))
@@ -378,9 +374,9 @@ fn offers_script(catalog: &Catalog, recommendation: &Recommendation, task: &str)
 /// catalog).
 fn no_match_fallback(catalog: &Catalog, can_run: &dyn Fn(&Mode) -> bool) -> Option<usize> {
     let modes = catalog.modes();
-    modes
-        .iter()
-        .position(|m| m.name() == FALLBACK_MODE && can_run(m))
+    catalog
+        .index_of(FALLBACK_MODE)
+        .filter(|&index| can_run(&modes[index]))
         .or_else(|| {
             modes
                 .iter()

@@ -490,11 +490,7 @@ fn fit_budget(ids: &mut Vec<u32>, limit: usize) -> bool {
 /// (damage, or a file written by something else) is skipped. Read a record
 /// at a time: the union's file is 25 MB, and reading it whole first raised
 /// a server's peak memory by as much.
-fn read_records(
-    source: impl std::io::Read,
-    dims: usize,
-    into: &mut HashMap<Key, Option<Kept>>,
-) -> usize {
+fn read_records(source: impl Read, dims: usize, into: &mut HashMap<Key, Option<Kept>>) -> usize {
     let mut source = std::io::BufReader::new(source);
     let mut record = vec![0u8; 16 + dims * 4];
     let mut read = 0;

@@ -39,8 +39,9 @@ impl Runnable {
     }
 
     /// Marks a reply's recommended mode and alternatives that cannot run:
-    /// the recommended one gets `cannot_run` with the reason and loses its
-    /// ready call, an alternative `cannot_run: true`.
+    /// the recommended one gets `cannot_run` with the reason, an
+    /// alternative `cannot_run: true`. (Their ready calls the decision
+    /// already withheld.)
     pub fn mark(&self, reply: &mut Value, mode_of: impl Fn(&str) -> Option<std::sync::Arc<Mode>>) {
         if self.missing_provider.is_none() {
             return;
@@ -54,7 +55,6 @@ impl Runnable {
             .and_then(&mode_of);
         if let Some(why) = chosen.as_deref().and_then(|mode| self.why_not(mode)) {
             fields.insert("cannot_run".into(), json!(why));
-            fields.remove("next_call");
         }
         for list in ["alternatives", "choose"] {
             for entry in fields

@@ -206,8 +206,9 @@ fn recommended(
     Outcome::ok(reply)
 }
 
-/// What select decides for `task` in `engine` as it stands, without
-/// writing the reply: what `zenmode eval` scores.
+/// What select decides for `task` in `engine` as it stands (the ranking
+/// on the calling thread, as [`run`]), without writing the reply: what
+/// `zenmode eval` scores.
 pub fn decide(engine: &Engine, task: &str) -> (std::sync::Arc<Snapshot>, Decision) {
     let snapshot = engine.catalog();
     let task = analysed_part(task.trim());

@@ -8,8 +8,9 @@
 //!
 //! 0. [`platform`]: facts about the machine, each in one place: where
 //!    zenmode's files live, every `ZEN_*` variable, owner-only writes,
-//!    whether a process runs, where each MCP client keeps its servers, and
-//!    hiding secrets in text and logs.
+//!    whether a process runs, where each MCP client keeps its servers,
+//!    hiding secrets in text and logs, and handing back the pages of
+//!    compiled-in data once read.
 //! 1. [`catalog`] loads the mode manifests (embedded, `--modes-dir`,
 //!    foreign catalogs, the gateway's tools) and compiles each schema
 //!    lazily; [`select`] ranks modes for a task and scores that ranking

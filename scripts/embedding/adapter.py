@@ -79,8 +79,18 @@ def load_examples(tools) -> list[tuple[str, str, str]]:
     return pairs
 
 
+def overlay_identity() -> bytes:
+    """What names the encoder overlay `zenmode model embed` runs with
+    (finetune.py): the vectors differ with it."""
+    chosen = os.environ.get("ZEN_ENCODER_OVERLAY", "")
+    if chosen == "none":
+        return b"none"
+    path = Path(chosen) if chosen else ROOT / "data" / "embedding" / "encoder_overlay.safetensors"
+    return hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"none"
+
+
 def encode(zenmode: str, texts: list[str], label: str) -> np.ndarray:
-    digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    digest = hashlib.sha256("\n".join(texts).encode() + overlay_identity()).hexdigest()[:16]
     cached = CACHE / f"adapter-{label}-{digest}.npy"
     if cached.exists():
         return np.load(cached)

@@ -71,6 +71,23 @@ def score_held_servers(zenmode: str, model: str, held: list[str], profiles: dict
                   f"recall {report['reply_recall']:.3f} ({len(mine)})", file=sys.stderr)
 
 
+def fold_arguments(doc: str) -> argparse.Namespace:
+    """The measurements' options: the zenmode binary, the model, how many
+    folds of servers."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--zenmode", default=str(ROOT / "target" / "release" / "zenmode"))
+    parser.add_argument("--model", default=str(Path.home() / ".local/share/zenmode/model/all-MiniLM-L6-v2"))
+    parser.add_argument("--folds", type=int, default=4)
+    return parser.parse_args()
+
+
+def server_folds(count: int) -> tuple[dict, list[list[str]]]:
+    """The routing profiles, and their servers cut into `count` folds."""
+    profiles = json.loads((ROUTING / "profiles.json").read_text())
+    shared = sorted({s for listed in profiles.values() for s in listed})
+    return profiles, [shared[at::count] for at in range(count)]
+
+
 def print_totals(totals: dict, label: str) -> None:
     """One JSON line per variant: its served reply and recall over every fold."""
     for name, tally in totals.items():
@@ -80,11 +97,7 @@ def print_totals(totals: dict, label: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--zenmode", default=str(ROOT / "target" / "release" / "zenmode"))
-    parser.add_argument("--model", default=str(Path.home() / ".local/share/zenmode/model/all-MiniLM-L6-v2"))
-    parser.add_argument("--folds", type=int, default=4)
-    args = parser.parse_args()
+    args = fold_arguments(__doc__)
 
     tools = adapter.load_tools()
     keys = sorted(tools)
@@ -94,9 +107,7 @@ def main() -> None:
     example_vectors = adapter.normalise(adapter.encode(args.zenmode, [p[0] for p in pairs], "examples"))
     example_server = np.array([p[1] for p in pairs])
     example_tool = np.array([index[(p[1], p[2])] for p in pairs])
-    profiles = json.loads((ROUTING / "profiles.json").read_text())
-    shared = sorted({s for listed in profiles.values() for s in listed})
-    folds = [shared[at::args.folds] for at in range(args.folds)]
+    profiles, folds = server_folds(args.folds)
     totals: dict[str, dict[str, float]] = {}
     work = Path(tempfile.mkdtemp(prefix="zen-adapter-"))
     for held in folds:

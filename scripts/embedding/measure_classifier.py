@@ -14,32 +14,20 @@ model installed.
 
 from __future__ import annotations
 
-import argparse
-import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import adapter  # noqa: E402
-from measure_adapter import print_totals, score_held_servers  # noqa: E402
+from measure_adapter import fold_arguments, print_totals, score_held_servers, server_folds  # noqa: E402
 
-ROOT = adapter.ROOT
-ROUTING = ROOT / "tests" / "data" / "routing"
 SCRIPTS = Path(__file__).resolve().parent
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--zenmode", default=str(ROOT / "target" / "release" / "zenmode"))
-    parser.add_argument("--model", default=str(Path.home() / ".local/share/zenmode/model/all-MiniLM-L6-v2"))
-    parser.add_argument("--folds", type=int, default=4)
-    args = parser.parse_args()
-
-    profiles = json.loads((ROUTING / "profiles.json").read_text())
-    shared = sorted({s for listed in profiles.values() for s in listed})
-    folds = [shared[at::args.folds] for at in range(args.folds)]
+    args = fold_arguments(__doc__)
+    profiles, folds = server_folds(args.folds)
     totals: dict[str, dict[str, float]] = {}
     work = Path(tempfile.mkdtemp(prefix="zen-classifier-"))
     for held in folds:

@@ -59,9 +59,15 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float 
 class MiniLM:
     """Mean-pooled, L2-normalised sentence embeddings (384 dimensions)."""
 
-    def __init__(self) -> None:
+    def __init__(self, overlay: Path | None = None) -> None:
+        """`overlay`: a safetensors file of tuned tensors (finetune.py) read
+        in place of the model's own, as zenmode applies it."""
         folder = model_dir()
         self.w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in load_file(str(folder / "model.safetensors")).items()}
+        if overlay is not None:
+            for name, value in load_file(str(overlay)).items():
+                assert name in self.w and self.w[name].shape == value.shape, name
+                self.w[name] = value.astype(np.float32)
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=256)

@@ -61,6 +61,10 @@ pub const SHARED_IDLE_STOP_SECS: &str = "ZEN_SHARED_IDLE_STOP_SECS";
 /// A request adapter file to use instead of the shipped one (experiments:
 /// scripts/embedding/measure_adapter.py); `none` turns it off.
 pub const REQUEST_ADAPTER: &str = "ZEN_REQUEST_ADAPTER";
+/// A fine-tuned overlay of the embedding model's weights to use instead of
+/// the shipped one (experiments: scripts/embedding/measure_finetune.py);
+/// `none` runs the model as published.
+pub const ENCODER_OVERLAY: &str = "ZEN_ENCODER_OVERLAY";
 /// A tool classifier to use instead of the shipped one (`PATH` for
 /// `PATH.f32` and `PATH.json`; experiments: scripts/embedding/
 /// measure_classifier.py); `none` turns it off.

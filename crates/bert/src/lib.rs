@@ -35,11 +35,13 @@
 
 mod amx;
 mod linear;
+mod weights;
 
 pub use linear::Arithmetic;
 use linear::Linear;
-use safetensors::{Dtype, SafeTensors};
+use safetensors::SafeTensors;
 use serde::Deserialize;
+pub(crate) use weights::Weights;
 
 /// Values in one AVX-512 register: the attention's loops work sixteen at a
 /// time.
@@ -122,40 +124,6 @@ struct Layer {
     output_norm: LayerNorm,
 }
 
-/// The tensors of a safetensors file, found under a prefix.
-pub(crate) struct Weights<'a> {
-    file: SafeTensors<'a>,
-    prefix: &'static str,
-}
-
-impl Weights<'_> {
-    /// The tensor `name` as f32 values, if it has this shape.
-    pub(crate) fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
-        let full = format!("{}{name}", self.prefix);
-        let view = self
-            .file
-            .tensor(&full)
-            .map_err(|_| format!("the weights have no tensor {full}"))?;
-        if view.shape() != shape {
-            return Err(format!(
-                "tensor {full} has shape {:?}, this configuration needs {shape:?}",
-                view.shape()
-            ));
-        }
-        if view.dtype() != Dtype::F32 {
-            return Err(format!(
-                "tensor {full} holds {:?} values; only F32 weights are read",
-                view.dtype()
-            ));
-        }
-        Ok(view
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
-    }
-}
-
 /// A BERT encoder (all-MiniLM-L6-v2, or any of its shape) ready to encode
 /// one sequence at a time.
 pub struct Bert {
@@ -189,6 +157,19 @@ impl Bert {
     /// where the tiles are not available, and for layers whose shape they
     /// do not fit.
     pub fn load(bytes: &[u8], config: &Config, arithmetic: Arithmetic) -> Result<Self, String> {
+        Self::load_with_overlay(bytes, None, config, arithmetic)
+    }
+
+    /// [`Bert::load`], with the tensors an `overlay` safetensors file holds
+    /// (a fine-tuned layer, say) read from it instead of from `bytes`.
+    /// Every tensor of the overlay must be one the model reads, of the same
+    /// shape: a file made for another model is refused, not half applied.
+    pub fn load_with_overlay(
+        bytes: &[u8],
+        overlay: Option<&[u8]>,
+        config: &Config,
+        arithmetic: Arithmetic,
+    ) -> Result<Self, String> {
         let arithmetic = if arithmetic == Arithmetic::Tiles && !amx::available() {
             Arithmetic::F32
         } else {
@@ -203,7 +184,11 @@ impl Bert {
         } else {
             "bert."
         };
-        let weights = Weights { file, prefix };
+        let overlay = overlay
+            .map(SafeTensors::deserialize)
+            .transpose()
+            .map_err(|error| format!("the overlay is not a safetensors file: {error}"))?;
+        let weights = Weights::new(file, prefix, overlay);
         let hidden = config.hidden_size;
         let words = weights.get(
             "embeddings.word_embeddings.weight",
@@ -279,6 +264,7 @@ impl Bert {
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
+        weights.overlay_fully_read()?;
         Ok(Bert {
             words,
             positions,

@@ -18,6 +18,8 @@
 pub mod action;
 pub mod bm25;
 pub mod embedding;
+#[cfg(feature = "transformer")]
+pub mod encoder_overlay;
 pub mod examples;
 pub mod intent;
 pub mod phrasing;

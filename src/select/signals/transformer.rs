@@ -61,6 +61,8 @@ pub struct Transformer {
     vectors: Mutex<HashMap<Key, Option<Kept>>>,
     /// Where vectors worth keeping are appended, if anywhere.
     cache_file: Option<PathBuf>,
+    /// The fine-tuned overlay the model runs with, by its digest's start.
+    overlay: Option<[u8; 8]>,
 }
 
 /// A kept vector, in half floats: a server with the union's examples keeps
@@ -163,6 +165,12 @@ fn open_cached(
 /// so that a request's vector lands nearer the description of the tool it
 /// asks for (docs/decisions/0020-request-adapter.md).
 static REQUEST_ADAPTER: &[u8] = include_bytes!("../../../data/embedding/request_adapter.f32");
+
+/// The fine-tuned last two layers the model runs with unless
+/// `ZEN_ENCODER_OVERLAY` says otherwise (`super::encoder_overlay`;
+/// `scripts/embedding/finetune.py` writes it).
+static SHIPPED_OVERLAY: &[u8] =
+    include_bytes!("../../../data/embedding/encoder_overlay.safetensors");
 
 /// `vector` through the request adapter, normalized; `None` when the
 /// adapter does not fit the vector's size.
@@ -298,10 +306,20 @@ impl Transformer {
             Some(value) if value != "0" => Arithmetic::F32,
             _ => Arithmetic::Tiles,
         };
-        let model = Bert::load(&bytes, &config, arithmetic)
-            .map_err(|error| format!("{} does not hold this model: {error}", weights.display()))?;
+        let overlay = super::encoder_overlay::for_model(&bytes, SHIPPED_OVERLAY);
+        let model = Bert::load_with_overlay(
+            &bytes,
+            overlay.as_ref().map(|o| &*o.bytes),
+            &config,
+            arithmetic,
+        )
+        .map_err(|error| format!("{} does not hold this model: {error}", weights.display()))?;
+        if let Some(std::borrow::Cow::Borrowed(shipped)) = overlay.as_ref().map(|o| &o.bytes) {
+            crate::platform::pages::release_static(shipped);
+        }
         Ok(Transformer {
             model,
+            overlay: overlay.map(|o| o.id),
             tokenizer,
             dims: config.hidden_size,
             vectors: Mutex::new(HashMap::new()),
@@ -329,6 +347,9 @@ impl Transformer {
             hasher.update(weights.to_string_lossy().as_bytes());
             hasher.update(meta.len().to_le_bytes());
             hasher.update(modified.to_le_bytes());
+            if let Some(overlay) = &self.overlay {
+                hasher.update(overlay);
+            }
             hasher.finalize()
         });
         let Some(stamp) = stamp else { return };

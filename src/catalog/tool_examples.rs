@@ -86,7 +86,7 @@ impl ServerExamples {
 /// SHA-256, over the text as the server sends it.
 pub fn fingerprint(description: &str) -> String {
     let digest = Sha256::digest(description.as_bytes());
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(&digest[..8])
 }
 
 /// Every shipped file, parsed once. A file that does not parse is left out

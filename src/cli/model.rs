@@ -185,10 +185,7 @@ fn weights_match(dir: &Path, pin: &Pin) -> bool {
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 fn install(pin: &Pin, index_url: &str, target: &Path) -> anyhow::Result<()> {

@@ -156,7 +156,7 @@ impl HandleError {
 /// a bearer token.
 fn owner_key(principal: &str) -> String {
     let digest = Sha256::digest(principal.as_bytes());
-    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    hex::encode(&digest[..16])
 }
 
 fn unix_secs(at: SystemTime) -> u64 {

@@ -8,8 +8,6 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::config::hex;
-
 /// Where the gateway's files live.
 #[derive(Debug, Clone)]
 pub struct GatewayDirs {
@@ -102,5 +100,5 @@ pub(super) fn file_stem(server: &str) -> String {
         .take(64)
         .collect();
     let digest = Sha256::digest(server.as_bytes());
-    format!("{safe}-{}", &hex(&digest)[..8])
+    format!("{safe}-{}", &hex::encode(digest)[..8])
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::{config::hex, disk::GatewayDirs};
+use super::disk::GatewayDirs;
 use crate::platform::private_file;
 
 /// Approved tool definitions of one server: tool name -> definition hash.
@@ -142,7 +142,7 @@ pub fn tool_name(tool: &Value) -> Option<&str> {
 /// Hash of what the model reads and what decides a call: name, description,
 /// input and output schema (keys sorted, so key order never matters).
 pub fn tool_hash(tool: &Value) -> String {
-    hex(&Sha256::digest(defining(tool).to_string().as_bytes()))
+    hex::encode(Sha256::digest(defining(tool).to_string().as_bytes()))
 }
 
 /// The defining parts of a tool, keys sorted at every level.

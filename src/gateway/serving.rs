@@ -15,7 +15,7 @@ use std::{
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{config::hex, disk::GatewayDirs};
+use super::disk::GatewayDirs;
 
 /// A version of the upstreams file: cheap to compare by size and time,
 /// exact by content.
@@ -34,7 +34,7 @@ impl Stamp {
         Some(Stamp {
             len: meta.len(),
             modified: meta.modified().ok(),
-            hash: hex(&Sha256::digest(&bytes)),
+            hash: hex::encode(Sha256::digest(&bytes)),
         })
     }
 

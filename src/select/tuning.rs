@@ -180,9 +180,11 @@ pub struct Tuning {
     pub deprecated: f32,
     /// A tool with example requests that changes state gets a ready call
     /// only for a request at least this close (cosine) to one of its
-    /// examples: 0.3 with the table, 0.5 with the model (on the routing
-    /// tune sets, 0.4 let a request to write a regex through to
-    /// Playwright's `browser_type`).
+    /// examples: 0.4 with the table, 0.5 with the model (on the routing
+    /// tune sets, 0.4 with the model let a request to write a regex
+    /// through to Playwright's `browser_type`; 0.3 with the table, once
+    /// the examples grew to about 25 a tool, "merge these two sentences"
+    /// to GitHub's `merge_pull_request`).
     pub example_ready_cosine: f32,
     /// With the full model only: the weight, beside the example signal, of
     /// the tool classifier's probability for a tool fitted on its shipped
@@ -244,7 +246,7 @@ impl Tuning {
         Tuning {
             semantic_weight: self.semantic_weight * 2.0,
             semantic_floor: 0.0,
-            example_ready_cosine: self.example_ready_cosine + 0.2,
+            example_ready_cosine: self.example_ready_cosine + 0.1,
             ..self
         }
     }
@@ -299,7 +301,7 @@ impl Tuning {
         example_neighbours: 5,
         server_named: 2.0,
         deprecated: 0.7,
-        example_ready_cosine: 0.3,
+        example_ready_cosine: 0.4,
         classifier_weight: 8.0,
         confidence_candidates: 10,
         reply: ReplyThresholds {

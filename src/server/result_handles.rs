@@ -31,7 +31,7 @@ impl HttpPrincipal {
         HttpPrincipal(match token.map(str::trim).filter(|t| !t.is_empty()) {
             Some(token) => {
                 let digest = Sha256::digest(token.as_bytes());
-                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+                let hex = hex::encode(digest);
                 Arc::from(format!("http-token:{hex}"))
             }
             None => Arc::from("http:open"),
@@ -44,7 +44,7 @@ impl HttpPrincipal {
     /// the same token, so a client's handles belong to its MCP session.
     pub fn of_session(session: &str) -> Self {
         let digest = Sha256::digest(session.as_bytes());
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex::encode(digest);
         HttpPrincipal(Arc::from(format!("shared-session:{hex}")))
     }
 }

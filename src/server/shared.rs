@@ -168,7 +168,7 @@ pub fn random_hex(bytes: usize) -> io::Result<String> {
     SystemRandom::new()
         .fill(&mut buffer)
         .map_err(|_| io::Error::other("the system's random generator failed"))?;
-    Ok(buffer.iter().map(|byte| format!("{byte:02x}")).collect())
+    Ok(hex::encode(buffer))
 }
 
 /// Whether a zenmode answers `GET /healthz` at `address` within `wait`.

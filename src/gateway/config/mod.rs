@@ -42,7 +42,6 @@ mod tests;
 pub use entry::{
     DEFAULT_IDLE_SHUTDOWN, DEFAULT_TIMEOUT, OAuthSettings, Startup, Transport, UpstreamConfig,
 };
-pub(crate) use fingerprint::hex;
 pub use parse::{ConfigError, UpstreamsFile, load, load_each, parse, parse_each, parse_one};
 pub use placeholders::{UnsetVariable, expand_placeholders};
 pub use runs_itself::{SERVER_NAME, answers_as_zenmode, runs_zenmode, self_skip_message};

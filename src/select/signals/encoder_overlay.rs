@@ -49,7 +49,7 @@ fn fitting(bytes: Cow<'static, [u8]>, named: bool, weights: &[u8]) -> Option<Ove
             return None;
         }
     };
-    let actual = hex(&Sha256::digest(weights));
+    let actual = hex::encode(Sha256::digest(weights));
     if base != actual {
         // The shipped overlay fits the default model only: another model
         // the user chose runs as published, which is no fault.
@@ -88,10 +88,6 @@ fn base_digest(bytes: &[u8]) -> Result<String, String> {
         .ok_or_else(|| "its header names no base_sha256".to_owned())
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,7 +101,7 @@ mod tests {
 
     #[test]
     fn an_overlay_applies_only_over_the_weights_it_was_trained_from() {
-        let base = hex(&Sha256::digest(b"the weights"));
+        let base = hex::encode(Sha256::digest(b"the weights"));
         let file = file_with_metadata(&format!(r#"{{"base_sha256":"{base}"}}"#));
         let applied = fitting(Cow::Owned(file.clone()), true, b"the weights").unwrap();
         assert_eq!(&*applied.bytes, &file[..]);

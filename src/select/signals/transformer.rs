@@ -353,18 +353,20 @@ impl Transformer {
             hasher.finalize()
         });
         let Some(stamp) = stamp else { return };
-        let name: String = stamp[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let name = hex::encode(&stamp[..8]);
         let file = cache_dir.join(format!("minilm-vectors-{name}.bin"));
-        let size = std::fs::metadata(&file).map_or(0, |meta| meta.len());
-        if size > MAX_CACHE_BYTES {
-            tracing::warn!(
-                file = %file.display(),
-                size,
-                "the embedding cache is over 64 MB and is neither read nor written; delete it to start a new one"
-            );
-            return;
-        }
-        if let Ok(opened) = std::fs::File::open(&file) {
+        let opened = match open_cache(&file, MAX_CACHE_BYTES) {
+            Ok(opened) => opened,
+            Err(error) => {
+                tracing::warn!(
+                    file = %file.display(),
+                    %error,
+                    "the embedding cache is over 64 MB and could not be started over; it is neither read nor written"
+                );
+                return;
+            }
+        };
+        if let Some(opened) = opened {
             let vectors = self
                 .vectors
                 .get_mut()
@@ -533,6 +535,21 @@ fn read_records(source: impl Read, dims: usize, into: &mut HashMap<Key, Option<K
     read
 }
 
+/// The cache file to read, if there is one. One that has grown past
+/// `limit` (each catalog a process meets adds its texts) is started over:
+/// read, it would put every catalog's vectors in memory, and left as it is
+/// every process would encode its catalog again. An error: it is too large
+/// and could not be removed.
+fn open_cache(file: &Path, limit: u64) -> std::io::Result<Option<std::fs::File>> {
+    let size = std::fs::metadata(file).map_or(0, |meta| meta.len());
+    if size > limit {
+        std::fs::remove_file(file)?;
+        tracing::info!(file = %file.display(), size, "the embedding cache had grown past 64 MB; started a new one");
+        return Ok(None);
+    }
+    Ok(std::fs::File::open(file).ok())
+}
+
 fn append_record(file: &Path, key: &Key, vector: &[f32]) -> std::io::Result<()> {
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent)?;
@@ -653,6 +670,30 @@ mod tests {
         assert_eq!(read_records(&bytes[..], dims, &mut vectors), 1);
         let read = vectors[&[0u8; 16]].as_ref().map(Kept::widened);
         assert_eq!(read, Some(good.to_vec()));
+    }
+
+    #[test]
+    fn a_cache_grown_past_its_limit_is_started_over() {
+        // A record of two dimensions takes 24 bytes.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("vectors.bin");
+        assert!(open_cache(&file, 40).unwrap().is_none(), "no file yet");
+        append_record(&file, &key("a"), &[0.6, 0.8]).unwrap();
+        assert!(
+            open_cache(&file, 40).unwrap().is_some(),
+            "under the limit it is read"
+        );
+        append_record(&file, &key("b"), &[1.0, 0.0]).unwrap();
+        assert!(
+            open_cache(&file, 40).unwrap().is_none(),
+            "past the limit nothing is read"
+        );
+        assert!(!file.exists(), "and the file is gone");
+        append_record(&file, &key("c"), &[0.0, 1.0]).unwrap();
+        let mut vectors = HashMap::new();
+        let opened = open_cache(&file, 40).unwrap().expect("the new file");
+        assert_eq!(read_records(opened, 2, &mut vectors), 1);
+        assert!(vectors.contains_key(&key("c")));
     }
 
     #[test]

@@ -318,7 +318,7 @@ fn a_tool_that_stands_out_is_served_instead_of_the_chat_fallback() {
     assert_eq!(reply["low_confidence"], true);
     // A tool that changes state is served without a ready call when the
     // ranking is unsure of it, and with one when it is sure.
-    let task = "relocate draft.txt";
+    let task = "put draft.txt in another folder";
     let ranking = engine.index().index().ranking(task);
     assert!(ranking.is_low_confidence(), "{ranking:?}");
     let reply = select(&engine, task, None);

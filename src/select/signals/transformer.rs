@@ -543,8 +543,13 @@ fn read_records(source: impl Read, dims: usize, into: &mut HashMap<Key, Option<K
 fn open_cache(file: &Path, limit: u64) -> std::io::Result<Option<std::fs::File>> {
     let size = std::fs::metadata(file).map_or(0, |meta| meta.len());
     if size > limit {
-        std::fs::remove_file(file)?;
-        tracing::info!(file = %file.display(), size, "the embedding cache had grown past 64 MB; started a new one");
+        // Another process may have started it over first.
+        if let Err(error) = std::fs::remove_file(file)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(error);
+        }
+        tracing::info!(file = %file.display(), size, limit, "the embedding cache had grown past its limit; started a new one");
         return Ok(None);
     }
     Ok(std::fs::File::open(file).ok())

@@ -254,6 +254,7 @@ impl Index {
                         &meaning.vector,
                         cosines.len(),
                         self.tuning.example_neighbours,
+                        self.tuning.example_shortlist,
                     );
                     *query.closest_example.borrow_mut() = best
                         .iter()

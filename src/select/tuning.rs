@@ -172,6 +172,9 @@ pub struct Tuning {
     /// ... averaging the cosines of its this many closest examples
     /// (at most `signals::embedding::MAX_NEAREST`).
     pub example_neighbours: usize,
+    /// ... among the examples of only this many modes, those whose
+    /// examples' centroid is closest to the request (0: every mode's).
+    pub example_shortlist: usize,
     /// A tool of a server the request names ("in notion", "on jira") has
     /// its score multiplied by this.
     pub server_named: f32,
@@ -299,6 +302,7 @@ impl Tuning {
         tool_phrasing_weight: 1.0,
         example_meaning: 1.0,
         example_neighbours: 5,
+        example_shortlist: 128,
         server_named: 2.0,
         deprecated: 0.7,
         example_ready_cosine: 0.4,
@@ -375,6 +379,10 @@ impl Tuning {
                 }
                 "example_neighbours" => {
                     tuning.example_neighbours = value.max(1.0) as usize;
+                    continue;
+                }
+                "example_shortlist" => {
+                    tuning.example_shortlist = value.max(0.0) as usize;
                     continue;
                 }
                 "request_tokens" => {

@@ -36,7 +36,7 @@
 //!   otherwise.)
 //!
 //! Size: `ZEN_FUZZ_INPUTS` (default [`DEFAULT_INPUTS`]; `.ci/run` runs
-//! 600,000 in its optimized `ci` build, the last 150,000 with the
+//! 400,000 in its optimized `ci` build, the last 100,000 with the
 //! model), seed `ZEN_FUZZ_SEED`. The server runs without the full model
 //! unless `ZEN_EMBEDDING_MODEL` names one (a model found in the home by
 //! chance made the figures depend on the machine). Run it with `cargo test

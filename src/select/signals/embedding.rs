@@ -9,6 +9,7 @@
 //! too, for a word-by-word match ([`EmbeddingIndex::soft_matches`]) that
 //! sees what a long request's sentence vector drowns.
 
+use super::int8::{quantize_into, row_dots};
 use super::token_table::{TokenTable, normalize, table};
 
 /// Ranks by the full model in `dir` from now on (every index built after
@@ -156,6 +157,14 @@ pub struct EmbeddingIndex {
     example_rows: Vec<i8>,
     example_scales: Vec<f32>,
     example_owners: Vec<u32>,
+    /// The rows grouped by mode (they are stored mode by mode): group `g`
+    /// is rows `group_starts[g]..group_starts[g + 1]`, and its centroid
+    /// (the mean of its rows, quantized as they are) is row `g` of
+    /// `group_centroids`, which a request scores first to pick the groups
+    /// worth scanning ([`Self::example_similarities`]).
+    group_starts: Vec<u32>,
+    group_centroids: Vec<i8>,
+    group_scales: Vec<f32>,
 }
 
 /// A request as the meaning signal sees it.
@@ -219,6 +228,9 @@ impl EmbeddingIndex {
             example_rows: Vec::new(),
             example_scales: Vec::new(),
             example_owners: Vec::new(),
+            group_starts: Vec::new(),
+            group_centroids: Vec::new(),
+            group_scales: Vec::new(),
         };
         index.add_examples(examples);
         index
@@ -230,12 +242,46 @@ impl EmbeddingIndex {
         }
         let dims = self.encoder.dims();
         self.example_rows.reserve(examples.len() * dims);
+        let mut by_mode = examples.to_vec();
+        by_mode.sort_by_key(|&(mode, _)| mode);
         // A chunk at a time: the union's 15,000 examples as f32 vectors
         // are 23 MB, which a server held beside their compact rows at its
         // peak.
-        for chunk in examples.chunks(EXAMPLES_PER_CHUNK) {
+        for chunk in by_mode.chunks(EXAMPLES_PER_CHUNK) {
             self.add_example_chunk(chunk);
         }
+        self.group_rows();
+    }
+
+    /// Fills the groups and their centroids from the rows, which are in
+    /// mode order.
+    fn group_rows(&mut self) {
+        let dims = self.encoder.dims();
+        let mut sum = vec![0.0f32; dims];
+        let mut start = 0usize;
+        while start < self.example_owners.len() {
+            let owner = self.example_owners[start];
+            let end = start
+                + self.example_owners[start..]
+                    .iter()
+                    .take_while(|&&o| o == owner)
+                    .count();
+            sum.iter_mut().for_each(|x| *x = 0.0);
+            for row in start..end {
+                let scale = self.example_scales[row];
+                for (total, &value) in sum
+                    .iter_mut()
+                    .zip(&self.example_rows[row * dims..(row + 1) * dims])
+                {
+                    *total += f32::from(value) * scale;
+                }
+            }
+            let scale = quantize_into(&sum, &mut self.group_centroids);
+            self.group_scales.push(scale);
+            self.group_starts.push(start as u32);
+            start = end;
+        }
+        self.group_starts.push(self.example_owners.len() as u32);
     }
 
     fn add_example_chunk(&mut self, examples: &[(usize, &str)]) {
@@ -253,16 +299,10 @@ impl EmbeddingIndex {
             let Some(vector) = vector.filter(|v| v.len() == dims) else {
                 continue;
             };
-            let largest = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-            if largest <= 0.0 {
+            if vector.iter().all(|&x| x == 0.0 || !x.is_finite()) {
                 continue;
             }
-            let scale = largest / 127.0;
-            self.example_rows.extend(
-                vector
-                    .iter()
-                    .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
-            );
+            let scale = quantize_into(&vector, &mut self.example_rows);
             self.example_scales.push(scale);
             self.example_owners.push(mode as u32);
         }
@@ -275,7 +315,9 @@ impl EmbeddingIndex {
 
     /// For each of `modes` modes, the mean cosine of the query with its
     /// `nearest` closest example requests (all of them if it has fewer) and
-    /// the cosine of the closest; `None` for a mode without examples.
+    /// the cosine of the closest; `None` for a mode without examples, and,
+    /// when `shortlist` is not 0, for every mode but the `shortlist` whose
+    /// examples' centroid is closest to the query.
     /// Several neighbours rather than one: a single example can resemble a
     /// request by its values (the same repository, a similar path) while
     /// asking for something else.
@@ -284,6 +326,7 @@ impl EmbeddingIndex {
         query: &[f32],
         modes: usize,
         nearest: usize,
+        shortlist: usize,
     ) -> Vec<Option<(f32, f32)>> {
         let nearest = nearest.clamp(1, MAX_NEAREST);
         let mut best: Vec<[f32; MAX_NEAREST]> = Vec::new();
@@ -303,24 +346,46 @@ impl EmbeddingIndex {
             .iter()
             .map(|x| (x / query_scale).round() as i16)
             .collect();
-        for ((row, &scale), &owner) in self
-            .example_rows
-            .chunks_exact(dims)
-            .zip(&self.example_scales)
-            .zip(&self.example_owners)
-        {
-            let cos = dot_i8_i16(row, &quantized) as f32 * scale * query_scale;
-            let owner = owner as usize;
-            let (Some(top), Some(count)) = (best.get_mut(owner), counts.get_mut(owner)) else {
-                continue;
-            };
-            *count = count.saturating_add(1);
-            // Keep the `nearest` largest, in descending order.
-            let top = &mut top[..nearest];
-            if cos > top[nearest - 1] {
-                let at = top.iter().position(|&t| cos > t).unwrap_or(nearest - 1);
-                top.copy_within(at..nearest - 1, at + 1);
-                top[at] = cos;
+        let mut dots = Vec::new();
+        let mut scan = |rows: std::ops::Range<usize>| {
+            dots.clear();
+            row_dots(
+                &self.example_rows[rows.start * dims..rows.end * dims],
+                &quantized,
+                &mut dots,
+            );
+            for (row, &dot) in rows.zip(&dots) {
+                let cos = dot as f32 * self.example_scales[row] * query_scale;
+                let owner = self.example_owners[row] as usize;
+                let (Some(top), Some(count)) = (best.get_mut(owner), counts.get_mut(owner)) else {
+                    continue;
+                };
+                *count = count.saturating_add(1);
+                // Keep the `nearest` largest, in descending order.
+                let top = &mut top[..nearest];
+                if cos > top[nearest - 1] {
+                    let at = top.iter().position(|&t| cos > t).unwrap_or(nearest - 1);
+                    top.copy_within(at..nearest - 1, at + 1);
+                    top[at] = cos;
+                }
+            }
+        };
+        let groups = self.group_scales.len();
+        if shortlist == 0 || shortlist >= groups {
+            scan(0..self.example_owners.len());
+        } else {
+            // Only the groups whose centroids are closest: the rows are
+            // megabytes, read from memory on every request (the encoder's
+            // weights have pushed them out of the caches), and most modes'
+            // closest example is far below the few that compete.
+            let mut centroid_dots = Vec::with_capacity(groups);
+            row_dots(&self.group_centroids, &quantized, &mut centroid_dots);
+            let mut order: Vec<usize> = (0..groups).collect();
+            let score = |g: usize| centroid_dots[g] as f32 * self.group_scales[g];
+            order.select_nth_unstable_by(shortlist - 1, |&a, &b| score(b).total_cmp(&score(a)));
+            for &group in &order[..shortlist] {
+                let (from, to) = (self.group_starts[group], self.group_starts[group + 1]);
+                scan(from as usize..to as usize);
             }
         }
         best.iter()
@@ -480,27 +545,6 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     sums.iter().sum::<f32>() + tail
 }
 
-/// Dot product of an int8 row with an int16 vector in sixteen integer
-/// lanes, which the compiler turns into multiply-add instructions (SSE2's
-/// `pmaddwd` at least): the examples of the 1,155-tool union are some
-/// 13,000 rows, scored on every request.
-fn dot_i8_i16(row: &[i8], query: &[i16]) -> i32 {
-    let mut sums = [0i32; 16];
-    let (rows, queries) = (row.chunks_exact(16), query.chunks_exact(16));
-    let tail: i32 = rows
-        .remainder()
-        .iter()
-        .zip(queries.remainder())
-        .map(|(&r, &q)| i32::from(r) * i32::from(q))
-        .sum();
-    for (r, q) in rows.zip(queries) {
-        for lane in 0..16 {
-            sums[lane] += i32::from(r[lane]) * i32::from(q[lane]);
-        }
-    }
-    sums.iter().sum::<i32>() + tail
-}
-
 /// Dot product of a float vector with an int8 row, in eight lanes so the
 /// compiler can vectorize it.
 fn dot_int8(a: &[f32], b: &[u8]) -> f32 {
@@ -590,7 +634,7 @@ mod tests {
                 false,
             )
             .unwrap();
-        let best = index.example_similarities(&query.vector, 2, 1);
+        let best = index.example_similarities(&query.vector, 2, 1, 0);
         let exact = table
             .embed_text("what did I change since the last commit", &mut Vec::new())
             .unwrap();
@@ -601,19 +645,32 @@ mod tests {
     }
 
     #[test]
-    fn the_integer_dot_product_is_the_plain_sum() {
-        for len in [0, 7, 16, 384, 390] {
-            let a: Vec<i8> = (0..len).map(|i| ((i * 7) % 255) as i8).collect();
-            let b: Vec<i16> = (0..len)
-                .map(|i| ((i * 131) % 30000) as i16 - 15000)
-                .collect();
-            let plain: i64 = a
-                .iter()
-                .zip(&b)
-                .map(|(&x, &y)| i64::from(x) * i64::from(y))
-                .sum();
-            assert_eq!(i64::from(dot_i8_i16(&a, &b)), plain, "{len}");
-        }
+    fn a_shortlist_scans_the_closest_modes_exactly_and_skips_the_others() {
+        let table = table().unwrap();
+        // Examples given out of mode order: the index groups them.
+        let examples = [
+            (2, "book a table for two tonight"),
+            (0, "what did I change since the last commit"),
+            (1, "will it rain in Paris tomorrow"),
+            (0, "show the diff of my working tree"),
+            (2, "reserve dinner at an italian place"),
+            (1, "weather forecast for the weekend"),
+        ];
+        let index = EmbeddingIndex::build_with_examples(
+            Encoder::Table(table),
+            ["git: changes", "weather: forecast", "restaurants: bookings"].into_iter(),
+            &examples,
+        );
+        let query = index
+            .embed_query("is it going to rain in Berlin tomorrow", false, 256, false)
+            .unwrap();
+        let full = index.example_similarities(&query.vector, 3, 2, 0);
+        let short = index.example_similarities(&query.vector, 3, 2, 1);
+        assert!(full.iter().all(Option::is_some), "{full:?}");
+        assert_eq!(short[1], full[1], "the weather mode is the closest");
+        assert_eq!((short[0], short[2]), (None, None), "{short:?}");
+        // A shortlist as long as the modes is the full scan.
+        assert_eq!(index.example_similarities(&query.vector, 3, 2, 3), full);
     }
 
     #[test]

@@ -17,20 +17,18 @@
 //! model once and later read back in milliseconds.
 
 use std::{
-    collections::HashMap,
-    io::{Read, Write},
     path::{Path, PathBuf},
-    sync::{Mutex, OnceLock, PoisonError},
+    sync::OnceLock,
 };
 
 use sha2::{Digest, Sha256};
 
+use super::vector_cache::{VectorStore, key};
 use super::wordpiece::WordPiece;
 use crate::platform::settings;
 use zenmode_bert::{Arithmetic, Bert, Config};
 
-/// A cache file larger than this (about 43,000 texts) is left alone rather
-/// than read into memory.
+/// A cache file larger than this (about 43,000 texts) is started over.
 const MAX_CACHE_BYTES: u64 = 64 << 20;
 
 /// Which encoder computed the cached vectors (part of the cache file's
@@ -58,39 +56,9 @@ pub struct Transformer {
     model: Bert,
     tokenizer: &'static WordPiece<'static>,
     dims: usize,
-    vectors: Mutex<HashMap<Key, Option<Kept>>>,
-    /// Where vectors worth keeping are appended, if anywhere.
-    cache_file: Option<PathBuf>,
+    vectors: VectorStore,
     /// The fine-tuned overlay the model runs with, by its digest's start.
     overlay: Option<[u8; 8]>,
-}
-
-/// A kept vector, in half floats: a server with the union's examples keeps
-/// some 16,000 of them, 25 MB as f32, and the cosines they give differ
-/// from the f32 ones by about 1e-4. A kept vector is handed out as these
-/// half floats widened, also the first time, so a text's vector is the
-/// same whether it was just computed or read back.
-struct Kept(Box<[half::f16]>);
-
-impl Kept {
-    fn of(vector: &[f32]) -> Kept {
-        Kept(vector.iter().map(|&x| half::f16::from_f32(x)).collect())
-    }
-
-    fn widened(&self) -> Vec<f32> {
-        self.0.iter().map(|x| x.to_f32()).collect()
-    }
-}
-
-/// A text's key: the first half of its SHA-256 (the text itself is not
-/// stored).
-type Key = [u8; 16];
-
-fn key(text: &str) -> Key {
-    let digest = Sha256::digest(text.as_bytes());
-    let mut key = [0; 16];
-    key.copy_from_slice(&digest[..16]);
-    key
 }
 
 impl std::fmt::Debug for Transformer {
@@ -322,8 +290,7 @@ impl Transformer {
             overlay: overlay.map(|o| o.id),
             tokenizer,
             dims: config.hidden_size,
-            vectors: Mutex::new(HashMap::new()),
-            cache_file: None,
+            vectors: VectorStore::in_memory(config.hidden_size),
         })
     }
 
@@ -355,26 +322,7 @@ impl Transformer {
         let Some(stamp) = stamp else { return };
         let name = hex::encode(&stamp[..8]);
         let file = cache_dir.join(format!("minilm-vectors-{name}.bin"));
-        let opened = match open_cache(&file, MAX_CACHE_BYTES) {
-            Ok(opened) => opened,
-            Err(error) => {
-                tracing::warn!(
-                    file = %file.display(),
-                    %error,
-                    "the embedding cache is over 64 MB and could not be started over; it is neither read nor written"
-                );
-                return;
-            }
-        };
-        if let Some(opened) = opened {
-            let vectors = self
-                .vectors
-                .get_mut()
-                .unwrap_or_else(PoisonError::into_inner);
-            let read = read_records(opened, self.dims, vectors);
-            tracing::debug!(file = %file.display(), read, "embedding vectors read from the cache");
-        }
-        self.cache_file = Some(file);
+        self.vectors = VectorStore::open(&file, self.dims, MAX_CACHE_BYTES);
     }
 
     pub fn dims(&self) -> usize {
@@ -443,13 +391,8 @@ impl Transformer {
     /// a text's whole vector.
     pub fn embed_within(&self, text: &str, keep: bool, budget: usize) -> Option<Vec<f32>> {
         let key = key(text);
-        if let Some(found) = self
-            .vectors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-        {
-            return found.as_ref().map(Kept::widened);
+        if let Some(found) = self.vectors.get(&key) {
+            return found;
         }
         let (vector, whole) = self.compute(text, budget);
         // Requests are not kept, in memory either: a long-running server
@@ -457,18 +400,7 @@ impl Transformer {
         if !keep || !whole {
             return vector;
         }
-        let kept = vector.as_deref().map(Kept::of);
-        let vector = kept.as_ref().map(Kept::widened);
-        if let (Some(file), Some(vector)) = (&self.cache_file, &vector)
-            && let Err(error) = append_record(file, &key, vector)
-        {
-            tracing::debug!(%error, file = %file.display(), "cannot keep an embedding vector");
-        }
-        self.vectors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, kept);
-        vector
+        self.vectors.keep(key, vector)
     }
 
     /// The vector of `text` within `budget` tokens, and whether it read
@@ -505,70 +437,6 @@ fn fit_budget(ids: &mut Vec<u32>, limit: usize) -> bool {
     let cut = ids.len() - limit;
     ids.drain(head..head + cut);
     false
-}
-
-/// Records of the cache file: a 16-byte key, then `dims` little-endian
-/// f32. Each is appended by one write, so processes sharing the file add
-/// whole records; a torn last record or one that is not a unit vector
-/// (damage, or a file written by something else) is skipped. Read a record
-/// at a time: the union's file is 25 MB, and reading it whole first raised
-/// a server's peak memory by as much.
-fn read_records(source: impl Read, dims: usize, into: &mut HashMap<Key, Option<Kept>>) -> usize {
-    let mut source = std::io::BufReader::new(source);
-    let mut record = vec![0u8; 16 + dims * 4];
-    let mut read = 0;
-    while source.read_exact(&mut record).is_ok() {
-        let (head, body) = record.split_at(16);
-        let vector: Vec<f32> = body
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        let norm: f32 = vector.iter().map(|x| x * x).sum();
-        if !(norm - 1.0).abs().lt(&1e-3) {
-            continue;
-        }
-        let mut key = [0; 16];
-        key.copy_from_slice(head);
-        into.insert(key, Some(Kept::of(&vector)));
-        read += 1;
-    }
-    read
-}
-
-/// The cache file to read, if there is one. One that has grown past
-/// `limit` (each catalog a process meets adds its texts) is started over:
-/// read, it would put every catalog's vectors in memory, and left as it is
-/// every process would encode its catalog again. An error: it is too large
-/// and could not be removed.
-fn open_cache(file: &Path, limit: u64) -> std::io::Result<Option<std::fs::File>> {
-    let size = std::fs::metadata(file).map_or(0, |meta| meta.len());
-    if size > limit {
-        // Another process may have started it over first.
-        if let Err(error) = std::fs::remove_file(file)
-            && error.kind() != std::io::ErrorKind::NotFound
-        {
-            return Err(error);
-        }
-        tracing::info!(file = %file.display(), size, limit, "the embedding cache had grown past its limit; started a new one");
-        return Ok(None);
-    }
-    Ok(std::fs::File::open(file).ok())
-}
-
-fn append_record(file: &Path, key: &Key, vector: &[f32]) -> std::io::Result<()> {
-    if let Some(parent) = file.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    let mut record = Vec::with_capacity(16 + vector.len() * 4);
-    record.extend_from_slice(key);
-    for x in vector {
-        record.extend_from_slice(&x.to_le_bytes());
-    }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)?
-        .write_all(&record)
 }
 
 #[cfg(test)]
@@ -655,73 +523,5 @@ mod tests {
         let mut odd: Vec<u32> = (0..20).collect();
         assert!(!fit_budget(&mut odd, 7));
         assert_eq!(odd, [0, 1, 2, 16, 17, 18, 19]);
-    }
-
-    #[test]
-    fn damaged_cache_records_are_skipped() {
-        let dims = 4;
-        let mut bytes = Vec::new();
-        let good = [0.5f32, 0.5, 0.5, 0.5];
-        let bad = [f32::NAN, 0.0, 0.0, 0.0];
-        let long = [3.0f32, 0.0, 0.0, 0.0];
-        for (n, vector) in [good, bad, long].iter().enumerate() {
-            bytes.extend_from_slice(&[n as u8; 16]);
-            for x in vector {
-                bytes.extend_from_slice(&x.to_le_bytes());
-            }
-        }
-        bytes.extend_from_slice(&[9; 20]); // a torn last record
-        let mut vectors = HashMap::new();
-        assert_eq!(read_records(&bytes[..], dims, &mut vectors), 1);
-        let read = vectors[&[0u8; 16]].as_ref().map(Kept::widened);
-        assert_eq!(read, Some(good.to_vec()));
-    }
-
-    #[test]
-    fn a_cache_grown_past_its_limit_is_started_over() {
-        // A record of two dimensions takes 24 bytes.
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("vectors.bin");
-        assert!(open_cache(&file, 40).unwrap().is_none(), "no file yet");
-        append_record(&file, &key("a"), &[0.6, 0.8]).unwrap();
-        assert!(
-            open_cache(&file, 40).unwrap().is_some(),
-            "under the limit it is read"
-        );
-        append_record(&file, &key("b"), &[1.0, 0.0]).unwrap();
-        assert!(
-            open_cache(&file, 40).unwrap().is_none(),
-            "past the limit nothing is read"
-        );
-        assert!(!file.exists(), "and the file is gone");
-        append_record(&file, &key("c"), &[0.0, 1.0]).unwrap();
-        let mut vectors = HashMap::new();
-        let opened = open_cache(&file, 40).unwrap().expect("the new file");
-        assert_eq!(read_records(opened, 2, &mut vectors), 1);
-        assert!(vectors.contains_key(&key("c")));
-    }
-
-    #[test]
-    fn appended_records_read_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("sub/vectors.bin");
-        let vector = [0.6f32, 0.8];
-        append_record(&file, &key("a"), &vector).unwrap();
-        append_record(&file, &key("b"), &[1.0, 0.0]).unwrap();
-        let mut vectors = HashMap::new();
-        assert_eq!(
-            read_records(&std::fs::read(&file).unwrap()[..], 2, &mut vectors),
-            2
-        );
-        let read = vectors[&key("a")].as_ref().map(Kept::widened).unwrap();
-        assert!(
-            read.iter().zip(vector).all(|(r, v)| (r - v).abs() < 1e-3),
-            "{read:?}"
-        );
-        assert_eq!(
-            read,
-            Kept::of(&read).widened(),
-            "half floats widen and narrow back"
-        );
     }
 }

@@ -34,6 +34,12 @@ impl Values {
     pub const REVISION: Values = Values(1 << 4);
     /// An e-mail address.
     pub const EMAIL: Values = Values(1 << 5);
+    /// A place on this machine: a path from a root, the home or the
+    /// current directory (`~/code/billing`, `/srv/app`), and the tools
+    /// that take one (a local repository's `repo_path`, a file tool's
+    /// `path`), not those whose `path` is inside a remote repository
+    /// (they take its `owner` and `repo` too).
+    pub const LOCAL_PATH: Values = Values(1 << 6);
 
     pub fn is_empty(self) -> bool {
         self.0 == 0
@@ -46,6 +52,10 @@ impl Values {
 
     pub const fn union(self, other: Values) -> Values {
         Values(self.0 | other.0)
+    }
+
+    pub const fn without(self, other: Values) -> Values {
+        Values(self.0 & !other.0)
     }
 
     /// The kinds of the values written in a request.
@@ -71,7 +81,11 @@ impl Values {
         let Some(properties) = properties else {
             return Values::NONE;
         };
-        properties
+        let remote_repository = properties.contains_key("owner")
+            && ["repo", "repository", "repo_name"]
+                .iter()
+                .any(|name| properties.contains_key(*name));
+        let kinds = properties
             .iter()
             .fold(Values::NONE, |kinds, (name, schema)| {
                 let nested = schema
@@ -84,7 +98,12 @@ impl Values {
                         })
                     });
                 kinds.union(kind_of_parameter(name, schema)).union(nested)
-            })
+            });
+        if remote_repository {
+            kinds.without(Values::LOCAL_PATH)
+        } else {
+            kinds
+        }
     }
 }
 
@@ -124,7 +143,11 @@ fn kind_of_token(token: &str) -> Values {
         return Values::URL;
     }
     if is_path(token) {
-        return Values::PATH;
+        return if is_rooted(token) {
+            Values::PATH.union(Values::LOCAL_PATH)
+        } else {
+            Values::PATH
+        };
     }
     Values::NONE
 }
@@ -175,13 +198,7 @@ fn is_path(token: &str) -> bool {
     if token.len() < 2 || token.contains("://") {
         return false;
     }
-    let rooted = token.starts_with('/')
-        || token.starts_with("~/")
-        || token.starts_with("./")
-        || token.starts_with("../")
-        || token.starts_with('\\')
-        || (token.len() > 2 && token.as_bytes()[1] == b':' && token.as_bytes()[2] == b'\\');
-    if rooted {
+    if is_rooted(token) {
         return token
             .chars()
             .skip(1)
@@ -189,6 +206,16 @@ fn is_path(token: &str) -> bool {
     }
     let last = token.rsplit(['/', '\\']).next().unwrap_or(token);
     has_extension(last) || is_dotfile(last)
+}
+
+/// Starts at a root, the home or the current directory.
+fn is_rooted(token: &str) -> bool {
+    token.starts_with('/')
+        || token.starts_with("~/")
+        || token.starts_with("./")
+        || token.starts_with("../")
+        || token.starts_with('\\')
+        || (token.len() > 2 && token.as_bytes()[1] == b':' && token.as_bytes()[2] == b'\\')
 }
 
 /// `.gitignore`, `.env`, `.bashrc`; not a CSS class such as `.login-btn`
@@ -262,8 +289,13 @@ fn kind_of_parameter(name: &str, schema: &Value) -> Values {
     } else if has(&["revision", "commit", "sha", "hash", "rev"]) {
         Values::REVISION
     } else if has(&["repo", "repository"]) {
-        // A repository's location, not the file the request names.
-        Values::NONE
+        // A repository's location, not the file the request names: a local
+        // one if it is a path (`repo_path`).
+        if has(&["path", "dir", "directory", "folder", "root"]) {
+            Values::LOCAL_PATH
+        } else {
+            Values::NONE
+        }
     } else if has(&[
         "path",
         "paths",
@@ -278,7 +310,7 @@ fn kind_of_parameter(name: &str, schema: &Value) -> Values {
         "source",
         "destination",
     ]) {
-        Values::PATH
+        Values::PATH.union(Values::LOCAL_PATH)
     } else if has(&["time"]) {
         // `time`, `start_time`, `show_time`: a clock time.
         Values::TIME
@@ -304,7 +336,14 @@ mod tests {
             ("what does example.com say", Values::URL),
             ("dump config.yaml for me", Values::PATH),
             ("view the source of utils/helpers.js", Values::PATH),
-            ("what's sitting in /tmp right now", Values::PATH),
+            (
+                "what's sitting in /tmp right now",
+                Values::PATH.union(Values::LOCAL_PATH),
+            ),
+            (
+                "show the last 10 commits in ~/code/billing",
+                Values::PATH.union(Values::LOCAL_PATH),
+            ),
             ("make a fresh file called .gitignore", Values::PATH),
             (
                 "move 16:45 from Asia/Kolkata to America/New_York",
@@ -341,10 +380,19 @@ mod tests {
         assert_eq!(Values::of_parameters(Some(&fetch)), Values::URL);
         let link = properties(json!({"target": {"type": "string", "format": "uri"}}));
         assert_eq!(Values::of_parameters(Some(&link)), Values::URL);
+        let local_file = Values::PATH.union(Values::LOCAL_PATH);
         let git = properties(json!({"repo_path": {}, "files": {"type": "array"}}));
-        assert_eq!(Values::of_parameters(Some(&git)), Values::PATH);
+        assert_eq!(Values::of_parameters(Some(&git)), local_file);
         let show = properties(json!({"repo_path": {}, "revision": {}}));
-        assert_eq!(Values::of_parameters(Some(&show)), Values::REVISION);
+        assert_eq!(
+            Values::of_parameters(Some(&show)),
+            Values::REVISION.union(Values::LOCAL_PATH)
+        );
+        // A file inside a remote repository is no place on this machine.
+        let remote = properties(json!({"owner": {}, "repo": {}, "path": {}}));
+        assert_eq!(Values::of_parameters(Some(&remote)), Values::PATH);
+        let remote_repository = properties(json!({"repo": {}}));
+        assert_eq!(Values::of_parameters(Some(&remote_repository)), Values::NONE);
         let convert = properties(json!({
             "source_timezone": {}, "time": {}, "target_timezone": {}
         }));
@@ -355,13 +403,13 @@ mod tests {
         let codegen = properties(json!({"options": {
             "type": "object", "properties": {"outputPath": {}, "testNamePrefix": {}}
         }}));
-        assert_eq!(Values::of_parameters(Some(&codegen)), Values::PATH);
+        assert_eq!(Values::of_parameters(Some(&codegen)), local_file);
         let alarm = properties(json!({"alarm_time": {}, "label": {}}));
         assert_eq!(Values::of_parameters(Some(&alarm)), Values::TIME);
         let database = properties(json!({"host": {}, "port": {}}));
         assert_eq!(Values::of_parameters(Some(&database)), Values::URL);
         let moved = properties(json!({"source": {}, "destination": {}}));
-        assert_eq!(Values::of_parameters(Some(&moved)), Values::PATH);
+        assert_eq!(Values::of_parameters(Some(&moved)), local_file);
         assert_eq!(Values::of_parameters(None), Values::NONE);
         let sum = properties(json!({"a": {}, "b": {}}));
         assert_eq!(Values::of_parameters(Some(&sum)), Values::NONE);

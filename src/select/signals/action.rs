@@ -127,11 +127,19 @@ impl Actions {
     pub fn of_split(text: &str, split: &intent::Split) -> RequestActions {
         let repository_verb = opens_with_repository_verb(text);
         let mut read = RequestActions::default();
-        for word in words(&split.asked) {
+        let asked: Vec<String> = words(&split.asked).collect();
+        for (at, word) in asked.iter().enumerate() {
             let class = if repository_verb {
-                of_word(&word)
+                of_word(word)
             } else {
-                of_word(&word).without(Actions::COMMIT)
+                of_word(word).without(Actions::COMMIT)
+            };
+            let class = if reads_something_new(&asked[at + 1..]) && class.intersects(Actions::READ)
+            {
+                // "open a new issue", "get a new API key": made, not read.
+                Actions::CREATE
+            } else {
+                class
             };
             if read.main.is_empty() {
                 read.main = class;
@@ -256,6 +264,16 @@ fn opens_with_repository_verb(text: &str) -> bool {
             words.get(1).map(String::as_str),
             Some("a" | "an" | "new" | "the")
         ) && (class(2).intersects(Actions::COMMIT) || class(3).intersects(Actions::COMMIT)))
+}
+
+/// Whether the words after a reading verb make its object a new one ("a
+/// new issue", "new tab").
+fn reads_something_new(after: &[String]) -> bool {
+    match after {
+        [first, ..] if first == "new" => true,
+        [first, second, ..] => matches!(first.as_str(), "a" | "an") && second == "new",
+        _ => false,
+    }
 }
 
 /// Lower-case words of a text, split on anything but letters and digits and

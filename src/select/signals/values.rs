@@ -392,7 +392,10 @@ mod tests {
         let remote = properties(json!({"owner": {}, "repo": {}, "path": {}}));
         assert_eq!(Values::of_parameters(Some(&remote)), Values::PATH);
         let remote_repository = properties(json!({"repo": {}}));
-        assert_eq!(Values::of_parameters(Some(&remote_repository)), Values::NONE);
+        assert_eq!(
+            Values::of_parameters(Some(&remote_repository)),
+            Values::NONE
+        );
         let convert = properties(json!({
             "source_timezone": {}, "time": {}, "target_timezone": {}
         }));

@@ -92,7 +92,9 @@ impl VectorStore {
                         .get_mut()
                         .unwrap_or_else(PoisonError::into_inner),
                 );
-                tracing::debug!(file = %path.display(), read, "embedding vectors found in the cache");
+                if read > 0 {
+                    tracing::debug!(file = %path.display(), read, "embedding vectors read from the cache");
+                }
                 store.file = Some(CacheFile {
                     path: path.to_path_buf(),
                     reader: Mutex::new(reader),

@@ -212,6 +212,22 @@ fn a_destructive_tool_is_licensed_only_by_its_own_action() {
 }
 
 #[test]
+fn opening_or_getting_something_new_makes_it() {
+    for request in [
+        "open a new issue in acme/web: dark mode resets",
+        "open new tab with the docs",
+        "get a new API key for the staging worker",
+    ] {
+        let (main, _) = Actions::of_request_main(request);
+        assert_eq!(main, Actions::CREATE, "{request}");
+    }
+    for request in ["open issue 12 in acme/web", "get the newest release"] {
+        let (main, _) = Actions::of_request_main(request);
+        assert!(main.intersects(Actions::READ), "{request}");
+    }
+}
+
+#[test]
 fn the_first_action_word_is_the_main_action() {
     let (main, all) = Actions::of_request_main("list all entities and relations you have stored");
     assert_eq!(main, Actions::LIST);

@@ -12,9 +12,9 @@
 //! A text's vector is the mean of the model's output over its tokens,
 //! `[CLS]` and `[SEP]` included, normalized: what sentence-transformers
 //! computes for this model. The vectors of tool descriptions and no-fit
-//! probes (never of requests) are kept for the life of the process and in
-//! a file in the cache directory, so a catalog's index is built from the
-//! model once and later read back in milliseconds.
+//! probes (never of requests) are kept in a file in the cache directory
+//! (`vector_cache.rs`), so a catalog's index is built from the model once
+//! and later read back in milliseconds.
 
 use std::{
     path::{Path, PathBuf},

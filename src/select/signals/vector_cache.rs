@@ -178,11 +178,9 @@ impl VectorStore {
         };
         let start = end.checked_sub(record.len() as u64)?;
         // Read back: the record is where this store will look for it.
-        let offset = start + key.len() as u64;
-        let found = read_vector(&file.reader, offset, self.dims).ok()?;
-        let mut head = [0u8; 16];
-        read_at(&file.reader, start, &mut head).ok()?;
-        (head == *key && found == vector).then_some(offset)
+        let mut found = vec![0u8; record.len()];
+        read_at(&file.reader, start, &mut found).ok()?;
+        (found == record).then_some(start + key.len() as u64)
     }
 
     /// How many vectors are held in memory rather than in the file.
@@ -262,11 +260,7 @@ fn read_records(file: &File, dims: usize, into: &mut HashMap<Key, Place>) -> usi
     let mut read = 0;
     while source.read_exact(&mut record).is_ok() {
         let (head, body) = record.split_at(16);
-        let norm: f32 = body
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .map(|x| x * x)
-            .sum();
+        let norm: f32 = floats(body).map(|x| x * x).sum();
         if (norm - 1.0).abs() < 1e-3 {
             let mut key = [0; 16];
             key.copy_from_slice(head);
@@ -287,10 +281,14 @@ fn read_at(reader: &Mutex<File>, offset: u64, into: &mut [u8]) -> std::io::Resul
 fn read_vector(reader: &Mutex<File>, offset: u64, dims: usize) -> std::io::Result<Vec<f32>> {
     let mut bytes = vec![0u8; dims * 4];
     read_at(reader, offset, &mut bytes)?;
-    Ok(bytes
+    Ok(floats(&bytes).collect())
+}
+
+/// The little-endian f32 of a record's body.
+fn floats(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
+    bytes
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect())
 }
 
 #[cfg(test)]

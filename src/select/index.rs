@@ -326,7 +326,7 @@ impl Index {
         let takes = catalog
             .modes()
             .iter()
-            .map(|m| Values::of_parameters(m.manifest().properties()))
+            .map(|m| Values::of_tool(m.name(), m.manifest().properties()))
             .collect();
         let changes_state = catalog
             .modes()

@@ -110,7 +110,7 @@ impl Index {
         let query = self.query(query);
         let tuning = &self.tuning;
         let (base, mut scores, shares) = self.scores_with_actions(&query);
-        let plain_confidences = self.confidences_without_classifier(&base, &scores, &shares);
+        let plain_confidences = self.confidences_on_evidence(&base, &scores, &shares);
         // The request's action (and, in a mixed catalog, the lighter
         // example signals) reorder the candidates; whether anything fits
         // at all, and how sure the ranking is, stay on the scale the no-fit
@@ -162,13 +162,17 @@ impl Index {
         let first = ranked.first().map(|r| r.mode_index);
         // Whether a ready call is safe is judged on the confidence the
         // ranking would have without the classifier, which sharpens every
-        // ranking, an off-topic request's too.
-        let held = |m: usize, confidence: f32| {
+        // ranking, an off-topic request's too, and without the lift of
+        // tools without examples, a guess.
+        let on_evidence = |m: usize, confidence: f32| {
             let plain = plain_confidences
                 .as_ref()
                 .and_then(|p| p.get(m).copied())
                 .unwrap_or(confidence);
-            self.held_for_ready(&query, m, confidence.min(plain), no_fit)
+            confidence.min(plain)
+        };
+        let held = |m: usize, confidence: f32| {
+            self.held_for_ready(&query, m, on_evidence(m, confidence), no_fit)
         };
         let unasked = ranked
             .iter()
@@ -186,7 +190,12 @@ impl Index {
             held_back,
             first_unasked_destructive: first.is_some_and(|m| {
                 held(m, ranked.first().map_or(0.0, |r| r.confidence))
-                    || self.off_topic_change(&query, m, no_fit, &ranked)
+                    || self.off_topic_change(
+                        &query,
+                        m,
+                        no_fit,
+                        on_evidence(m, ranked.first().map_or(0.0, |r| r.confidence)),
+                    )
                     || self.unsure_change(&query, m, &ranked)
             }),
             named: first.is_some_and(|m| query.named.contains(&m)),
@@ -196,9 +205,9 @@ impl Index {
     }
 
     /// Each mode's confidence with the tool classifier's share of its score
-    /// taken out (on the same scale as the ranking's own); `None` when the
-    /// classifier added nothing.
-    fn confidences_without_classifier(
+    /// and the lift of a tool without examples taken out (on the same
+    /// scale as the ranking's own); `None` when neither added anything.
+    fn confidences_on_evidence(
         &self,
         base: &[f32],
         scores: &[f32],
@@ -234,12 +243,10 @@ impl Index {
     /// without a general mode to fall back on (`--no-builtin-modes`), a
     /// cooking question was handed a ready call to create a coupon. Named
     /// modes are asked for.
-    fn off_topic_change(&self, query: &Query, mode: usize, no_fit: f32, ranked: &[Ranked]) -> bool {
+    fn off_topic_change(&self, query: &Query, mode: usize, no_fit: f32, best: f32) -> bool {
         let changes = self.changes_state.get(mode).copied().unwrap_or(false)
             || self.destructive.get(mode).copied().unwrap_or(false);
-        changes
-            && !query.named.contains(&mode)
-            && ranked.first().is_some_and(|best| no_fit >= best.confidence)
+        changes && !query.named.contains(&mode) && no_fit >= best
     }
 
     /// A request whose only sign of asking for a change is a verb the

@@ -36,6 +36,10 @@ pub struct Signals {
     /// server's tool, among the catalog's server tools; 0 for zenmode's own
     /// modes and without the model.
     pub trained: f32,
+    /// The part of `semantic` that is an estimate, not evidence: what a
+    /// tool without examples is credited for the examples it lacks
+    /// (`Tuning::unseen_example_lift`).
+    pub estimated: f32,
 }
 
 /// A query's distinct weighted terms and, in the same order, their ids in
@@ -207,6 +211,9 @@ impl Index {
         };
         // The descriptions' plain cosines, kept for the tool classifier.
         let mut description_cosines = Vec::new();
+        // What the examples would likely add for a tool without any.
+        let mut lift = 0.0f32;
+        let mut estimated = vec![0.0f32; self.modes];
         let semantic = match (&self.semantic, &query.meaning) {
             (Some(index), Some(meaning)) => {
                 let floor = self.tuning.semantic_floor;
@@ -260,29 +267,33 @@ impl Index {
                         .iter()
                         .map(|b| b.map_or(f32::NAN, |(_, closest)| closest))
                         .collect();
+                    let mut pulls: Vec<(f32, f32)> = Vec::new();
                     for (cos, best) in cosines.iter_mut().zip(best) {
                         if let Some((best, _)) = best
                             && !cos.is_nan()
-                            && best > *cos
                         {
-                            *cos += pull * (best - *cos);
+                            let gap = (best - *cos).max(0.0);
+                            pulls.push((*cos, gap));
+                            *cos += pull * gap;
                         }
                     }
+                    lift = self.lift_for_tools_without_examples(&mut pulls);
                 }
                 self.add_soft_match(index, meaning, &mut cosines);
+                let scale = |cos: f32| ((cos - floor) / (1.0 - floor)).max(0.0);
                 cosines
                     .into_iter()
-                    .zip(&self.has_examples)
-                    .map(|(cos, &has)| {
+                    .enumerate()
+                    .map(|(mode, cos)| {
                         if cos.is_nan() {
                             0.0
+                        } else if self.has_examples[mode] && !alone {
+                            builtin * scale(cos)
+                        } else if lift > 0.0 && !self.has_tool_examples[mode] {
+                            estimated[mode] = scale(cos + lift) - scale(cos);
+                            scale(cos + lift)
                         } else {
-                            let scaled = ((cos - floor) / (1.0 - floor)).max(0.0);
-                            if has && !alone {
-                                builtin * scaled
-                            } else {
-                                scaled
-                            }
+                            scale(cos)
                         }
                     })
                     .collect()
@@ -296,13 +307,15 @@ impl Index {
             .zip(phrasing)
             .zip(semantic)
             .zip(trained)
+            .zip(estimated)
             .map(
-                |((((lexical, examples), phrasing), semantic), trained)| Signals {
+                |(((((lexical, examples), phrasing), semantic), trained), estimated)| Signals {
                     lexical,
                     examples,
                     phrasing,
                     semantic,
                     trained,
+                    estimated,
                 },
             )
             .collect();
@@ -360,6 +373,25 @@ impl Index {
         probabilities
     }
 
+    /// How much to raise the cosine of a tool without examples, in a
+    /// catalog where others have them: `Tuning::unseen_example_lift` of
+    /// the median pull (`pulls`: each shortlisted tool's cosine and the
+    /// gap its closest examples closed) of the
+    /// `Tuning::unseen_lift_neighbours` tools the pull put closest to the
+    /// request. Their examples lift the tools that fit the request; one
+    /// without examples that fits as well would have been lifted as much.
+    fn lift_for_tools_without_examples(&self, pulls: &mut [(f32, f32)]) -> f32 {
+        let share = self.tuning.unseen_example_lift * self.tuning.example_meaning;
+        if share <= 0.0 || pulls.is_empty() {
+            return 0.0;
+        }
+        pulls.sort_unstable_by(|a, b| (b.0 + b.1).total_cmp(&(a.0 + a.1)));
+        let count = self.tuning.unseen_lift_neighbours.clamp(1, pulls.len());
+        let near = &mut pulls[..count];
+        near.sort_unstable_by(|a, b| a.1.total_cmp(&b.1));
+        share * near[near.len() / 2].1
+    }
+
     /// Blends the word-by-word match into the cosines (NaN: a mode the
     /// signal skips) of the best
     /// [`Tuning::soft_match_candidates`](super::tuning::Tuning::soft_match_candidates)
@@ -392,10 +424,12 @@ impl Index {
 
     /// [`Index::scores`]; the scores that order the modes: with the
     /// request's action counted ([`Index::action_effect`]), the tool
-    /// classifier's share added and, in a mixed catalog, the example
+    /// classifier's share and the lift of tools without examples
+    /// ([`Signals::estimated`]) added and, in a mixed catalog, the example
     /// signals at
     /// [`Tuning::mixed_examples_weight`](super::tuning::Tuning::mixed_examples_weight);
-    /// and how much of each of those comes from the classifier.
+    /// and how much of each of those comes from the classifier and the
+    /// lift (neither is on the no-fit scale).
     pub(super) fn scores_with_actions(&self, query: &Query) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
         let tuning = &self.tuning;
         let (signals, evidence) = self.signals_of(query);
@@ -413,14 +447,15 @@ impl Index {
             let examples = tuning.example_weight * s.examples + tuning.phrasing_weight * s.phrasing;
             // The classifier orders the tools it knows but stays off the
             // no-fit scale: its softmax finds some tool likely for any
-            // request, an off-topic one too.
+            // request, an off-topic one too. So does the lift, a guess.
             let trained = tuning.classifier_weight * s.trained;
             let semantic = tuning.semantic_weight * s.semantic;
             let fair = strength * (lexical + examples_weight * (examples + trained)) + semantic;
             let (factor, bonus) = self.action_effect(query, mode);
-            base.push(strength * (lexical + examples) + semantic);
+            let estimated = tuning.semantic_weight * s.estimated;
+            base.push(strength * (lexical + examples) + semantic - estimated);
             scores.push(fair * factor + bonus * strength);
-            shares.push(strength * examples_weight * trained * factor);
+            shares.push((strength * examples_weight * trained + estimated) * factor);
         }
         (base, scores, shares)
     }
@@ -475,7 +510,15 @@ impl Index {
         if self.deprecated.get(mode).copied().unwrap_or(false) {
             factor *= self.tuning.deprecated;
         }
-        if self.unasked_destructive(query, mode) {
+        // Servers mark most tools that are not read-only destructive
+        // (Jira's `add_worklog`, `transition_issue`): the order reads the
+        // name's verb; the ready-call rules still read the annotations.
+        let unasked = if self.is_server_tool(mode) {
+            self.unasked_destructive_by_name(query, mode)
+        } else {
+            self.unasked_destructive(query, mode)
+        };
+        if unasked {
             factor *= self.tuning.unasked_destructive;
             bonus *= self.tuning.unasked_destructive;
         }
@@ -506,7 +549,12 @@ impl Index {
             return self.unasked_destructive(query, mode)
                 || (changes && !query.named.contains(&mode) && self.not_asked_for(query, mode));
         }
-        self.held_by(query, mode, &self.changes_state_by_class)
+        let unasked = if self.is_server_tool(mode) {
+            self.unasked_destructive_by_name(query, mode)
+        } else {
+            self.unasked_destructive(query, mode)
+        };
+        unasked || self.held_as_change(query, mode, &self.changes_state_by_class)
     }
 
     /// Whether `mode`, ranked with `confidence` beside the no-fit share
@@ -565,11 +613,21 @@ impl Index {
     }
 
     fn held_by(&self, query: &Query, mode: usize, changing: &[bool]) -> bool {
-        let changes_state = changing.get(mode).copied().unwrap_or(false);
-        self.unasked_destructive(query, mode)
-            || (changes_state
-                && !query.named.contains(&mode)
-                && (query.question || !query.asks_change || self.negated_for(query, mode)))
+        self.unasked_destructive(query, mode) || self.held_as_change(query, mode, changing)
+    }
+
+    /// A tool that changes state (by `changing`) that the request does not
+    /// name, for a question, a request asking no change, or one that rules
+    /// out what it does.
+    fn held_as_change(&self, query: &Query, mode: usize, changing: &[bool]) -> bool {
+        changing.get(mode).copied().unwrap_or(false)
+            && !query.named.contains(&mode)
+            && (query.question || !query.asks_change || self.negated_for(query, mode))
+    }
+
+    /// Another server's tool, not one of zenmode's own modes.
+    fn is_server_tool(&self, mode: usize) -> bool {
+        matches!(self.server_of.get(mode), Some(Some(_)))
     }
 
     /// Whether the request rules out what `mode` does ("don't commit").
@@ -596,6 +654,15 @@ impl Index {
             &self.destructive
         };
         destructive.get(mode).copied().unwrap_or(false)
+            && !query.named.contains(&mode)
+            && !query
+                .actions
+                .licenses(self.actions.get(mode).copied().unwrap_or_default())
+    }
+
+    /// [`Index::unasked_destructive`] by the name's verb alone.
+    fn unasked_destructive_by_name(&self, query: &Query, mode: usize) -> bool {
+        self.destructive_by_name.get(mode).copied().unwrap_or(false)
             && !query.named.contains(&mode)
             && !query
                 .actions

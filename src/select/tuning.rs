@@ -169,6 +169,16 @@ pub struct Tuning {
     /// towards its closest example's, when that is higher: 1 takes the
     /// larger of the two, 0 ignores the examples.
     pub example_meaning: f32,
+    /// A tool without example requests, in a catalog where others have
+    /// them, has its cosine raised by this share of the median pull
+    /// (`example_meaning`) that the examples gave the tools they put
+    /// closest to the request: without it, a server zenmode has no
+    /// examples for lost its requests to look-alike tools that have some.
+    /// The lift orders the ranking; whether a ready call is safe and
+    /// whether anything fits are judged without it. 0 turns it off.
+    pub unseen_example_lift: f32,
+    /// ... the median of this many tools.
+    pub unseen_lift_neighbours: usize,
     /// ... averaging the cosines of its this many closest examples
     /// (at most `signals::embedding::MAX_NEAREST`).
     pub example_neighbours: usize,
@@ -301,6 +311,8 @@ impl Tuning {
         tool_example_weight: 1.0,
         tool_phrasing_weight: 1.0,
         example_meaning: 1.0,
+        unseen_example_lift: 0.75,
+        unseen_lift_neighbours: 8,
         example_neighbours: 5,
         example_shortlist: 128,
         server_named: 2.0,
@@ -356,6 +368,7 @@ impl Tuning {
                 "tool_example_weight" => &mut tuning.tool_example_weight,
                 "tool_phrasing_weight" => &mut tuning.tool_phrasing_weight,
                 "example_meaning" => &mut tuning.example_meaning,
+                "unseen_example_lift" => &mut tuning.unseen_example_lift,
                 "server_named" => &mut tuning.server_named,
                 "deprecated" => &mut tuning.deprecated,
                 "example_ready_cosine" => &mut tuning.example_ready_cosine,
@@ -379,6 +392,10 @@ impl Tuning {
                 }
                 "example_neighbours" => {
                     tuning.example_neighbours = value.max(1.0) as usize;
+                    continue;
+                }
+                "unseen_lift_neighbours" => {
+                    tuning.unseen_lift_neighbours = value.max(1.0) as usize;
                     continue;
                 }
                 "example_shortlist" => {

@@ -40,6 +40,10 @@ impl Values {
     /// `path`), not those whose `path` is inside a remote repository
     /// (they take its `owner` and `repo` too).
     pub const LOCAL_PATH: Values = Values(1 << 6);
+    /// A tracker's issue key, a project's letters and a number (`PAY-341`,
+    /// `OPS-77`), and the tools that take one (`issue_key`, an
+    /// `identifier` whose description shows one).
+    pub const ISSUE_KEY: Values = Values(1 << 7);
 
     pub fn is_empty(self) -> bool {
         self.0 == 0
@@ -72,6 +76,27 @@ impl Values {
             .fold(Values::NONE, |kinds, token| {
                 kinds.union(kind_of_token(token))
             })
+    }
+
+    /// [`Values::of_parameters`], and an issue key for a tool about issues
+    /// or tickets (by its name) that takes a bare `identifier` or `key`:
+    /// Huly's `get_issue(project, identifier)`.
+    pub fn of_tool(name: &str, properties: Option<&Map<String, Value>>) -> Values {
+        let kinds = Values::of_parameters(properties);
+        let words = split_identifier(name).to_lowercase();
+        let about_issues = words
+            .split_whitespace()
+            .any(|w| matches!(w, "issue" | "issues" | "ticket" | "tickets"));
+        let takes_bare_key = properties.is_some_and(|p| {
+            ["identifier", "key", "id_or_key", "issue_id_or_key"]
+                .iter()
+                .any(|name| p.contains_key(*name))
+        });
+        if about_issues && takes_bare_key {
+            kinds.union(Values::ISSUE_KEY)
+        } else {
+            kinds
+        }
     }
 
     /// The kinds the tool's parameters take, from their names and formats
@@ -138,6 +163,9 @@ fn kind_of_token(token: &str) -> Values {
     if is_commit_hash(token) {
         return Values::REVISION;
     }
+    if is_issue_key(token) {
+        return Values::ISSUE_KEY;
+    }
     // `example.com`, `docs.python.org/3/`: a host without a scheme.
     if is_web_name(&lower) && (token.contains('/') || is_path(token)) {
         return Values::URL;
@@ -188,6 +216,29 @@ fn is_commit_hash(token: &str) -> bool {
         && token.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))
         && token.chars().any(|c| c.is_ascii_digit())
         && token.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+/// Names of standards written the way issue keys are (`UTF-8`,
+/// `SHA-256`, `ISO-8601`): a version, not an issue.
+const STANDARD_PREFIXES: &[&str] = &[
+    "AES", "CVE", "ECMA", "ES", "GPT", "HTTP", "IEEE", "IPV", "ISO", "MD", "PEP", "RFC", "RSA",
+    "SHA", "SSL", "TLS", "UTF", "WCAG",
+];
+
+/// Two to ten capitals or digits starting with a capital, a dash and a
+/// number: `PAY-341`, `ACV2-642`; not a standard's name and version.
+fn is_issue_key(token: &str) -> bool {
+    let Some((project, number)) = token.split_once('-') else {
+        return false;
+    };
+    (2..=10).contains(&project.len())
+        && project.starts_with(|c: char| c.is_ascii_uppercase())
+        && project
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        && (1..=7).contains(&number.len())
+        && number.chars().all(|c| c.is_ascii_digit())
+        && !STANDARD_PREFIXES.contains(&project)
 }
 
 /// A file or directory: a name with an extension (`config.yaml`,
@@ -277,6 +328,18 @@ fn kind_of_parameter(name: &str, schema: &Value) -> Values {
     let words = split_identifier(name).to_lowercase();
     let words: Vec<&str> = words.split_whitespace().collect();
     let has = |wanted: &[&str]| words.iter().any(|w| wanted.contains(w));
+    let shows_issue_key = || {
+        schema
+            .get("description")
+            .and_then(Value::as_str)
+            .is_some_and(|text| Values::of_request(text).shared(Values::ISSUE_KEY) > 0)
+    };
+    if (has(&["issue", "issues", "epic", "ticket"])
+        && has(&["key", "keys", "identifier", "identifiers"]))
+        || shows_issue_key()
+    {
+        return Values::ISSUE_KEY;
+    }
     if has(&[
         "url", "urls", "uri", "uris", "link", "links", "href", "website", "host", "hostname",
         "domain", "endpoint",
@@ -352,6 +415,8 @@ mod tests {
             ("what time is it in UTC?", Values::TIME_ZONE),
             ("what did the commit abc123 change", Values::REVISION),
             ("mail bob@example.com the report", Values::EMAIL),
+            ("move PAY-341 to In Review", Values::ISSUE_KEY),
+            ("log 2h on OPS-77, then link ACV2-642.", Values::ISSUE_KEY),
         ];
         for (request, kinds) in cases {
             assert_eq!(Values::of_request(request), kinds, "{request}");
@@ -368,6 +433,9 @@ mod tests {
             "bump the version to 1.2.3",
             "add a decade of coffee facts",
             "what is 12:5 in ratio terms",
+            "save it as UTF-8 and hash it with SHA-256",
+            "dates in ISO-8601, ids like CVE-2024-3094",
+            "the pay-341 ticket",
         ] {
             assert_eq!(Values::of_request(request), Values::NONE, "{request}");
         }
@@ -414,6 +482,20 @@ mod tests {
         let moved = properties(json!({"source": {}, "destination": {}}));
         assert_eq!(Values::of_parameters(Some(&moved)), local_file);
         assert_eq!(Values::of_parameters(None), Values::NONE);
+        let jira = properties(json!({"issue_key": {}, "comment": {}}));
+        assert_eq!(Values::of_parameters(Some(&jira)), Values::ISSUE_KEY);
+        let tracker = properties(json!({"identifier": {
+            "type": "string", "description": "Within the project (e.g., 'PROJ-123')"
+        }}));
+        assert_eq!(Values::of_parameters(Some(&tracker)), Values::ISSUE_KEY);
+        let github = properties(json!({"issue_number": {}, "owner": {}, "repo": {}}));
+        assert_eq!(Values::of_parameters(Some(&github)), Values::NONE);
+        let huly = properties(json!({"project": {}, "identifier": {}}));
+        assert_eq!(
+            Values::of_tool("huly__get_issue", Some(&huly)),
+            Values::ISSUE_KEY
+        );
+        assert_eq!(Values::of_tool("get_document", Some(&huly)), Values::NONE);
         let sum = properties(json!({"a": {}, "b": {}}));
         assert_eq!(Values::of_parameters(Some(&sum)), Values::NONE);
     }

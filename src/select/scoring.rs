@@ -18,7 +18,10 @@ use super::{
         intent,
         values::Values,
     },
-    text::analyze::{Term, query_terms},
+    text::{
+        analyze::{Term, query_terms},
+        words,
+    },
     tuning::Ranker,
 };
 
@@ -115,7 +118,7 @@ impl Index {
             .collect();
         let meaning = self.semantic.as_ref().and_then(|semantic| {
             semantic.embed_query(
-                text,
+                &words::spelled_out(text),
                 probe,
                 self.tuning.request_tokens,
                 self.tuning.request_adapter > 0.0 && self.ranker != Ranker::Embed,

@@ -292,7 +292,12 @@ impl EmbeddingIndex {
     }
 
     fn add_example_chunk(&mut self, examples: &[(usize, &str)]) {
-        let texts: Vec<&str> = examples.iter().map(|&(_, text)| text).collect();
+        // Read as a request is (`words::spelled_out`).
+        let spelled: Vec<std::borrow::Cow<str>> = examples
+            .iter()
+            .map(|&(_, text)| crate::select::text::words::spelled_out(text))
+            .collect();
+        let texts: Vec<&str> = spelled.iter().map(AsRef::as_ref).collect();
         let vectors: Vec<Option<Vec<f32>>> = match self.encoder {
             Encoder::Table(table) => texts
                 .iter()

@@ -290,10 +290,12 @@ impl Index {
                     .map(|(mode, cos)| {
                         if cos.is_nan() {
                             0.0
-                        } else if self.has_examples[mode] && !alone {
+                        } else if self.has_examples.get(mode) == Some(&true) && !alone {
                             builtin * scale(cos)
-                        } else if lift > 0.0 && !self.has_tool_examples[mode] {
-                            estimated[mode] = scale(cos + lift) - scale(cos);
+                        } else if lift > 0.0 && self.has_tool_examples.get(mode) == Some(&false) {
+                            if let Some(slot) = estimated.get_mut(mode) {
+                                *slot = scale(cos + lift) - scale(cos);
+                            }
                             scale(cos + lift)
                         } else {
                             scale(cos)
@@ -513,15 +515,7 @@ impl Index {
         if self.deprecated.get(mode).copied().unwrap_or(false) {
             factor *= self.tuning.deprecated;
         }
-        // Servers mark most tools that are not read-only destructive
-        // (Jira's `add_worklog`, `transition_issue`): the order reads the
-        // name's verb; the ready-call rules still read the annotations.
-        let unasked = if self.is_server_tool(mode) {
-            self.unasked_destructive_by_name(query, mode)
-        } else {
-            self.unasked_destructive(query, mode)
-        };
-        if unasked {
+        if self.unasked_destructive_in_order(query, mode) {
             factor *= self.tuning.unasked_destructive;
             bonus *= self.tuning.unasked_destructive;
         }
@@ -552,12 +546,8 @@ impl Index {
             return self.unasked_destructive(query, mode)
                 || (changes && !query.named.contains(&mode) && self.not_asked_for(query, mode));
         }
-        let unasked = if self.is_server_tool(mode) {
-            self.unasked_destructive_by_name(query, mode)
-        } else {
-            self.unasked_destructive(query, mode)
-        };
-        unasked || self.held_as_change(query, mode, &self.changes_state_by_class)
+        self.unasked_destructive_in_order(query, mode)
+            || self.held_as_change(query, mode, &self.changes_state_by_class)
     }
 
     /// Whether `mode`, ranked with `confidence` beside the no-fit share
@@ -628,9 +618,17 @@ impl Index {
             && (query.question || !query.asks_change || self.negated_for(query, mode))
     }
 
-    /// Another server's tool, not one of zenmode's own modes.
-    fn is_server_tool(&self, mode: usize) -> bool {
-        matches!(self.server_of.get(mode), Some(Some(_)))
+    /// [`Index::unasked_destructive`] as the ranking's order reads it.
+    /// Servers mark most tools that are not read-only destructive (Jira's
+    /// `add_worklog`, `transition_issue`), so for another server's tool
+    /// the order reads the name's verb alone; the ready-call rules still
+    /// read the annotations.
+    fn unasked_destructive_in_order(&self, query: &Query, mode: usize) -> bool {
+        if matches!(self.server_of.get(mode), Some(Some(_))) {
+            self.unasked_destructive_by_name(query, mode)
+        } else {
+            self.unasked_destructive(query, mode)
+        }
     }
 
     /// Whether the request rules out what `mode` does ("don't commit").

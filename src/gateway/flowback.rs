@@ -81,6 +81,12 @@ pub const CALL_TOTAL: usize = 100;
 pub const SESSION_WAITING: usize = 32;
 /// Flow-back requests one session's client may be sent in a minute.
 pub const SESSION_PER_MINUTE: usize = 600;
+/// How long a request tied to an id no call holds waits, at most, for the
+/// calls' sends still untied ([`CallerGuard::sending`]): the gap is the
+/// few instructions between rmcp's send and the tie, so only a stalled
+/// machine comes near it.
+const UNTIED_WAIT: Duration = Duration::from_secs(5);
+
 /// How long a request that belongs to no call (a `roots/list` between
 /// calls) waits for the client; one that belongs to a call waits at most
 /// until the call ends, which its timeout bounds.
@@ -129,6 +135,8 @@ struct Caller {
     ended: CancellationToken,
     /// The server answered it ([`CallerGuard::answered`]).
     answered: bool,
+    /// Its requests sent or being sent whose id it has not noted yet.
+    untied_sends: usize,
     waiting: usize,
     asked: usize,
 }
@@ -172,17 +180,50 @@ pub struct CallerGuard {
 impl CallerGuard {
     /// Notes that the server answered this call: it no longer works for it.
     pub fn answered(&self) {
-        let mut calls = self.callers.calls();
-        if let Some(caller) = calls.iter_mut().find(|caller| caller.id == self.id) {
-            caller.answered = true;
+        self.each_mine(|caller| caller.answered = true);
+    }
+
+    /// Notes that one of zenmode's requests for this call is about to be
+    /// sent: until the returned send is tied to its id (or dropped), a
+    /// request the server ties to an id no call holds waits for it.
+    pub fn sending(&self) -> UntiedSend<'_> {
+        self.each_mine(|caller| caller.untied_sends += 1);
+        UntiedSend {
+            guard: self,
+            tied: false,
         }
     }
 
-    /// Notes one of zenmode's requests to the server as this call's.
-    pub fn tie(&self, upstream_id: RequestId) {
+    fn each_mine(&self, change: impl FnOnce(&mut Caller)) {
         let mut calls = self.callers.calls();
         if let Some(caller) = calls.iter_mut().find(|caller| caller.id == self.id) {
+            change(caller);
+        }
+    }
+}
+
+/// One of a call's requests to the server, between its send and its id.
+pub struct UntiedSend<'a> {
+    guard: &'a CallerGuard,
+    tied: bool,
+}
+
+impl UntiedSend<'_> {
+    /// Notes the sent request's id as this call's.
+    pub fn tie(mut self, upstream_id: RequestId) {
+        self.tied = true;
+        self.guard.each_mine(|caller| {
             caller.upstream_ids.push(upstream_id);
+            caller.untied_sends = caller.untied_sends.saturating_sub(1);
+        });
+    }
+}
+
+impl Drop for UntiedSend<'_> {
+    fn drop(&mut self) {
+        if !self.tied {
+            self.guard
+                .each_mine(|caller| caller.untied_sends = caller.untied_sends.saturating_sub(1));
         }
     }
 }
@@ -267,6 +308,7 @@ impl Callers {
             upstream_ids: Vec::new(),
             ended: CancellationToken::new(),
             answered: false,
+            untied_sends: 0,
             waiting: 0,
             asked: 0,
         });
@@ -319,14 +361,19 @@ impl Callers {
         ask: Ask,
         is_it: impl Fn(&Caller) -> bool,
     ) -> Result<Picked, ErrorData> {
-        // The call notes its request's id just after sending it; a server
-        // quick enough to ask first waits a moment for it.
-        for attempt in 0..3 {
-            let found = self
-                .calls()
-                .iter()
-                .find(|caller| is_it(caller))
-                .map(|caller| (caller.client.clone(), caller.id, caller.ended.clone()));
+        // A call learns its request's id only once rmcp has sent the
+        // request, so a server quick enough to ask first waits for the
+        // sends still untied (a moment, unless the machine is loaded).
+        let waiting_since = Instant::now();
+        loop {
+            let (found, untied) = {
+                let calls = self.calls();
+                let found = calls
+                    .iter()
+                    .find(|caller| is_it(caller))
+                    .map(|caller| (caller.client.clone(), caller.id, caller.ended.clone()));
+                (found, calls.iter().any(|caller| caller.untied_sends > 0))
+            };
             match found {
                 Some((Some(client), id, ended)) => {
                     let client = if ask == Ask::Roots {
@@ -346,11 +393,12 @@ impl Callers {
                         "the call it belongs to comes from a session that cannot be asked",
                     ));
                 }
-                None if attempt < 2 => tokio::time::sleep(Duration::from_millis(50)).await,
-                None => {}
+                None if untied && waiting_since.elapsed() < UNTIED_WAIT => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                None => return Err(refusal(server, ask, "the call it belongs to has ended")),
             }
         }
-        Err(refusal(server, ask, "the call it belongs to has ended"))
     }
 
     /// A request nothing ties to a call goes to the one session whose

@@ -136,13 +136,37 @@ async fn after_another_sessions_call_ended_a_stdio_request_is_refused() {
 }
 
 #[tokio::test]
+async fn a_request_that_outruns_its_calls_noting_of_the_id_waits_for_it() {
+    let callers = Callers::default();
+    let a = fake(1, "A");
+    let call_a = callers.enter(Some(&a));
+    // The request is on its way and the server already asks on its id.
+    let send = call_a.sending();
+    let asking = callers.clone();
+    let asked =
+        tokio::spawn(async move { elicited(&asking, Origin::Call(RequestId::Number(9))).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!asked.is_finished(), "refused before the call noted its id");
+    send.tie(RequestId::Number(9));
+    assert_eq!(asked.await.unwrap(), "A");
+    // A send that failed before its id was known leaves nothing to wait for.
+    drop(call_a.sending());
+    assert!(
+        callers
+            .calls()
+            .iter()
+            .all(|caller| caller.untied_sends == 0)
+    );
+}
+
+#[tokio::test]
 async fn an_http_request_goes_to_its_own_call_and_not_after_it() {
     let callers = Callers::default();
     let (a, b) = (fake(1, "A"), fake(2, "B"));
     let call_a = callers.enter(Some(&a));
     let call_b = callers.enter(Some(&b));
-    call_a.tie(RequestId::Number(7));
-    call_b.tie(RequestId::Number(8));
+    call_a.sending().tie(RequestId::Number(7));
+    call_b.sending().tie(RequestId::Number(8));
     assert_eq!(
         elicited(&callers, Origin::Call(RequestId::Number(7))).await,
         "A"

@@ -20,7 +20,7 @@ use rmcp::{
 };
 use serde_json::{Map, Value};
 
-use super::{running::Connection, upstream::Upstream};
+use super::{progress::pass_on, running::Connection, upstream::Upstream};
 use crate::gateway::error::FailureKind;
 use crate::{
     call::CallContext,
@@ -275,6 +275,7 @@ impl Upstream {
         let timed_out = || ServiceError::Timeout {
             timeout: self.config.timeout,
         };
+        let send = caller.sending();
         let handle = tokio::time::timeout_at(
             deadline,
             connection.peer.send_cancellable_request(request, options),
@@ -285,11 +286,11 @@ impl Upstream {
         let token = handle.progress_token.clone();
         let id = handle.id.clone();
         // What the server asks on this request's stream is this call's.
-        caller.tie(id.clone());
-        if let Some(sink) = &call.progress
-            && let Ok(mut routes) = self.routes.lock()
-        {
-            routes.insert(token.clone(), sink.clone());
+        send.tie(id.clone());
+        if let Some(sink) = &call.progress {
+            for early in self.routes.route(token.clone(), sink.clone()) {
+                pass_on(&**sink, early).await;
+            }
         }
         let answer = tokio::select! {
             answer = tokio::time::timeout_at(deadline, handle.await_response()) => {
@@ -302,9 +303,7 @@ impl Upstream {
                 timeout: self.config.timeout,
             })),
         };
-        if let Ok(mut routes) = self.routes.lock() {
-            routes.remove(&token);
-        }
+        self.routes.unroute(&token);
         let Some(answer) = answer else {
             let cancel = CancelledNotificationParam::new(
                 Some(id),

@@ -4,31 +4,20 @@
 //! sampling, roots) goes to the calling session
 //! ([`crate::gateway::flowback`]).
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-};
-
 use rmcp::{
     ClientHandler, ErrorData, RoleClient,
     model::{
         ClientConfig, ElicitRequestParams, ElicitResult, Implementation, ProgressNotificationParam,
-        ProgressToken,
     },
     service::{NotificationContext, RequestContext},
 };
 
-use crate::{
-    call::ProgressSink,
-    gateway::{
-        config::Redactor,
-        events::{EventSender, UpstreamEvent},
-        flowback::{self, Asked, Callers, Origin, RootsResult, SamplingParams, SamplingResult},
-    },
+use super::progress::{ProgressRoutes, pass_on};
+use crate::gateway::{
+    config::Redactor,
+    events::{EventSender, UpstreamEvent},
+    flowback::{self, Asked, Callers, Origin, RootsResult, SamplingParams, SamplingResult},
 };
-
-/// Routes an upstream's progress notifications to the call that asked.
-pub(super) type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, Arc<dyn ProgressSink>>>>;
 
 /// zenmode as a client of one upstream.
 pub(super) struct ClientSide {
@@ -52,18 +41,12 @@ impl ClientHandler for ClientSide {
 
     async fn on_progress(
         &self,
-        params: ProgressNotificationParam,
+        mut params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let sink = self
-            .routes
-            .lock()
-            .ok()
-            .and_then(|routes| routes.get(&params.progress_token).cloned());
-        if let Some(sink) = sink {
-            let message = params.message.map(|text| self.secrets().redact(&text));
-            sink.report_detail(params.progress, params.total, message)
-                .await;
+        params.message = params.message.map(|text| self.secrets().redact(&text));
+        if let Some(sink) = self.routes.sink_of(&params) {
+            pass_on(&*sink, params).await;
         }
     }
 

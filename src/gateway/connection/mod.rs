@@ -25,6 +25,8 @@
 //! - `upstream`: the [`Upstream`] itself, its state and what it holds;
 //! - `running`: a started server: its session and process group;
 //! - `client`: zenmode as the MCP client of the server;
+//! - `progress`: where the server's progress notifications go, kept a
+//!   moment when they arrive before their call noted its token;
 //! - `stdin_queue`: what is written to a stdio server, queued so that
 //!   writing never waits on it.
 
@@ -32,6 +34,7 @@ mod calls;
 mod client;
 mod errors;
 mod lifecycle;
+mod progress;
 mod running;
 mod start;
 mod stderr;

@@ -16,7 +16,7 @@ use std::{
 
 use serde_json::Value;
 
-use super::{client::ProgressRoutes, running::Connection};
+use super::{progress::ProgressRoutes, running::Connection};
 use crate::gateway::{
     config::{Redactor, Transport, UpstreamConfig},
     disk::GatewayDirs,
@@ -95,7 +95,7 @@ impl Upstream {
             slot: tokio::sync::Mutex::new(Slot::Stopped),
             pins: Mutex::new(pins),
             stderr_tail: Arc::default(),
-            routes: Arc::default(),
+            routes: ProgressRoutes::default(),
             callers: Callers::new(window),
             oversize_note: Arc::default(),
             failures: Mutex::new(0),

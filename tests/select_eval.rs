@@ -192,6 +192,7 @@ fn tool_examples_are_disjoint_from_the_scored_sets() {
         "tests/data/foreign",
         "tests/data/safety",
         "tests/data/routing",
+        "tests/data/registry",
     ] {
         let mut files = vec![root.join(dir)];
         if dir == "tests/data/foreign" {

@@ -45,8 +45,8 @@ def tool_text(name: str, description: str) -> str:
 
 
 def load_tools() -> dict[tuple[str, str], str]:
-    """(server, tool) -> the text the model reads, for the shared catalogs
-    and the livemcptool servers."""
+    """(server, tool) -> the text the model reads, for the shared catalogs,
+    the servers of tests/data/registry and the livemcptool servers."""
     profiles = json.loads((ROOT / "tests/data/routing/profiles.json").read_text())
     servers = sorted({server for listed in profiles.values() for server in listed})
     tools = {}
@@ -54,6 +54,12 @@ def load_tools() -> dict[tuple[str, str], str]:
         catalog = json.loads((CATALOGS / (FILES.get(server, server) + ".json")).read_text())
         for tool in catalog["tools"]:
             tools[(server, tool["name"])] = tool_text(tool["name"], tool.get("description", ""))
+    # Servers captured from their npm packages (tests/data/registry).
+    for path in sorted((ROOT / "tests/data/registry").glob("*.json")):
+        catalog = json.loads(path.read_text())
+        if "tools" in catalog:
+            for tool in catalog["tools"]:
+                tools[(path.stem, tool["name"])] = tool_text(tool["name"], tool.get("description", ""))
     live = json.loads((CATALOGS / "livemcptool.json").read_text())
     for tool in live["tools"]:
         tools.setdefault((tool["server"], tool["name"]), tool_text(tool["name"], tool.get("description", "")))

@@ -4,8 +4,8 @@
     python3 scripts/examples/build_examples.py WRITTEN.json... [--scored FILE.jsonl...]
 
 Each WRITTEN file is {"<catalog>": {"<tool>": ["request", ...]}}, as the
-writers hand it in; <catalog> names a file of ../shared/catalogs (or a server
-of livemcptool.json). For every tool this script
+writers hand it in; <catalog> names a file of ../shared/catalogs or tests/data/registry (or a
+server of livemcptool.json). For every tool this script
 - adds the fingerprint of the description the examples were written for
   (the first 16 hex digits of its SHA-256, as src/catalog/tool_examples.rs
   computes it), so a changed tool is noticed;
@@ -28,6 +28,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CATALOGS = os.path.join(ROOT, "..", "shared", "catalogs")
+# Servers captured from their npm packages (tests/data/registry/README.md).
+REGISTRY = os.path.join(ROOT, "tests", "data", "registry")
 OUT = os.path.join(ROOT, "data", "examples")
 DROP_AT = 0.35
 
@@ -51,6 +53,21 @@ NAMED = {
     "git": ("git", ["mcp-git", "mcp-server-git"]),
     "fetch": ("fetch", ["mcp-fetch", "mcp-server-fetch"]),
     "time": ("time", ["mcp-time", "mcp-server-time"]),
+    "brave-search": ("brave-search", ["example-servers/brave-search", "@modelcontextprotocol/server-brave-search"]),
+    "gitlab": ("gitlab", ["gitlab-mcp-server", "@modelcontextprotocol/server-gitlab"]),
+    "google-maps": ("google-maps", ["mcp-server/google-maps", "@modelcontextprotocol/server-google-maps"]),
+    "postgres": ("postgres", ["example-servers/postgres", "@modelcontextprotocol/server-postgres"]),
+    "everart": ("everart", ["example-servers/everart", "@modelcontextprotocol/server-everart"]),
+    "sentry": ("sentry", ["Sentry MCP", "@sentry/mcp-server"]),
+    "mongodb": ("mongodb", ["MongoDB MCP Server", "mongodb-mcp-server"]),
+    "firecrawl": ("firecrawl", ["firecrawl-fastmcp", "firecrawl-mcp"]),
+    "tavily": ("tavily", ["tavily-mcp"]),
+    "exa": ("exa", ["exa-search-server", "exa-mcp-server"]),
+    "kubernetes": ("kubernetes", ["kubernetes", "mcp-server-kubernetes"]),
+    "hubspot": ("hubspot", ["hubspot-mcp-server", "@hubspot/mcp-server"]),
+    "figma": ("figma", ["Figma MCP Server", "figma-developer-mcp"]),
+    "neon": ("neon", ["mcp-server-neon", "@neondatabase/mcp-server-neon"]),
+    "elasticsearch": ("elasticsearch", ["elasticsearch-mcp", "@elastic/mcp-server-elasticsearch"]),
 }
 # What users call a server in their requests, besides its id.
 CALLED = {
@@ -65,6 +82,21 @@ CALLED = {
     "notion": ["notion"],
     "stripe": ["stripe"],
     "git": ["git"],
+    "brave-search": ["brave"],
+    "gitlab": ["gitlab"],
+    "google-maps": ["maps"],
+    "postgres": ["postgres", "postgresql", "psql"],
+    "everart": ["everart"],
+    "sentry": ["sentry"],
+    "mongodb": ["mongodb", "mongo"],
+    "firecrawl": ["firecrawl"],
+    "tavily": ["tavily"],
+    "exa": ["exa"],
+    "kubernetes": ["kubernetes", "k8s", "kubectl"],
+    "hubspot": ["hubspot"],
+    "figma": ["figma"],
+    "neon": ["neon"],
+    "elasticsearch": ["elasticsearch", "elastic"],
 }
 CATALOG_FILE = {"huly": "huly_v0.1.35", "playwright": "playwright_allcaps"}
 # Written keys of livemcptool.json's servers (--live files) start with this.
@@ -84,6 +116,8 @@ def catalog_tools(name):
     """(server id, identity, {tool: description}) of a written key."""
     file = CATALOG_FILE.get(name, name)
     path = os.path.join(CATALOGS, f"{file}.json")
+    if not os.path.exists(path):
+        path = os.path.join(REGISTRY, f"{file}.json")
     if name.startswith(LIVE):
         name = name[len(LIVE):]
     elif os.path.exists(path) and name in NAMED:

@@ -32,13 +32,24 @@ pub fn routing_dir() -> PathBuf {
     root().join("tests/data/routing")
 }
 
-/// Writes the catalog of `profile` (as scripts/examples/profile_catalog.py
-/// does) into `dir`; its path.
+/// tests/data/registry: servers captured from their npm packages, for
+/// which zenmode's examples were written after their requests.
+pub fn registry_dir() -> PathBuf {
+    root().join("tests/data/registry")
+}
+
+/// Writes the catalog of `profile` of tests/data/routing (as
+/// scripts/examples/profile_catalog.py does) into `dir`; its path.
 pub fn profile_catalog(profile: &str, dir: &Path) -> PathBuf {
-    let profiles: Value = serde_json::from_str(
-        &std::fs::read_to_string(routing_dir().join("profiles.json")).unwrap(),
-    )
-    .unwrap();
+    profile_catalog_of(&routing_dir(), profile, dir)
+}
+
+/// [`profile_catalog`] for the profiles of `sets` (its profiles.json); a
+/// server is read from `../shared/catalogs`, else from [`registry_dir`].
+pub fn profile_catalog_of(sets: &Path, profile: &str, dir: &Path) -> PathBuf {
+    let profiles: Value =
+        serde_json::from_str(&std::fs::read_to_string(sets.join("profiles.json")).unwrap())
+            .unwrap();
     let shared = root().join("../shared/catalogs");
     let mut tools = Vec::new();
     for server in profiles[profile].as_array().expect("a profile") {
@@ -48,10 +59,11 @@ pub fn profile_catalog(profile: &str, dir: &Path) -> PathBuf {
             "playwright" => "playwright_allcaps",
             other => other,
         };
-        let catalog: Value = serde_json::from_str(
-            &std::fs::read_to_string(shared.join(format!("{file}.json"))).unwrap(),
-        )
-        .unwrap();
+        let mut path = shared.join(format!("{file}.json"));
+        if !path.exists() {
+            path = registry_dir().join(format!("{server}.json"));
+        }
+        let catalog: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         for tool in catalog["tools"].as_array().unwrap() {
             let mut tool = tool.clone();
             tool["name"] = json!(format!("{server}__{}", tool["name"].as_str().unwrap()));

@@ -180,21 +180,18 @@ pub struct CallerGuard {
 impl CallerGuard {
     /// Notes that the server answered this call: it no longer works for it.
     pub fn answered(&self) {
-        self.each_mine(|caller| caller.answered = true);
+        self.change_mine(|caller| caller.answered = true);
     }
 
     /// Notes that one of zenmode's requests for this call is about to be
     /// sent: until the returned send is tied to its id (or dropped), a
     /// request the server ties to an id no call holds waits for it.
     pub fn sending(&self) -> UntiedSend<'_> {
-        self.each_mine(|caller| caller.untied_sends += 1);
-        UntiedSend {
-            guard: self,
-            tied: false,
-        }
+        self.change_mine(|caller| caller.untied_sends += 1);
+        UntiedSend { guard: self }
     }
 
-    fn each_mine(&self, change: impl FnOnce(&mut Caller)) {
+    fn change_mine(&self, change: impl FnOnce(&mut Caller)) {
         let mut calls = self.callers.calls();
         if let Some(caller) = calls.iter_mut().find(|caller| caller.id == self.id) {
             change(caller);
@@ -205,26 +202,21 @@ impl CallerGuard {
 /// One of a call's requests to the server, between its send and its id.
 pub struct UntiedSend<'a> {
     guard: &'a CallerGuard,
-    tied: bool,
 }
 
 impl UntiedSend<'_> {
-    /// Notes the sent request's id as this call's.
-    pub fn tie(mut self, upstream_id: RequestId) {
-        self.tied = true;
-        self.guard.each_mine(|caller| {
-            caller.upstream_ids.push(upstream_id);
-            caller.untied_sends = caller.untied_sends.saturating_sub(1);
-        });
+    /// Notes the sent request's id as this call's (the send stops
+    /// counting as untied when it is dropped, here).
+    pub fn tie(self, upstream_id: RequestId) {
+        self.guard
+            .change_mine(|caller| caller.upstream_ids.push(upstream_id));
     }
 }
 
 impl Drop for UntiedSend<'_> {
     fn drop(&mut self) {
-        if !self.tied {
-            self.guard
-                .each_mine(|caller| caller.untied_sends = caller.untied_sends.saturating_sub(1));
-        }
+        self.guard
+            .change_mine(|caller| caller.untied_sends = caller.untied_sends.saturating_sub(1));
     }
 }
 

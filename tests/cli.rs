@@ -392,6 +392,57 @@ fn a_named_model_directory_must_load_unless_it_is_none() {
     assert!(output.status.success(), "{output:?}");
 }
 
+/// A flag on the command line beats its environment variable, before the
+/// subcommand as after it: with `ZEN_EMBEDDING_MODEL` naming a directory
+/// without the model, `--embedding-model none` still runs without one, and
+/// `--upstreams` before `upstream list` reads that file, not `ZEN_UPSTREAMS`.
+#[test]
+fn a_flag_beats_its_environment_variable_wherever_it_is_written() {
+    let data = tempfile::tempdir().unwrap();
+    let missing = data.path().join("no-model-here");
+    for args in [
+        &["--embedding-model", "none", "select", "list files"][..],
+        &["select", "--embedding-model", "none", "list files"][..],
+    ] {
+        let output = zenmode(args)
+            .env("ZEN_EMBEDDING_MODEL", &missing)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+    }
+    let output = zenmode(&["select", "list files"])
+        .env("ZEN_EMBEDDING_MODEL", &missing)
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "the variable alone is used");
+
+    let named = data.path().join("named.json");
+    std::fs::write(
+        &named,
+        r#"{"mcpServers": {"from-flag": {"command": "true"}}}"#,
+    )
+    .unwrap();
+    let other = data.path().join("other.json");
+    std::fs::write(
+        &other,
+        r#"{"mcpServers": {"from-env": {"command": "true"}}}"#,
+    )
+    .unwrap();
+    for args in [
+        vec!["--upstreams", named.to_str().unwrap(), "upstream", "list"],
+        vec!["upstream", "list", "--upstreams", named.to_str().unwrap()],
+    ] {
+        let output = zenmode(&args)
+            .env("ZEN_UPSTREAMS", &other)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        assert!(stdout.contains("from-flag"), "{args:?}: {stdout}");
+        assert!(!stdout.contains("from-env"), "{args:?}: {stdout}");
+    }
+}
+
 /// Each subcommand's help lists the flags it uses: the catalog and store
 /// flags are not in `upstream add --help`, and `serve --help` names the
 /// three transports it serves.

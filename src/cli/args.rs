@@ -55,20 +55,19 @@ pub struct AccessArgs {
     /// Let modes read files under DIR too (repeatable; the working directory is always allowed; env ZEN_ALLOWED_ROOTS, ':'-separated)
     #[arg(long = "allow-root", value_name = "DIR", global = true)]
     pub allow_roots: Vec<PathBuf>,
-    /// Where conversation threads live: memory:, sqlite:PATH or redis://HOST:PORT [default: sqlite:threads.db in the state directory]
-    #[arg(long, value_name = "URL", env = settings::STORE, global = true)]
+    /// Where conversation threads live: memory:, sqlite:PATH or redis://HOST:PORT [default: sqlite:threads.db in the state directory] [env: ZEN_STORE]
+    #[arg(long, value_name = "URL", global = true)]
     pub store: Option<String>,
 }
 
 // Where modes come from; the commands that load the catalog.
 #[derive(Debug, Clone, Args)]
 pub struct ModeArgs {
-    /// Add or override modes with the manifests (*.json) in DIR (repeatable)
+    /// Add or override modes with the manifests (*.json) in DIR (repeatable) [env: ZEN_MODES_DIR, ','-separated]
     #[arg(
         long = "modes-dir",
         value_name = "DIR",
         global = true,
-        env = settings::MODES_DIR,
         value_delimiter = ','
     )]
     pub modes_dirs: Vec<PathBuf>,
@@ -78,16 +77,16 @@ pub struct ModeArgs {
     /// Leave zenmode's own modes out: only the upstream servers' tools and the --catalog and --modes-dir modes remain
     #[arg(long, global = true)]
     pub no_builtin_modes: bool,
-    /// The full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors) backs the distilled table: it ranks the requests for tools without example phrasings that the table is unsure of. Default: the model `scripts/install.sh` puts in $XDG_DATA_HOME/zenmode/model (~/.local/share/...), if there; `none`: the table alone
-    #[arg(long, value_name = "DIR", global = true, env = settings::EMBEDDING_MODEL)]
+    /// The full all-MiniLM-L6-v2 model in DIR (config.json, model.safetensors) backs the distilled table: it ranks the requests for tools without example phrasings that the table is unsure of. Default: the model `scripts/install.sh` puts in $XDG_DATA_HOME/zenmode/model (~/.local/share/...), if there; `none`: the table alone [env: ZEN_EMBEDDING_MODEL]
+    #[arg(long, value_name = "DIR", global = true)]
     pub embedding_model: Option<PathBuf>,
 }
 
 // The gateway's upstreams file; the commands that read or write it.
 #[derive(Debug, Clone, Args)]
 pub struct UpstreamsArg {
-    /// The upstreams file: the MCP servers zenmode fronts ({"mcpServers": {...}}, as Claude and Cursor write it) [default: zenmode/upstreams.json in the config directory, or in ZEN_CONFIG_DIR]
-    #[arg(long, value_name = "FILE", global = true, env = settings::UPSTREAMS)]
+    /// The upstreams file: the MCP servers zenmode fronts ({"mcpServers": {...}}, as Claude and Cursor write it) [default: zenmode/upstreams.json in the config directory, or in ZEN_CONFIG_DIR] [env: ZEN_UPSTREAMS]
+    #[arg(long, value_name = "FILE", global = true)]
     pub upstreams: Option<PathBuf>,
 }
 
@@ -135,8 +134,19 @@ pub struct CatalogArgs {
     pub embedding_model: Option<PathBuf>,
 }
 
+/// The flags below are read from the command line alone, and their
+/// environment variables only where the command line leaves them unset.
+/// Clap's own `env` on a subcommand's global flag filled the subcommand's
+/// value from the environment, which then beat the same flag given before
+/// the subcommand (`ZEN_EMBEDDING_MODEL=DIR zenmode --embedding-model none
+/// eval` ran with the model).
+fn path_from_env(name: &str) -> Option<PathBuf> {
+    settings::get_os(name).map(PathBuf::from)
+}
+
 impl BeforeCommand {
-    /// The catalog flags: a group the subcommand has wins over these.
+    /// The catalog flags: a group the subcommand has wins over these, and
+    /// both over the environment.
     pub fn catalog(
         &self,
         modes: Option<&ModeArgs>,
@@ -146,11 +156,22 @@ impl BeforeCommand {
         fn or<T: Clone>(after: &[T], before: &[T]) -> Vec<T> {
             if after.is_empty() { before } else { after }.to_vec()
         }
+        let mut modes_dirs = or(
+            modes.map(|m| m.modes_dirs.as_slice()).unwrap_or_default(),
+            &self.modes_dirs,
+        );
+        if modes_dirs.is_empty()
+            && let Some(dirs) = settings::get_os(settings::MODES_DIR)
+        {
+            modes_dirs = dirs
+                .to_string_lossy()
+                .split(',')
+                .filter(|dir| !dir.is_empty())
+                .map(PathBuf::from)
+                .collect();
+        }
         CatalogArgs {
-            modes_dirs: or(
-                modes.map(|m| m.modes_dirs.as_slice()).unwrap_or_default(),
-                &self.modes_dirs,
-            ),
+            modes_dirs,
             catalogs: or(
                 modes.map(|m| m.catalogs.as_slice()).unwrap_or_default(),
                 &self.catalogs,
@@ -158,15 +179,23 @@ impl BeforeCommand {
             no_builtin_modes: modes.is_some_and(|m| m.no_builtin_modes) || self.no_builtin_modes,
             embedding_model: modes
                 .and_then(|m| m.embedding_model.clone())
-                .or_else(|| self.embedding_model.clone()),
-            upstreams: upstreams
-                .and_then(|u| u.upstreams.clone())
-                .or_else(|| self.upstreams.clone()),
+                .or_else(|| self.embedding_model.clone())
+                .or_else(|| path_from_env(settings::EMBEDDING_MODEL)),
+            upstreams: self.upstreams_file(upstreams),
             upstream_wait_secs: wait
                 .and_then(|w| w.upstream_wait_secs)
                 .or(self.upstream_wait_secs)
                 .unwrap_or(DEFAULT_UPSTREAM_WAIT_SECS),
         }
+    }
+
+    /// The upstreams file named by `--upstreams` (after the subcommand,
+    /// else before it) or `ZEN_UPSTREAMS`, if any.
+    pub fn upstreams_file(&self, upstreams: Option<&UpstreamsArg>) -> Option<PathBuf> {
+        upstreams
+            .and_then(|u| u.upstreams.clone())
+            .or_else(|| self.upstreams.clone())
+            .or_else(|| path_from_env(settings::UPSTREAMS))
     }
 
     pub fn catalog_flags(&self, flags: &CatalogFlags) -> CatalogArgs {
@@ -184,7 +213,13 @@ impl BeforeCommand {
             } else {
                 after.allow_roots.clone()
             },
-            store: after.store.clone().or_else(|| self.store.clone()),
+            store: after
+                .store
+                .clone()
+                .or_else(|| self.store.clone())
+                .or_else(|| {
+                    settings::get_os(settings::STORE).map(|url| url.to_string_lossy().into_owned())
+                }),
         }
     }
 }

@@ -213,10 +213,11 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// `--upstreams`, else the default upstreams file (which may not exist yet).
-fn upstreams_path(upstreams: UpstreamsArg) -> std::path::PathBuf {
-    upstreams
-        .upstreams
+/// `--upstreams` (after the subcommand or before it) or `ZEN_UPSTREAMS`,
+/// else the default upstreams file (which may not exist yet).
+fn upstreams_path(before: &BeforeCommand, upstreams: UpstreamsArg) -> std::path::PathBuf {
+    before
+        .upstreams_file(Some(&upstreams))
         .unwrap_or_else(crate::platform::dirs::upstreams_file)
 }
 
@@ -301,16 +302,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             stop,
             upstreams,
         } => connect::run(
-            &upstreams_path(upstreams),
+            &upstreams_path(before, upstreams),
             profile.as_deref(),
             idle_stop_secs,
             stop,
         ),
         Command::Dashboard { no_open, upstreams } => {
-            dashboard::run(&upstreams_path(upstreams), no_open)
+            dashboard::run(&upstreams_path(before, upstreams), no_open)
         }
         Command::Profile { command, upstreams } => {
-            profile::run(&upstreams_path(upstreams), command)
+            profile::run(&upstreams_path(before, upstreams), command)
         }
         Command::Eval(args) => eval::eval(&before.catalog(Some(&args.modes), None, None), &args),
         Command::Exec {

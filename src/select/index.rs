@@ -500,7 +500,8 @@ pub(super) fn asks_for_change(text: &str) -> bool {
     let question = action::is_question(text)
         || intent::is_lookup(text)
         || action::is_question(&split.asked)
-        || intent::is_lookup(&split.asked);
+        || intent::is_lookup(&split.asked)
+        || action::every_sentence_asks_to_be_told(text);
     !question
         && (read.all.intersects(Actions::CHANGING)
             || action::opens_with_unclassified_verb(&split.asked))

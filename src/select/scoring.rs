@@ -76,6 +76,11 @@ pub(super) struct Query {
     /// clause ("before I post the announcement show me ..."): its main
     /// clause, if any, asks for no change.
     pub(super) nothing_asked: bool,
+    /// The request states a wish to act and ends by asking a question ("I
+    /// want to delete the secret: which secrets does the worker have?"):
+    /// which of the two it asks for is unclear, so a tool that changes
+    /// state gets no ready call ([`action::wish_then_question`]).
+    pub(super) wish_then_question: bool,
     /// Some of the request is negated or put off ("later", "before I
     /// ...", "don't ... yet").
     pub(super) put_off: bool,
@@ -133,13 +138,15 @@ impl Index {
             question: action::is_question(text)
                 || intent::is_lookup(text)
                 || action::is_question(&split.asked)
-                || intent::is_lookup(&split.asked),
+                || intent::is_lookup(&split.asked)
+                || action::every_sentence_asks_to_be_told(text),
             negated: read.negated,
             asks_change: read.all.intersects(Actions::CHANGING)
                 || action::opens_with_unclassified_verb(&split.asked),
             change_by_unknown_verb: !read.all.intersects(Actions::CHANGING)
                 && action::opens_with_unclassified_verb(&split.asked),
             nothing_asked: split.asked.trim().is_empty(),
+            wish_then_question: action::wish_then_question(text),
             closest_example: std::cell::RefCell::new(Vec::new()),
             put_off: !split.negated.trim().is_empty(),
             asks_change_by_class: read.all.intersects(Actions::CHANGING),
@@ -572,7 +579,7 @@ impl Index {
         let changes = self.changes_state.get(mode).copied().unwrap_or(false)
             || self.destructive.get(mode).copied().unwrap_or(false);
         let clear = confidence >= self.tuning.reply.low_confidence && confidence > no_fit;
-        if changes && (!clear || query.nothing_asked) {
+        if changes && (!clear || query.nothing_asked || query.wish_then_question) {
             return true;
         }
         if self.has_tool_examples.get(mode).copied().unwrap_or(false) {

@@ -620,18 +620,111 @@ fn states_wish_to_act(text: &str) -> bool {
 /// branches exist", "show me the log", "is there a file named x"): it
 /// starts with a question word, or ends with a question mark without
 /// opening as a polite request ("can you ...", "please ...").
+///
+/// A modal opens a request only with someone to act after it ("can you",
+/// "could we", "may I"); before anything else it asks what would happen
+/// ("would deleting key x break anything?", "will it drop the table?").
 pub fn is_question(text: &str) -> bool {
-    let Some(first) = words(text).next() else {
+    let mut opening = words(text).map(|word| word.replace('\'', ""));
+    let Some(first) = opening.next() else {
         return false;
     };
-    let first = first.replace('\'', "");
     if QUESTION_WORDS.contains(&first.as_str()) {
         return true;
     }
-    text.trim_end().ends_with('?')
-        && !REQUEST_WORDS.contains(&first.as_str())
-        && !states_wish_to_act(text)
+    let asks_someone_to_act = REQUEST_WORDS.contains(&first.as_str())
+        && (!MODALS.contains(&first.as_str())
+            || opening
+                .next()
+                .is_some_and(|second| ACTORS.contains(&second.as_str())));
+    text.trim_end().ends_with('?') && !asks_someone_to_act && !states_wish_to_act(text)
 }
+
+/// Whether a request of several sentences asks only to be told: every
+/// sentence that asks for anything (not wholly negated or put off) is a
+/// question or a lookup. "Thinking about deleting the 'legacy' label.
+/// Would any saved views break? Just show me our saved views for now."
+pub fn every_sentence_asks_to_be_told(text: &str) -> bool {
+    let sentences = sentences(text);
+    if sentences.len() < 2 {
+        return false;
+    }
+    let mut asking = sentences.into_iter().filter_map(|sentence| {
+        let split = intent::split(sentence);
+        (!split.asked.trim().is_empty()).then_some((sentence, split.asked))
+    });
+    let mut any = false;
+    let all = asking.all(|(sentence, asked)| {
+        any = true;
+        is_question(sentence)
+            || intent::is_lookup(sentence)
+            || is_question(&asked)
+            || intent::is_lookup(&asked)
+    });
+    any && all
+}
+
+/// `text` split after each full stop, question or exclamation mark that
+/// ends a sentence, and at line ends.
+fn sentences(text: &str) -> Vec<&str> {
+    let mut sentences = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((index, c)) = chars.next() {
+        let ends = matches!(c, '.' | '!' | '?')
+            && chars.peek().is_none_or(|(_, next)| next.is_whitespace())
+            || c == '\n';
+        if ends {
+            let end = index + c.len_utf8();
+            let sentence = text[start..end].trim();
+            if !sentence.is_empty() {
+                sentences.push(sentence);
+            }
+            start = end;
+        }
+    }
+    let rest = text[start..].trim();
+    if !rest.is_empty() {
+        sentences.push(rest);
+    }
+    sentences
+}
+
+/// Whether a request states a wish to act, then asks a question in a
+/// sentence of its own: "I want to delete the STRIPE_KEY secret - which
+/// secrets does the worker have right now?", "I'd like to order a
+/// sculpture. What materials are there?". It may ask for either; a request
+/// to act at its end ("... Can you do it?") is no question.
+pub fn wish_then_question(text: &str) -> bool {
+    let text = text.trim();
+    let last = last_sentence(text);
+    last.len() < text.len()
+        && is_question(last)
+        && states_wish_to_act(&text[..text.len() - last.len()])
+}
+
+/// What follows the last end of a sentence or dash in `text`: all of it
+/// when there is none.
+fn last_sentence(text: &str) -> &str {
+    const ENDS: &[&str] = &[
+        ". ", "? ", "! ", "; ", ": ", " - ", " -- ", "\u{2014}", "\u{2013}", "\n",
+    ];
+    ENDS.iter()
+        .filter_map(|end| text.rfind(end).map(|at| at + end.len()))
+        .max()
+        .map_or(text, |start| text[start..].trim_start())
+}
+
+/// The modals of [`REQUEST_WORDS`]: they ask for an act only with the one
+/// who is to act after them.
+const MODALS: &[&str] = &["can", "could", "would", "will", "should", "shall", "may"];
+
+/// Who a modal's request asks to act ("can you", "could u", "may I", "would
+/// someone").
+const ACTORS: &[&str] = &[
+    "you", "u", "ya", "yall", "i", "we", "someone", "somebody", "anyone", "anybody", "ye",
+    "please", "pls", "plz",
+];
 
 /// Words that open a noun phrase or a statement rather than an
 /// imperative ("the diff of my branch", "my notes", "I deleted it").

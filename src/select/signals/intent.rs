@@ -76,6 +76,14 @@ pub fn split(text: &str) -> Split {
             .filter(|word| !word.is_empty())
             .collect();
         let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+        // "..., first show me its pages", "...; for now, list them": what
+        // earlier clauses asked for is put off.
+        if comes_first(&lower) && !split.asked.is_empty() {
+            let earlier = std::mem::take(&mut split.asked);
+            for word in earlier.split_whitespace().filter(|w| *w != ".") {
+                push(&mut split.negated, word.trim_end_matches('.'));
+            }
+        }
         // A clause that states an intention or asks whether to act ("I'll
         // update it later", "should I close it?") asks for nothing now.
         let mut negating = puts_off(&lower);
@@ -129,17 +137,42 @@ pub fn split(text: &str) -> Split {
     split
 }
 
-/// The request's clauses: split at commas, semicolons, brackets and line
-/// ends, and at a full stop, question or exclamation mark or colon that
-/// ends a sentence (not the one in `notes.txt` or a URL).
+/// Whether a clause (its words, lower-cased) opens by saying it comes
+/// before what was asked so far: "first ...", "but for now ...", "before
+/// that ...", "in the meantime ...".
+fn comes_first(lower: &[String]) -> bool {
+    let opening: Vec<&str> = lower
+        .iter()
+        .map(String::as_str)
+        .skip_while(|w| matches!(*w, "and" | "but" | "so" | "ok" | "okay" | "though"))
+        .take(3)
+        .collect();
+    matches!(
+        opening.as_slice(),
+        ["first" | "firstly", ..]
+            | ["for", "now" | "the", ..]
+            | ["before", "that" | "then", ..]
+            | ["in", "the", "meantime"]
+    ) && !matches!(opening.as_slice(), ["for", "the", next] if *next != "moment")
+}
+
+/// The request's clauses: split at commas, semicolons, brackets, dashes
+/// between words and line ends, and at a full stop, question or
+/// exclamation mark or colon that ends a sentence (not the one in
+/// `notes.txt` or a URL).
 fn clauses(text: &str) -> Vec<&str> {
     let mut clauses = Vec::new();
     let mut start = 0;
+    let mut previous = ' ';
     let mut chars = text.char_indices().peekable();
     while let Some((index, c)) = chars.next() {
-        let ends_sentence = matches!(c, '.' | '!' | '?' | ':')
-            && chars.peek().is_none_or(|(_, next)| next.is_whitespace());
-        if ends_sentence || matches!(c, ',' | ';' | '\n' | '(' | ')') {
+        let next_is_space = chars.peek().is_none_or(|(_, next)| next.is_whitespace());
+        let ends_sentence = matches!(c, '.' | '!' | '?' | ':') && next_is_space;
+        // "feature-x" is one word; "delete it - first show me" two clauses.
+        let dash = matches!(c, '\u{2014}' | '\u{2013}')
+            || (c == '-' && previous.is_whitespace() && next_is_space);
+        previous = c;
+        if ends_sentence || dash || matches!(c, ',' | ';' | '\n' | '(' | ')') {
             clauses.push(&text[start..index]);
             start = index + c.len_utf8();
         }
@@ -196,10 +229,10 @@ fn puts_off(lower: &[String]) -> bool {
     let intends = INTENTIONS.iter().any(|words| {
         opening.len() >= words.len() && words.iter().zip(opening).all(|(w, o)| w == o)
     });
-    let later = lower
-        .iter()
-        .enumerate()
-        .any(|(at, w)| w == "later" && lower.get(at + 1).is_none_or(|n| n != "than"));
+    let later = lower.iter().enumerate().any(|(at, w)| {
+        matches!(w.as_str(), "later" | "eventually" | "someday")
+            && lower.get(at + 1).is_none_or(|n| n != "than")
+    });
     intends || later
 }
 
@@ -271,6 +304,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn what_a_later_clause_puts_first_is_what_is_asked() {
+        let s = split(
+            "I want to delete the page 'Onboarding' (id 983421) eventually \u{2014} first show me its child pages.",
+        );
+        assert_eq!(s.asked, "first show me its child pages");
+        assert!(s.negated.contains("delete"), "{}", s.negated);
+        let s = split("archive the Q3 project, but for now list its issues");
+        assert_eq!(s.asked, "but for now list its issues");
+        let s = split("before I drop the table - show me its rows");
+        assert_eq!(s.asked, "show me its rows");
+        // A hyphen inside a word, and "first" with nothing asked before it.
+        let s = split("first create branch feature-x, then commit");
+        assert_eq!(s.asked, "first create branch feature-x. then commit");
+        let s = split("delete the first three drafts");
+        assert_eq!(s.asked, "delete the first three drafts");
+    }
+
+    #[test]
     fn a_negated_verb_is_not_asked_for() {
         let s = split("Don't commit anything, just show me the staged diff");
         assert_eq!(s.asked, "just show me the staged diff");
@@ -300,7 +351,7 @@ mod tests {
         let s = split("Before I post the announcement show me the latest messages");
         assert_eq!(s.asked, "");
         let s = split("if the deploy fails, tell me; for now list the workers");
-        assert_eq!(s.asked, "tell me. for now list the workers");
+        assert_eq!(s.asked, "for now list the workers");
         let s = split("show the open PRs so that I can merge the ready ones");
         assert_eq!(s.asked, "show the open PRs");
         let s = split("once it is merged I will close the issue, what is its status");

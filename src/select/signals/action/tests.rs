@@ -11,6 +11,9 @@ fn questions_are_told_from_requests_to_act() {
         "is there a file called notes.md",
         "What's in the staging area?",
         "the weather in Oslo?",
+        "Would deleting redis key session:8812 break anything?",
+        "will dropping the orders index slow down checkout?",
+        "can this branch be deleted safely?",
     ] {
         assert!(is_question(question), "{question}");
     }
@@ -19,6 +22,8 @@ fn questions_are_told_from_requests_to_act() {
         "create a branch called feature-x",
         "can you switch to the main branch?",
         "please store that Alice is a person?",
+        "could u delete key session:8812?",
+        "may I get the latest deploy logs?",
         "",
     ] {
         assert!(!is_question(request), "{request}");
@@ -64,6 +69,45 @@ fn an_imperative_in_a_verb_of_no_class_asks_to_act() {
         "",
     ] {
         assert!(!opens_with_unclassified_verb(request), "{request}");
+    }
+}
+
+#[test]
+fn sentences_that_all_ask_to_be_told_make_a_question() {
+    assert!(every_sentence_asks_to_be_told(
+        "Thinking about deleting the 'legacy' label in Linear. Would any saved views break? Just show me our saved views for now."
+    ));
+    assert!(every_sentence_asks_to_be_told(
+        "Don't merge it yet. Which checks failed on PR 12?"
+    ));
+    for request in [
+        "Delete the legacy label. Which views used it?",
+        "I want to order a custom bronze sculpture. What materials are there?",
+        "which views use the legacy label?",
+        "",
+    ] {
+        assert!(!every_sentence_asks_to_be_told(request), "{request}");
+    }
+}
+
+#[test]
+fn a_wish_followed_by_a_question_of_its_own_is_told_apart() {
+    for request in [
+        "I want to delete the STRIPE_KEY secret from worker billing \u{2014} which secrets does it have right now?",
+        "I want to order a custom bronze sculpture of a horse. What material options are available?",
+        "we need to drop the orders table; is anything still reading it?",
+    ] {
+        assert!(wish_then_question(request), "{request}");
+    }
+    for request in [
+        "I need a QR code for my contact information. Can you help?",
+        "which secrets does the billing worker have?",
+        "delete the secret STRIPE_KEY. What's left?",
+        "I want to know which branch I am on?",
+        "I want to delete the secret STRIPE_KEY",
+        "",
+    ] {
+        assert!(!wish_then_question(request), "{request}");
     }
 }
 

@@ -186,8 +186,8 @@ fn tools_without_examples_are_lifted_beside_tools_with_them_and_stay_safe() {
 /// beside servers that had examples before: their requests were written by
 /// other writers than their examples, who saw neither. The examples lift
 /// their served reply (measured with the table: 0.451 -> 0.711, 0.343 ->
-/// 0.635, 0.697 -> 0.828, 0.646 -> 0.797, 0.577 -> 0.724 and 0.714 ->
-/// 0.800, see docs/benchmarks.md), and with them no benign or off-topic
+/// 0.635, 0.697 -> 0.828, 0.646 -> 0.797, 0.577 -> 0.724, 0.714 -> 0.800
+/// and 0.464 -> 0.698, see docs/benchmarks.md), and with them no benign or off-topic
 /// request gets a ready call to a tool that changes state.
 #[test]
 fn examples_written_for_new_servers_lift_their_requests_and_stay_safe() {
@@ -210,6 +210,7 @@ fn examples_written_for_new_servers_lift_their_requests_and_stay_safe() {
         ("comms_knowledge", 0.10),
         ("product_eng", 0.10),
         ("media_messaging", 0.05),
+        ("office365", 0.15),
     ];
     for (profile, least_lift) in profiles {
         let catalog = profile_catalog_of(&registry_dir(), profile, dir.path());

@@ -88,6 +88,7 @@ NAMED = {
     "line": ("line", ["line-bot", "@line/line-bot-mcp-server"]),
     "youtube": ("youtube", ["YouTube", "youtube-data-mcp-server"]),
     "bitbucket": ("bitbucket", ["@aashari/mcp-server-atlassian-bitbucket"]),
+    "ms-365": ("ms-365", ["Microsoft365MCP", "@softeria/ms-365-mcp-server"]),
 }
 # What users call a server in their requests, besides its id.
 CALLED = {
@@ -136,6 +137,7 @@ CALLED = {
     "linear": ["linear"],
     "youtube": ["youtube", "yt"],
     "bitbucket": ["bitbucket"],
+    "ms-365": ["outlook", "onedrive", "onenote", "office", "microsoft", "m365", "o365"],
 }
 CATALOG_FILE = {"huly": "huly_v0.1.35", "playwright": "playwright_allcaps"}
 # Written keys of livemcptool.json's servers (--live files) start with this.

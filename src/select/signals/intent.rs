@@ -4,7 +4,8 @@
 //! A verb under a negation is not asked for: "don't commit, just show me
 //! the diff" names committing only to rule it out, and counting "commit"
 //! there offered the commit tool with a ready call. A negation ("don't",
-//! "never", "without", "instead of", "rather than", "no need to") covers
+//! "never", "without", "instead of", "rather than", "no need to", "hold
+//! off", "refrain from") covers
 //! the rest of its clause, up to a comma or other stop, or up to "but",
 //! "just", "only" or "then", which turn to what is wanted.
 //!
@@ -103,6 +104,8 @@ pub fn split(text: &str) -> Split {
                 || (this == "rather" && next == Some("than"))
                 || (this == "no" && matches!(next, Some("need" | "changes" | "change")))
                 || (this == "do" && next == Some("not"))
+                || (this == "hold" && next == Some("off"))
+                || (this == "refrain" && next == Some("from"))
                 || (this == "no" && next == Some("longer") && after.is_some());
             if opens {
                 negating = true;
@@ -331,6 +334,8 @@ mod tests {
         assert_eq!(s.negated, "without deleting them");
         let s = split("instead of removing the entity, tell me its observations");
         assert_eq!(s.asked, "tell me its observations");
+        let s = split("Hold off on sending my draft, just tell me which files are attached to it");
+        assert_eq!(s.asked, "just tell me which files are attached to it");
         let s = split("do not push but list the branches");
         assert_eq!(s.asked, "but list the branches");
         let s = split("no need to create anything, what entities exist?");

@@ -497,11 +497,7 @@ pub(super) fn asks_for_change(text: &str) -> bool {
     use super::signals::action;
     let split = intent::split(text);
     let read = Actions::of_split(text, &split);
-    let question = action::is_question(text)
-        || intent::is_lookup(text)
-        || action::is_question(&split.asked)
-        || intent::is_lookup(&split.asked)
-        || action::every_sentence_asks_to_be_told(text);
+    let question = action::asks_to_be_told(text, &split.asked);
     !question
         && (read.all.intersects(Actions::CHANGING)
             || action::opens_with_unclassified_verb(&split.asked))

@@ -135,11 +135,7 @@ impl Index {
             meaning,
             actions: read.all,
             main_action: read.main,
-            question: action::is_question(text)
-                || intent::is_lookup(text)
-                || action::is_question(&split.asked)
-                || intent::is_lookup(&split.asked)
-                || action::every_sentence_asks_to_be_told(text),
+            question: action::asks_to_be_told(text, &split.asked),
             negated: read.negated,
             asks_change: read.all.intersects(Actions::CHANGING)
                 || action::opens_with_unclassified_verb(&split.asked),

@@ -640,12 +640,23 @@ pub fn is_question(text: &str) -> bool {
     text.trim_end().ends_with('?') && !asks_someone_to_act && !states_wish_to_act(text)
 }
 
+/// Whether a request asks to be told rather than to have something done:
+/// it (or `asked`, its words no negation covers: [`intent::split`]) is a
+/// question or a lookup, or every sentence of it that asks anything is.
+pub fn asks_to_be_told(text: &str, asked: &str) -> bool {
+    is_question(text)
+        || intent::is_lookup(text)
+        || is_question(asked)
+        || intent::is_lookup(asked)
+        || every_sentence_asks_to_be_told(text)
+}
+
 /// Whether a request of several sentences asks only to be told: every
 /// sentence that asks for anything (not wholly negated or put off) is a
 /// question or a lookup. "Thinking about deleting the 'legacy' label.
 /// Would any saved views break? Just show me our saved views for now."
 pub fn every_sentence_asks_to_be_told(text: &str) -> bool {
-    let sentences = sentences(text);
+    let sentences = intent::sentences(text);
     if sentences.len() < 2 {
         return false;
     }
@@ -664,55 +675,18 @@ pub fn every_sentence_asks_to_be_told(text: &str) -> bool {
     any && all
 }
 
-/// `text` split after each full stop, question or exclamation mark that
-/// ends a sentence, and at line ends.
-fn sentences(text: &str) -> Vec<&str> {
-    let mut sentences = Vec::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((index, c)) = chars.next() {
-        let ends = matches!(c, '.' | '!' | '?')
-            && chars.peek().is_none_or(|(_, next)| next.is_whitespace())
-            || c == '\n';
-        if ends {
-            let end = index + c.len_utf8();
-            let sentence = text[start..end].trim();
-            if !sentence.is_empty() {
-                sentences.push(sentence);
-            }
-            start = end;
-        }
-    }
-    let rest = text[start..].trim();
-    if !rest.is_empty() {
-        sentences.push(rest);
-    }
-    sentences
-}
-
 /// Whether a request states a wish to act, then asks a question in a
 /// sentence of its own: "I want to delete the STRIPE_KEY secret - which
 /// secrets does the worker have right now?", "I'd like to order a
 /// sculpture. What materials are there?". It may ask for either; a request
 /// to act at its end ("... Can you do it?") is no question.
 pub fn wish_then_question(text: &str) -> bool {
-    let text = text.trim();
-    let last = last_sentence(text);
-    last.len() < text.len()
-        && is_question(last)
-        && states_wish_to_act(&text[..text.len() - last.len()])
-}
-
-/// What follows the last end of a sentence or dash in `text`: all of it
-/// when there is none.
-fn last_sentence(text: &str) -> &str {
-    const ENDS: &[&str] = &[
-        ". ", "? ", "! ", "; ", ": ", " - ", " -- ", "\u{2014}", "\u{2013}", "\n",
-    ];
-    ENDS.iter()
-        .filter_map(|end| text.rfind(end).map(|at| at + end.len()))
-        .max()
-        .map_or(text, |start| text[start..].trim_start())
+    match intent::sentences(text).split_last() {
+        Some((last, earlier)) => {
+            is_question(last) && earlier.iter().any(|sentence| states_wish_to_act(sentence))
+        }
+        None => false,
+    }
 }
 
 /// The modals of [`REQUEST_WORDS`]: they ask for an act only with the one

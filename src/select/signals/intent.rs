@@ -80,10 +80,8 @@ pub fn split(text: &str) -> Split {
         // "..., first show me its pages", "...; for now, list them": what
         // earlier clauses asked for is put off.
         if comes_first(&lower) && !split.asked.is_empty() {
-            let earlier = std::mem::take(&mut split.asked);
-            for word in earlier.split_whitespace().filter(|w| *w != ".") {
-                push(&mut split.negated, word.trim_end_matches('.'));
-            }
+            let earlier = std::mem::take(&mut split.asked).replace(". ", " ");
+            push(&mut split.negated, &earlier);
         }
         // A clause that states an intention or asks whether to act ("I'll
         // update it later", "should I close it?") asks for nothing now.
@@ -153,35 +151,59 @@ fn comes_first(lower: &[String]) -> bool {
     matches!(
         opening.as_slice(),
         ["first" | "firstly", ..]
-            | ["for", "now" | "the", ..]
+            | ["for", "now", ..]
+            | ["for", "the", "moment"]
             | ["before", "that" | "then", ..]
             | ["in", "the", "meantime"]
-    ) && !matches!(opening.as_slice(), ["for", "the", next] if *next != "moment")
+    )
 }
 
-/// The request's clauses: split at commas, semicolons, brackets, dashes
-/// between words and line ends, and at a full stop, question or
-/// exclamation mark or colon that ends a sentence (not the one in
-/// `notes.txt` or a URL).
+/// The request's clauses: split at commas and brackets, and wherever a
+/// sentence ends ([`sentences`]).
 fn clauses(text: &str) -> Vec<&str> {
-    let mut clauses = Vec::new();
+    split_at(text, false, |c| matches!(c, ',' | '(' | ')'))
+}
+
+/// The request's sentences: split at a full stop, question or exclamation
+/// mark or colon that ends one (not the one in `notes.txt` or a URL), at
+/// semicolons, line ends and dashes between words ("delete it - first show
+/// me", not "feature-x"). Each keeps its closing mark, trimmed.
+pub fn sentences(text: &str) -> Vec<&str> {
+    split_at(text, true, |_| false)
+        .into_iter()
+        .map(str::trim)
+        .filter(|sentence| !sentence.is_empty())
+        .collect()
+}
+
+/// `text` split where a sentence ends, and at each character `also` picks.
+/// A sentence's closing mark stays with it when `keep_marks`; any other
+/// splitting character is dropped.
+fn split_at(text: &str, keep_marks: bool, also: impl Fn(char) -> bool) -> Vec<&str> {
+    let mut parts = Vec::new();
     let mut start = 0;
     let mut previous = ' ';
     let mut chars = text.char_indices().peekable();
     while let Some((index, c)) = chars.next() {
         let next_is_space = chars.peek().is_none_or(|(_, next)| next.is_whitespace());
         let ends_sentence = matches!(c, '.' | '!' | '?' | ':') && next_is_space;
-        // "feature-x" is one word; "delete it - first show me" two clauses.
         let dash = matches!(c, '\u{2014}' | '\u{2013}')
             || (c == '-' && previous.is_whitespace() && next_is_space);
         previous = c;
-        if ends_sentence || dash || matches!(c, ',' | ';' | '\n' | '(' | ')') {
-            clauses.push(&text[start..index]);
-            start = index + c.len_utf8();
+        let end = index + c.len_utf8();
+        if ends_sentence || dash || matches!(c, ';' | '\n') || also(c) {
+            parts.push(
+                &text[start..if ends_sentence && keep_marks {
+                    end
+                } else {
+                    index
+                }],
+            );
+            start = end;
         }
     }
-    clauses.push(&text[start..]);
-    clauses
+    parts.push(&text[start..]);
+    parts
 }
 
 /// Whether a clause (its words, lower-cased, apostrophes dropped) puts its
@@ -305,6 +327,16 @@ pub fn is_lookup(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sentences_end_at_marks_semicolons_and_dashes_between_words() {
+        assert_eq!(
+            sentences("Delete it - first, show me v1.2? Then notes.txt; ok!\n"),
+            ["Delete it", "first, show me v1.2?", "Then notes.txt", "ok!"]
+        );
+        assert_eq!(sentences("branch feature-x"), ["branch feature-x"]);
+        assert!(sentences("  ").is_empty());
+    }
 
     #[test]
     fn what_a_later_clause_puts_first_is_what_is_asked() {

@@ -7,10 +7,17 @@
 //! with the encoder's products on one thread and on two, taking turns in
 //! rounds so that other work on the machine weighs on both alike; then the
 //! time to encode the 1,155-tool union's texts once (a catalog's first
-//! index; `ZEN_MODEL_BENCH_TOOLS=0` skips it). `ZEN_MODEL_BENCH_ROUNDS`
-//! sets the rounds (default 5).
+//! index; `ZEN_MODEL_BENCH_TOOLS=0` skips it); and, on Linux, the peak
+//! and resident memory of `zenmode serve` with the model over the union
+//! after 30 selects (`ZEN_MODEL_BENCH_MEMORY=0` skips it; the target is
+//! under 250 MB). `ZEN_MODEL_BENCH_ROUNDS` sets the rounds (default 5).
 
-use std::{path::Path, time::Instant};
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::Path,
+    process::{Command, Stdio},
+    time::Instant,
+};
 
 use zenmode::{
     catalog::{Catalog, CatalogSources},
@@ -158,4 +165,72 @@ fn main() {
             cpu_seconds() - started.1
         );
     }
+    if std::env::var("ZEN_MODEL_BENCH_MEMORY").as_deref() != Ok("0") {
+        serve_memory(&dir);
+    }
+}
+
+/// Starts `zenmode serve` over the union with the model, asks it 30
+/// selects (the first waits for the model's index) and prints its peak
+/// and resident memory as Linux counts them (`VmHWM`, `VmRSS`).
+fn serve_memory(model: &Path) {
+    let union = root().join("../shared/catalogs/union_all.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zenmode"))
+        .arg("--catalog")
+        .arg(&union)
+        .arg("--embedding-model")
+        .arg(model)
+        .arg("serve")
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("zenmode serve starts");
+    let mut stdin = child.stdin.take().expect("its stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("its stdout"));
+    let mut answer = |id: usize| {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if stdout.read_line(&mut line).expect("a reply") == 0 {
+                panic!("zenmode serve closed its output");
+            }
+            if line.contains(&format!("\"id\":{id}")) {
+                return;
+            }
+        }
+    };
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"bench","version":"1"}}}}}}"#).unwrap();
+    answer(0);
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    for (id, request) in requests().iter().take(30).enumerate() {
+        let call = serde_json::json!({"jsonrpc": "2.0", "id": id + 1, "method": "tools/call",
+            "params": {"name": "zen_select_mode", "arguments": {"task_description": request}}});
+        writeln!(stdin, "{call}").unwrap();
+        answer(id + 1);
+    }
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let kib = |field: &str| {
+        status
+            .lines()
+            .find(|line| line.starts_with(field))
+            .and_then(|line| line.split_whitespace().nth(1))
+            .and_then(|n| n.parse::<f64>().ok())
+    };
+    match (kib("VmHWM:"), kib("VmRSS:")) {
+        (Some(peak), Some(resident)) => println!(
+            "serve over the union with the model, 30 selects: peak {:.0} MB, resident {:.0} MB",
+            peak * 1024.0 / 1e6,
+            resident * 1024.0 / 1e6
+        ),
+        _ => println!("serve's memory: not measured (no /proc here)"),
+    }
+    drop(stdin);
+    let _ = child.wait();
 }

@@ -1,5 +1,5 @@
-//! Handing back the memory pages of data compiled into the binary once it
-//! has been read.
+//! Handing memory pages back to the kernel: those of data compiled into the
+//! binary once it has been read, and those the heap has freed.
 
 /// Tells the kernel the pages wholly inside `bytes`, a part of the
 /// binary's read-only data, are not needed now: they leave the process's
@@ -31,6 +31,18 @@ pub fn release_static(bytes: &'static [u8]) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = bytes;
+}
+
+/// Returns the pages the heap has freed to the kernel now. mimalloc keeps
+/// a freed page for a second and returns it only when it next allocates;
+/// a server that has just built its model index (copying the model's 90 MB
+/// of weights on the way) then sits idle with all of it resident: 241 MB
+/// at its peak over the 1,155-tool union, 201 MB when freed pages went back
+/// at once.
+pub fn return_freed_heap() {
+    // SAFETY: mi_collect walks only mimalloc's own heaps and arenas; where
+    // another allocator serves the process (the tests), they are empty.
+    unsafe { libmimalloc_sys::mi_collect(true) };
 }
 
 #[cfg(test)]

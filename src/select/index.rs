@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 use rustc_hash::FxHashMap as HashMap;
 
 use super::{
+    servers::ServerWords,
     signals::{
         action::Actions,
         bm25::{self, Bm25F, Document, Field},
@@ -72,12 +73,9 @@ pub struct Index {
     /// overwrites ([`crate::catalog::named_destructive`]): what makes a
     /// tool with examples destructive for the ranking's order.
     pub(super) destructive_by_name: Vec<bool>,
-    /// Per mode: its server, as an index into the servers the catalog
-    /// holds (`None` for zenmode's own modes).
-    pub(super) server_of: Vec<Option<u32>>,
-    /// Words that name a server in a request (its name, what users call
-    /// it: "jira" for Atlassian's), lower-cased, to the servers they name.
-    pub(super) server_words: HashMap<String, Vec<u32>>,
+    /// Each mode's server and the words that point at one
+    /// ([`ServerWords`]).
+    pub(super) servers: ServerWords,
     /// Per mode: its description says it is deprecated.
     pub(super) deprecated: Vec<bool>,
     /// Per mode without example phrasings: what it does, from its name and
@@ -171,9 +169,12 @@ impl Index {
         let mut phrasing = PhrasingCounts::new(catalog.len());
         // Terms of the fields written to say what a mode is for, by id.
         let mut intent_terms: Vec<bool> = Vec::new();
+        // Per mode, the words of what it is and does (not its parameters).
+        let mut mode_words: Vec<Vec<u32>> = Vec::with_capacity(catalog.len());
         for (mode_index, mode) in catalog.modes().iter().enumerate() {
             let manifest = mode.manifest();
             let mut document = Document::default();
+            let mut own_words: Vec<u32> = Vec::new();
             for (field, text) in field_texts(manifest) {
                 let field = if full { field } else { Field::Description };
                 scratch.clear();
@@ -193,6 +194,14 @@ impl Index {
                 }
                 ids.clear();
                 ids.extend(scratch.iter().map(|&(id, _)| id));
+                if field != Field::Parameters {
+                    own_words.extend(
+                        scratch
+                            .iter()
+                            .filter(|(_, kind)| *kind == TermKind::Word)
+                            .map(|&(id, _)| id),
+                    );
+                }
                 if !matches!(field, Field::Description | Field::Parameters) {
                     intent_terms.resize(vocabulary.len(), false);
                     for &id in &ids {
@@ -205,6 +214,9 @@ impl Index {
                 add_terms(document.field_mut(field), &scratch);
             }
             documents.push(document);
+            own_words.sort_unstable();
+            own_words.dedup();
+            mode_words.push(own_words);
             if full {
                 for example in &manifest.examples {
                     let mut terms = Vec::new();
@@ -377,7 +389,7 @@ impl Index {
                 )
             })
             .collect();
-        let (server_of, server_words) = servers(catalog);
+        let servers = ServerWords::of(catalog, &mode_words);
         let deprecated = catalog
             .modes()
             .iter()
@@ -393,8 +405,7 @@ impl Index {
             .collect();
         Index {
             example_openers,
-            server_of,
-            server_words,
+            servers,
             deprecated,
             examples_change,
             destructive_by_name,
@@ -501,52 +512,6 @@ pub(super) fn asks_for_change(text: &str) -> bool {
     !question
         && (read.all.intersects(Actions::CHANGING)
             || action::opens_with_unclassified_verb(&split.asked))
-}
-
-/// Each mode's server (by index) and the words that name each server in a
-/// request: its name (or each word of at least four letters of a name of
-/// several: `google-drive`), and what users call it
-/// ([`Manifest::server_called`]).
-fn servers(catalog: &Catalog) -> (Vec<Option<u32>>, HashMap<String, Vec<u32>>) {
-    const GENERIC: &[&str] = &["server", "mcp", "tools", "tool", "api", "the", "local"];
-    let mut ids: HashMap<String, u32> = HashMap::default();
-    let mut words: HashMap<String, Vec<u32>> = HashMap::default();
-    let add = |word: &str, id: u32, words: &mut HashMap<String, Vec<u32>>| {
-        let word = word.trim().to_lowercase();
-        if word.len() < 2 || GENERIC.contains(&word.as_str()) {
-            return;
-        }
-        let entry = words.entry(word).or_default();
-        if !entry.contains(&id) {
-            entry.push(id);
-        }
-    };
-    let server_of = catalog
-        .modes()
-        .iter()
-        .map(|m| {
-            let manifest = m.manifest();
-            let server = manifest.server.as_deref()?;
-            let next = ids.len() as u32;
-            let id = *ids.entry(server.to_lowercase()).or_insert(next);
-            let parts: Vec<&str> = server
-                .split(|c: char| !c.is_alphanumeric())
-                .filter(|p| !p.is_empty())
-                .collect();
-            if parts.len() == 1 {
-                add(parts[0], id, &mut words);
-            } else {
-                for part in parts.iter().filter(|p| p.len() >= 4) {
-                    add(part, id, &mut words);
-                }
-            }
-            for called in manifest.server_called.iter() {
-                add(called, id, &mut words);
-            }
-            Some(id)
-        })
-        .collect();
-    (server_of, words)
 }
 
 /// Names and aliases of a catalog that look like identifiers (with `_`,

@@ -47,6 +47,8 @@
 //!   ([`Ranker`]);
 //! - `confidence.rs`: what a ranking hands back ([`Ranking`], [`Ranked`]),
 //!   the softmax that gives the confidences, low confidence and no clear fit;
+//! - `servers.rs`: what in a request points at one of the catalog's
+//!   servers (its name, words only its tools use);
 //! - `index.rs`: the [`Index`] type, assembled from a catalog;
 //! - `scoring.rs`: a request's query and every mode's score ([`Signals`]);
 //! - `nofit.rs`: the per-catalog no-fit score, measured with those scores;
@@ -73,6 +75,7 @@ mod model_builds;
 mod nofit;
 mod ranking;
 mod scoring;
+mod servers;
 mod tuning;
 
 pub use confidence::{Ranked, Ranking};

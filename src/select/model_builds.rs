@@ -114,6 +114,8 @@ fn work(line: &Line) {
             GAVE_UP.store(true, Ordering::Release);
             continue;
         };
+        // What building took and left: the texts' batches, their scratch.
+        crate::platform::pages::return_freed_heap();
         if let Some(slot) = job.slot.upgrade() {
             let _ = slot.set(built);
             tracing::info!(

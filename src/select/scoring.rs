@@ -94,6 +94,9 @@ pub(super) struct Query {
     pub(super) closest_example: std::cell::RefCell<Vec<f32>>,
     /// The servers the request names ("in notion", "on jira").
     pub(super) named_servers: Vec<u32>,
+    /// The servers whose own words the request writes
+    /// ([`ServerWords::worded_in`](super::servers::ServerWords::worded_in)).
+    pub(super) worded_servers: Vec<u32>,
     /// The kinds of value the request carries ([`Values::of_request`]).
     pub(super) values: Values,
 }
@@ -117,10 +120,11 @@ impl Index {
         let split = intent::split(text);
         let read = Actions::of_split(text, &split);
         let terms = query_terms(self.analyzer.analyze(text));
-        let ids = terms
+        let ids: Vec<(Option<u32>, f32)> = terms
             .iter()
             .map(|(term, weight)| (self.vocabulary.get(&term.key), *weight))
             .collect();
+        let worded_servers = self.servers.worded_in(&ids);
         let meaning = self.semantic.as_ref().and_then(|semantic| {
             semantic.embed_query(
                 &words::spelled_out(text),
@@ -147,7 +151,8 @@ impl Index {
             put_off: !split.negated.trim().is_empty(),
             asks_change_by_class: read.all.intersects(Actions::CHANGING),
             opening: intent::opening_word(&split.asked),
-            named_servers: self.servers_named_in(text),
+            named_servers: self.servers.named_in(text),
+            worded_servers,
             values: Values::of_request(text),
             named: self.named_in(text),
         }
@@ -509,11 +514,17 @@ impl Index {
         }
         // A server the request names ("in notion") is the one it means;
         // a tool its own server calls deprecated gives way to its successor.
-        if let Some(Some(server)) = self.server_of.get(mode)
+        if let Some(Some(server)) = self.servers.of_mode.get(mode)
             && query.named_servers.contains(server)
         {
             factor *= self.tuning.server_named;
             bonus *= self.tuning.server_named;
+        } else if let Some(Some(server)) = self.servers.of_mode.get(mode)
+            && query.worded_servers.contains(server)
+            && self.has_tool_examples.get(mode) == Some(&false)
+        {
+            factor *= self.tuning.server_vocabulary;
+            bonus *= self.tuning.server_vocabulary;
         }
         if self.deprecated.get(mode).copied().unwrap_or(false) {
             factor *= self.tuning.deprecated;
@@ -627,7 +638,7 @@ impl Index {
     /// the order reads the name's verb alone; the ready-call rules still
     /// read the annotations.
     fn unasked_destructive_in_order(&self, query: &Query, mode: usize) -> bool {
-        if matches!(self.server_of.get(mode), Some(Some(_))) {
+        if matches!(self.servers.of_mode.get(mode), Some(Some(_))) {
             self.unasked_destructive_by_name(query, mode)
         } else {
             self.unasked_destructive(query, mode)
@@ -671,24 +682,6 @@ impl Index {
             && !query
                 .actions
                 .licenses(self.actions.get(mode).copied().unwrap_or_default())
-    }
-
-    /// The servers whose name, or what users call them, the request
-    /// writes as a word of its own.
-    fn servers_named_in(&self, text: &str) -> Vec<u32> {
-        if self.server_words.is_empty() {
-            return Vec::new();
-        }
-        let mut named: Vec<u32> = text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|word| word.len() >= 2)
-            .filter_map(|word| self.server_words.get(&word.to_lowercase()))
-            .flatten()
-            .copied()
-            .collect();
-        named.sort_unstable();
-        named.dedup();
-        named
     }
 
     /// The modes whose name or alias the request writes as a word of its

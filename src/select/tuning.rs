@@ -188,6 +188,12 @@ pub struct Tuning {
     /// A tool of a server the request names ("in notion", "on jira") has
     /// its score multiplied by this.
     pub server_named: f32,
+    /// Factor on the tools without examples of a server whose own words
+    /// (used by two of its tools and by no other mode) the request writes
+    /// and whose name it does not: beside servers with examples, a server
+    /// never seen loses its requests to their look-alikes ("revoke ben's
+    /// access to my outlook calendar" to another calendar's tools).
+    pub server_vocabulary: f32,
     /// A tool whose description calls it deprecated has its score
     /// multiplied by this: its server offers a successor.
     pub deprecated: f32,
@@ -316,6 +322,7 @@ impl Tuning {
         example_neighbours: 5,
         example_shortlist: 128,
         server_named: 2.0,
+        server_vocabulary: 1.6,
         deprecated: 0.7,
         example_ready_cosine: 0.4,
         classifier_weight: 8.0,
@@ -370,6 +377,7 @@ impl Tuning {
                 "example_meaning" => &mut tuning.example_meaning,
                 "unseen_example_lift" => &mut tuning.unseen_example_lift,
                 "server_named" => &mut tuning.server_named,
+                "server_vocabulary" => &mut tuning.server_vocabulary,
                 "deprecated" => &mut tuning.deprecated,
                 "example_ready_cosine" => &mut tuning.example_ready_cosine,
                 "request_adapter" => &mut tuning.request_adapter,

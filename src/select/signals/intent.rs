@@ -5,7 +5,7 @@
 //! the diff" names committing only to rule it out, and counting "commit"
 //! there offered the commit tool with a ready call. A negation ("don't",
 //! "never", "without", "instead of", "rather than", "no need to", "hold
-//! off", "refrain from") covers
+//! off", "refrain from", a clause of "no" and one word: "no update") covers
 //! the rest of its clause, up to a comma or other stop, or up to "but",
 //! "just", "only" or "then", which turn to what is wanted.
 //!
@@ -101,6 +101,8 @@ pub fn split(text: &str) -> Split {
                 || (this == "instead" && next == Some("of"))
                 || (this == "rather" && next == Some("than"))
                 || (this == "no" && matches!(next, Some("need" | "changes" | "change")))
+                // "just the count, no update": a clause of "no" and one word.
+                || (index == 0 && this == "no" && next.is_some() && after.is_none())
                 || (this == "do" && next == Some("not"))
                 || (this == "hold" && next == Some("off"))
                 || (this == "refrain" && next == Some("from"))
@@ -370,6 +372,14 @@ mod tests {
         assert_eq!(s.asked, "just tell me which files are attached to it");
         let s = split("do not push but list the branches");
         assert_eq!(s.asked, "but list the branches");
+        let s = split("just the count, no update");
+        assert_eq!(
+            (s.asked.as_str(), s.negated.as_str()),
+            ("just the count", "no update")
+        );
+        // "no" that does not make a clause of its own negates nothing.
+        let s = split("list repos with no stars");
+        assert_eq!(s.asked, "list repos with no stars");
         let s = split("no need to create anything, what entities exist?");
         assert_eq!(s.asked, "what entities exist");
         let s = split("before editing settings.json, print it");

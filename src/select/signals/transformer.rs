@@ -122,6 +122,8 @@ fn open_cached(
     tokenizer: &'static WordPiece<'static>,
 ) -> Result<Transformer, String> {
     let mut transformer = Transformer::open(dir, tokenizer)?;
+    // The file's 90 MB, read whole and copied into the encoder's layout.
+    crate::platform::pages::return_freed_heap();
     if let Some(cache_dir) = cache_dir {
         transformer.use_cache(cache_dir, dir);
     }

@@ -204,6 +204,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=20.0)
     parser.add_argument("--keep", type=float, default=20.0)
     parser.add_argument("--folds", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=7, help="the batches' order and the start of training")
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     settings = {"top": args.top, "per_tool": args.per_tool, "lr": args.lr, "scale": args.scale,
@@ -221,7 +222,7 @@ def main() -> None:
         pairs = training_pairs(tools, args.without)
         states = encoder.frozen([p[0] for p in pairs], 64)
         layers = train(encoder, states, [index[p[1]] for p in pairs], [p[1][0] for p in pairs], tool_states,
-                       per_tool=args.per_tool, lr=args.lr, scale=args.scale, keep=args.keep, seed=7)
+                       per_tool=args.per_tool, lr=args.lr, scale=args.scale, keep=args.keep, seed=args.seed)
         save_overlay(encoder, layers, Path(args.out), model_dir, settings)
         print(f"{len(pairs)} examples, {time.time() - started:.0f} s: wrote {args.out}", file=sys.stderr)
     if not args.measure:
@@ -259,7 +260,7 @@ def main() -> None:
         pairs = training_pairs(tools, held)
         states = encoder.frozen([p[0] for p in pairs], 64)
         layers = train(encoder, states, [index[p[1]] for p in pairs], [p[1][0] for p in pairs], tool_states,
-                       per_tool=args.per_tool, lr=args.lr, scale=args.scale, keep=args.keep, seed=7)
+                       per_tool=args.per_tool, lr=args.lr, scale=args.scale, keep=args.keep, seed=args.seed)
         before, count = right(plain_tools, plain_queries, held)
         after, _ = right(Encoder.vectors(layers, tool_states), Encoder.vectors(layers, query_states), held)
         fold = {"held_out": held, "queries": count, "before": round(before / count, 3),

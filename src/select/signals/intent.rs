@@ -288,17 +288,27 @@ pub fn opening_word(text: &str) -> Option<String> {
     opening_words(text).into_iter().next()
 }
 
-/// The request's words past a polite opener, lower-cased, apostrophes dropped.
+/// The request's words past a polite opener or a "for now", lower-cased,
+/// apostrophes dropped.
 pub fn opening_words(text: &str) -> Vec<String> {
     let words: Vec<String> = text
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
         .filter(|w| !w.is_empty())
         .map(|w| w.to_lowercase().replace('\'', ""))
         .collect();
-    let start = words
-        .iter()
-        .position(|w| !POLITE.contains(&w.as_str()))
-        .unwrap_or(words.len());
+    // A polite word, or a phrase that only says when ("for now, just show
+    // me ...", "in the meantime, tell me ..."), opens the request.
+    let mut start = 0;
+    loop {
+        let rest: Vec<&str> = words[start..].iter().take(3).map(String::as_str).collect();
+        let skip = match rest.as_slice() {
+            ["for", "now", ..] | ["before", "that" | "then", ..] => 2,
+            ["for", "the", "moment"] | ["in", "the", "meantime"] => 3,
+            [first, ..] if POLITE.contains(first) => 1,
+            _ => break,
+        };
+        start += skip;
+    }
     words[start..].to_vec()
 }
 
@@ -458,6 +468,8 @@ mod tests {
             "find out who changed it",
             "could you show me the log",
             "can you tell me what changed",
+            "for now just show me what I've starred",
+            "in the meantime, tell me which tabs are open",
             "let me know whether the tests pass",
             "give me the full picture",
             "pull up my journal",

@@ -514,17 +514,20 @@ impl Index {
         }
         // A server the request names ("in notion") is the one it means;
         // a tool its own server calls deprecated gives way to its successor.
-        if let Some(Some(server)) = self.servers.of_mode.get(mode)
-            && query.named_servers.contains(server)
-        {
-            factor *= self.tuning.server_named;
-            bonus *= self.tuning.server_named;
-        } else if let Some(Some(server)) = self.servers.of_mode.get(mode)
-            && query.worded_servers.contains(server)
-            && self.has_tool_examples.get(mode) == Some(&false)
-        {
-            factor *= self.tuning.server_vocabulary;
-            bonus *= self.tuning.server_vocabulary;
+        // Words only its tools use point at it too, for a tool whose
+        // examples do not already say how it is asked for.
+        if let Some(Some(server)) = self.servers.of_mode.get(mode) {
+            let weight = if query.named_servers.contains(server) {
+                self.tuning.server_named
+            } else if query.worded_servers.contains(server)
+                && self.has_tool_examples.get(mode) == Some(&false)
+            {
+                self.tuning.server_vocabulary
+            } else {
+                1.0
+            };
+            factor *= weight;
+            bonus *= weight;
         }
         if self.deprecated.get(mode).copied().unwrap_or(false) {
             factor *= self.tuning.deprecated;

@@ -150,14 +150,19 @@ fn comes_first(lower: &[String]) -> bool {
         .skip_while(|w| matches!(*w, "and" | "but" | "so" | "ok" | "okay" | "though"))
         .take(3)
         .collect();
-    matches!(
-        opening.as_slice(),
-        ["first" | "firstly", ..]
-            | ["for", "now", ..]
-            | ["for", "the", "moment"]
-            | ["before", "that" | "then", ..]
-            | ["in", "the", "meantime"]
-    )
+    when_phrase(&opening).is_some()
+}
+
+/// How many words of `words` (lower-cased) make a phrase at its start that
+/// says only when what follows comes: "first", "for now", "for the
+/// moment", "before that", "in the meantime".
+fn when_phrase(words: &[&str]) -> Option<usize> {
+    match words {
+        ["first" | "firstly", ..] => Some(1),
+        ["for", "now", ..] | ["before", "that" | "then", ..] => Some(2),
+        ["for", "the", "moment", ..] | ["in", "the", "meantime", ..] => Some(3),
+        _ => None,
+    }
 }
 
 /// The request's clauses: split at commas and brackets, and wherever a
@@ -301,13 +306,15 @@ pub fn opening_words(text: &str) -> Vec<String> {
     let mut start = 0;
     loop {
         let rest: Vec<&str> = words[start..].iter().take(3).map(String::as_str).collect();
-        let skip = match rest.as_slice() {
-            ["for", "now", ..] | ["before", "that" | "then", ..] => 2,
-            ["for", "the", "moment"] | ["in", "the", "meantime"] => 3,
-            [first, ..] if POLITE.contains(first) => 1,
-            _ => break,
-        };
-        start += skip;
+        let skip = when_phrase(&rest).or_else(|| {
+            rest.first()
+                .is_some_and(|w| POLITE.contains(w))
+                .then_some(1)
+        });
+        match skip {
+            Some(skip) => start += skip,
+            None => break,
+        }
     }
     words[start..].to_vec()
 }

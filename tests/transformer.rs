@@ -573,10 +573,13 @@ fn benign_requests_get_no_ready_call_to_a_changing_tool_with_the_model() {
 /// The tool classifier (fitted on the shipped example requests) over
 /// servers installed together, on the routing sets whose misses were never
 /// read: the served reply is right more often with it than without it
-/// (`ZEN_TOOL_CLASSIFIER=none`), the right tool is shown more often, and
-/// no benign or off-topic request gets a ready call to a tool that changes
-/// state. The floors sit a few points under the measured lift
-/// (docs/decisions/0021-tool-classifier.md).
+/// (`ZEN_TOOL_CLASSIFIER=none`), the right tool is shown no less often,
+/// and no benign or off-topic request gets a ready call to a tool that
+/// changes state. The served floor sits a point under the measured lift
+/// (+0.072 on both sets, docs/decisions/0021-tool-classifier.md). Since
+/// the overlay was held less near the model (decision 0031) it shows the
+/// right tool often without the classifier (0.949 and 0.964), and the
+/// classifier adds 0.036 and 0.010 there.
 #[test]
 fn the_tool_classifier_lifts_the_served_reply_over_servers_installed_together() {
     if !have_model() {
@@ -616,7 +619,7 @@ fn the_tool_classifier_lifts_the_served_reply_over_servers_installed_together() 
             recall(&without)
         );
         assert!(served(&with) >= served(&without) + 0.06, "{labels}");
-        assert!(recall(&with) >= recall(&without) + 0.03, "{labels}");
+        assert!(recall(&with) >= recall(&without), "{labels}");
         for list in ["benign_changing_list", "offtopic_changing_list"] {
             assert_eq!(with[list], serde_json::json!([]), "{labels}: {list}");
         }

@@ -58,6 +58,7 @@ def main() -> None:
     parser.add_argument("--overlay", help="ZEN_ENCODER_OVERLAY (default: the shipped one)")
     parser.add_argument("--classifier", help="ZEN_TOOL_CLASSIFIER, a path without extension")
     parser.add_argument("--tuning", help="ZEN_SELECT_MODEL_TUNING, name=value,...")
+    parser.add_argument("--misses", help="a JSON-lines file to write the fold's misses to")
     args = parser.parse_args()
 
     held = fold_servers(args.fold)
@@ -69,6 +70,7 @@ def main() -> None:
             environment[variable] = value
     profiles = json.loads((REGISTRY / "profiles.json").read_text())
     work = Path(tempfile.mkdtemp(prefix="zen-never-seen-"))
+    misses = []
     total = {"n": 0, "served": 0.0, "shown": 0.0, "benign": 0, "offtopic": 0}
     for profile, servers in profiles.items():
         lines = (REGISTRY / f"requests_{profile}.jsonl").read_text().splitlines()
@@ -95,6 +97,7 @@ def main() -> None:
                 sys.exit(f"error: zenmode eval failed on {profile}: {done.stderr.strip()}")
             scores[kind] = json.loads(done.stdout)
         fold = scores["fold"]
+        misses += [dict(miss, profile=profile) for miss in fold.get("misses", [])]
         benign = scores.get("guards", {}).get("benign_changing_calls", 0)
         offtopic = scores.get("guards", {}).get("offtopic_changing_calls", 0)
         n = len(mine)
@@ -105,6 +108,8 @@ def main() -> None:
         total["offtopic"] += offtopic
         print(f"{profile}: served {fold['served_top1_acceptable']:.3f} shown {fold['reply_recall']:.3f} "
               f"({n}); benign / off-topic ready changing calls {benign} / {offtopic}")
+    if args.misses:
+        Path(args.misses).write_text("".join(json.dumps(miss) + "\n" for miss in misses))
     if total["n"] == 0:
         sys.exit("error: no request in the profiles is for these servers")
     print(json.dumps({"fold": args.fold, "requests": total["n"], "served": round(total["served"] / total["n"], 3),

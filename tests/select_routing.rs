@@ -271,3 +271,29 @@ fn a_servers_own_words_lift_its_tools_without_examples() {
         assert_eq!(worded["benign_changing_list"], json!([]), "{profile}");
     }
 }
+
+/// A server the request names only to rule it out ("Post in our Discord
+/// #general, not Slack", "a Gmail draft, not a Notion page", "this isn't
+/// jira") is not the one it means: its tools are held back instead of
+/// lifted as a named server's are (`server_ruled_out=2` reads the name as
+/// if it were meant). Measured with the table: product_eng 0.724 -> 0.753
+/// served, media_messaging 0.800 -> 0.814; no benign request gets a ready
+/// call to a changing tool for it.
+#[test]
+fn a_server_named_only_to_rule_it_out_is_not_the_one_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    for (profile, least_lift) in [("product_eng", 0.02), ("media_messaging", 0.01)] {
+        let catalog = profile_catalog_of(&registry_dir(), profile, dir.path());
+        let labels = registry_dir().join(format!("requests_{profile}.jsonl"));
+        let ruled_out = eval_table(&catalog, &labels, &[], "");
+        let read_as_meant = eval_table(&catalog, &labels, &[], "server_ruled_out=2");
+        assert_served_lift(
+            profile,
+            "names ruled out",
+            &ruled_out,
+            &read_as_meant,
+            least_lift,
+        );
+        assert_eq!(ruled_out["benign_changing_list"], json!([]), "{profile}");
+    }
+}

@@ -92,8 +92,9 @@ pub(super) struct Query {
     /// Per mode, the cosine of the request with the mode's closest example
     /// request (NaN without one), once the meaning signal has run.
     pub(super) closest_example: std::cell::RefCell<Vec<f32>>,
-    /// The servers the request names ("in notion", "on jira").
-    pub(super) named_servers: Vec<u32>,
+    /// The servers the request names ("in notion", "on jira"), and those
+    /// it names only to rule them out ("not Slack").
+    pub(super) named_servers: super::servers::Named,
     /// The servers whose own words the request writes
     /// ([`ServerWords::worded_in`](super::servers::ServerWords::worded_in)).
     pub(super) worded_servers: Vec<u32>,
@@ -512,13 +513,16 @@ impl Index {
                 factor -= self.tuning.value_mismatch;
             }
         }
-        // A server the request names ("in notion") is the one it means;
+        // A server the request names ("in notion") is the one it means,
+        // unless it names it to rule it out ("not Slack");
         // a tool its own server calls deprecated gives way to its successor.
         // Words only its tools use point at it too, for a tool whose
         // examples do not already say how it is asked for.
         if let Some(Some(server)) = self.servers.of_mode.get(mode) {
-            let weight = if query.named_servers.contains(server) {
+            let weight = if query.named_servers.servers.contains(server) {
                 self.tuning.server_named
+            } else if query.named_servers.ruled_out.contains(server) {
+                self.tuning.server_ruled_out
             } else if query.worded_servers.contains(server)
                 && self.has_tool_examples.get(mode) == Some(&false)
             {

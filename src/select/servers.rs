@@ -66,18 +66,31 @@ impl ServerWords {
     }
 
     /// The servers whose name, or what users call them, `text` writes as
-    /// a word of its own.
-    pub(super) fn named_in(&self, text: &str) -> Vec<u32> {
+    /// a word of its own, and those it names only to rule them out ("not
+    /// Slack", "a Gmail draft, not a Notion page").
+    pub(super) fn named_in(&self, text: &str) -> Named {
         if self.names.is_empty() {
-            return Vec::new();
+            return Named::default();
         }
-        let named = text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|word| word.len() >= 2)
-            .filter_map(|word| self.names.get(&word.to_lowercase()))
-            .flatten()
-            .copied();
-        sorted(named)
+        let words = words_of(text);
+        let question = text.contains('?');
+        let (mut meant, mut ruled_out) = (Vec::new(), Vec::new());
+        for (at, word) in words.iter().enumerate() {
+            let Some(servers) = self.names.get(word.as_str()) else {
+                continue;
+            };
+            // "not on github yet": where something is not, so far.
+            let so_far = words.get(at + 1).is_some_and(|next| next == "yet");
+            let target = if !so_far && rules_out(&words[..at], !question) {
+                &mut ruled_out
+            } else {
+                &mut meant
+            };
+            target.extend(servers.iter().copied());
+        }
+        let servers = sorted(meant.into_iter());
+        let ruled_out = sorted(ruled_out.into_iter().filter(|s| !servers.contains(s)));
+        Named { servers, ruled_out }
     }
 
     /// The servers one of whose own words the request's terms (`ids`, its
@@ -92,6 +105,70 @@ impl ServerWords {
                 .copied(),
         )
     }
+}
+
+/// What a request says of the catalog's servers by name.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Named {
+    /// The servers it names as the place to act ("in notion", "on jira").
+    pub(super) servers: Vec<u32>,
+    /// The servers it names only after a word that rules them out: a
+    /// look-alike the writer says is not meant. The encoder reads "not
+    /// Slack" much as "Slack" (bi-encoders ignore negation), so without
+    /// this the very server ruled out got the lift of a named one.
+    pub(super) ruled_out: Vec<u32>,
+}
+
+/// Words that rule out the server named right after them, with at most
+/// two [`BETWEEN`] words between: "not Slack", "not a Notion page", "this
+/// isn't jira"; "no" too ("no browser needed"), but not in a question,
+/// where it asks whether there are none ("no slack messages from bob
+/// today?"). A negated verb ("don't delete the confluence page") does
+/// not: its server is still the one meant.
+const RULING_OUT: &[&str] = &["not", "nor", "isnt", "arent", "wasnt"];
+
+/// Words that may stand between a ruling-out word and the server's name.
+const BETWEEN: &[&str] = &[
+    "a", "an", "the", "my", "our", "their", "your", "his", "her", "in", "on", "to", "from", "via",
+    "into", "through", "using", "with", "over",
+];
+
+/// The request's words, lower-cased, split where neither a letter, a
+/// digit nor an apostrophe stands; a possessive's "'s" dropped and other
+/// apostrophes closed up ("isn't" -> "isnt").
+fn words_of(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+        .map(|word| {
+            let word = word.to_lowercase().replace('\u{2019}', "'");
+            let word = word.strip_suffix("'s").unwrap_or(&word);
+            word.replace('\'', "")
+        })
+        .filter(|word| word.len() >= 2)
+        .collect()
+}
+
+/// Whether the words before a server's name (`before`) rule it out:
+/// "instead of" and "rather than" count as ruling-out words too, and "no"
+/// where `no_rules_out`.
+fn rules_out(before: &[String], no_rules_out: bool) -> bool {
+    for back in 1..=3.min(before.len()) {
+        let word = before[before.len() - back].as_str();
+        let earlier = before
+            .len()
+            .checked_sub(back + 1)
+            .map(|at| before[at].as_str());
+        if RULING_OUT.contains(&word)
+            || (word == "no" && no_rules_out)
+            || (word == "of" && earlier == Some("instead"))
+            || (word == "than" && earlier == Some("rather"))
+        {
+            return true;
+        }
+        if !BETWEEN.contains(&word) {
+            return false;
+        }
+    }
+    false
 }
 
 fn add_name(names: &mut HashMap<String, Vec<u32>>, word: &str, id: u32) {
@@ -169,6 +246,84 @@ mod tests {
         for term in [11, 12, 13, 21, 22] {
             assert_eq!(own.get(&term), None, "{term}");
         }
+    }
+
+    /// Servers named slack (0), discord (1), notion (2), confluence (3),
+    /// jira (3, what users call Atlassian's).
+    fn named_servers() -> ServerWords {
+        let mut names = HashMap::default();
+        for (name, id) in [
+            ("slack", 0),
+            ("discord", 1),
+            ("notion", 2),
+            ("confluence", 3),
+            ("jira", 3),
+        ] {
+            add_name(&mut names, name, id);
+        }
+        ServerWords {
+            names,
+            ..ServerWords::default()
+        }
+    }
+
+    fn named(text: &str) -> (Vec<u32>, Vec<u32>) {
+        let named = named_servers().named_in(text);
+        (named.servers, named.ruled_out)
+    }
+
+    #[test]
+    fn a_server_named_after_a_ruling_out_word_is_ruled_out() {
+        assert_eq!(
+            named("Post in our Discord #general, not Slack"),
+            (vec![1], vec![0])
+        );
+        assert_eq!(
+            named("a calendar event, not a Notion page"),
+            (vec![], vec![2])
+        );
+        assert_eq!(
+            named("show MOB's statuses (this isn\u{2019}t Jira)"),
+            (vec![], vec![3])
+        );
+        assert_eq!(
+            named("Not Slack, not Discord: her LINE chat"),
+            (vec![], vec![0, 1])
+        );
+        assert_eq!(
+            named("instead of slack, post it on discord"),
+            (vec![1], vec![0])
+        );
+        assert_eq!(
+            named("rather than notion, use slack's canvas"),
+            (vec![0], vec![2])
+        );
+    }
+
+    #[test]
+    fn a_negated_verb_leaves_its_server_meant() {
+        assert_eq!(
+            named("don't delete confluence page 771201, show it"),
+            (vec![3], vec![])
+        );
+        assert_eq!(
+            named("not now: archive the notion page later"),
+            (vec![2], vec![])
+        );
+        // Named once ruled out and once meant: meant.
+        assert_eq!(
+            named("not the slack thread, the slack canvas"),
+            (vec![0], vec![])
+        );
+        assert_eq!(
+            named("no slack messages from bob today?"),
+            (vec![0], vec![])
+        );
+        assert_eq!(named("read it to me, no slack needed"), (vec![], vec![0]));
+        assert_eq!(
+            named("the notes are not in notion yet, add them"),
+            (vec![2], vec![])
+        );
     }
 
     #[test]

@@ -188,6 +188,9 @@ pub struct Tuning {
     /// A tool of a server the request names ("in notion", "on jira") has
     /// its score multiplied by this.
     pub server_named: f32,
+    /// ... and a tool of a server it names only to rule out ("not Slack",
+    /// "a Gmail draft, not a Notion page") by this.
+    pub server_ruled_out: f32,
     /// Factor on the tools without examples of a server whose own words
     /// (used by two of its tools and by no other mode) the request writes
     /// and whose name it does not: beside servers with examples, a server
@@ -329,6 +332,7 @@ impl Tuning {
         example_neighbours: 5,
         example_shortlist: 128,
         server_named: 2.0,
+        server_ruled_out: 0.5,
         server_vocabulary: 1.6,
         deprecated: 0.7,
         example_ready_cosine: 0.4,
@@ -384,6 +388,7 @@ impl Tuning {
                 "example_meaning" => &mut tuning.example_meaning,
                 "unseen_example_lift" => &mut tuning.unseen_example_lift,
                 "server_named" => &mut tuning.server_named,
+                "server_ruled_out" => &mut tuning.server_ruled_out,
                 "server_vocabulary" => &mut tuning.server_vocabulary,
                 "deprecated" => &mut tuning.deprecated,
                 "example_ready_cosine" => &mut tuning.example_ready_cosine,

@@ -46,6 +46,9 @@ impl Actions {
     /// Commits, checks out, switches, pushes, merges: a repository's
     /// own state-changing verbs.
     pub const COMMIT: Actions = Actions(1 << 18);
+    /// Archives or unarchives an issue, a channel, a page: a change of
+    /// state of its own, so that "not archive" rules out no update.
+    pub const ARCHIVE: Actions = Actions(1 << 19);
 
     /// Actions that change state: a tool doing one of them is not what a
     /// question asks for ([`is_question`]).
@@ -58,7 +61,8 @@ impl Actions {
             | Self::MOVE.0
             | Self::SEND.0
             | Self::TOGGLE.0
-            | Self::COMMIT.0,
+            | Self::COMMIT.0
+            | Self::ARCHIVE.0,
     );
 
     /// What a destructive tool without a recognisable verb destroys.
@@ -338,6 +342,11 @@ const CLASSES: &[(Actions, &[&str])] = &[
             "update", "edit", "modify", "change", "patch", "amend", "tweak", "adjust", "replace",
         ],
     ),
+    // Archiving an issue, a channel or a page changes its state (and
+    // "archive these logs" compresses them, below): when "archive" was
+    // compressing only, "archive milestone ms_12" asked for no change and
+    // every archiving tool was held below the first harmless one.
+    (Actions::ARCHIVE, &["archive", "unarchive"]),
     // "Dump config.yaml for me" asks to see it: dumping is reading out.
     // "Create a file with ..." writes one.
     (Actions::WRITE, &["write", "overwrite", "save", "create"]),
@@ -625,19 +634,36 @@ fn states_wish_to_act(text: &str) -> bool {
 /// "could we", "may I"); before anything else it asks what would happen
 /// ("would deleting key x break anything?", "will it drop the table?").
 pub fn is_question(text: &str) -> bool {
+    let Some(first) = words(text).next() else {
+        return false;
+    };
+    if QUESTION_WORDS.contains(&first.replace('\'', "").as_str()) {
+        return true;
+    }
+    // "we disbanded the HW team - can you archive it?": the request to act
+    // follows a dash.
+    let after_dash = text
+        .rfind(['\u{2014}', '\u{2013}'])
+        .or_else(|| text.rfind(" - "))
+        .map(|at| &text[at..]);
+    text.trim_end().ends_with('?')
+        && !asks_someone_to_act(text)
+        && !after_dash.is_some_and(asks_someone_to_act)
+        && !states_wish_to_act(text)
+}
+
+/// Whether `text` opens by asking someone to act: "please ...", "can you
+/// ...", "could we ...", not "can it ...".
+fn asks_someone_to_act(text: &str) -> bool {
     let mut opening = words(text).map(|word| word.replace('\'', ""));
     let Some(first) = opening.next() else {
         return false;
     };
-    if QUESTION_WORDS.contains(&first.as_str()) {
-        return true;
-    }
-    let asks_someone_to_act = REQUEST_WORDS.contains(&first.as_str())
+    REQUEST_WORDS.contains(&first.as_str())
         && (!MODALS.contains(&first.as_str())
             || opening
                 .next()
-                .is_some_and(|second| ACTORS.contains(&second.as_str())));
-    text.trim_end().ends_with('?') && !asks_someone_to_act && !states_wish_to_act(text)
+                .is_some_and(|second| ACTORS.contains(&second.as_str())))
 }
 
 /// Whether a request asks to be told rather than to have something done:

@@ -14,6 +14,7 @@ fn questions_are_told_from_requests_to_act() {
         "Would deleting redis key session:8812 break anything?",
         "will dropping the orders index slow down checkout?",
         "can this branch be deleted safely?",
+        "the HW team is gone \u{2014} can it be archived?",
     ] {
         assert!(is_question(question), "{question}");
     }
@@ -24,6 +25,8 @@ fn questions_are_told_from_requests_to_act() {
         "please store that Alice is a person?",
         "could u delete key session:8812?",
         "may I get the latest deploy logs?",
+        "we disbanded the hackweek team (HW) \u{2014} can you archive it in linear?",
+        "the old site is dead - could you delete it?",
         "",
     ] {
         assert!(!is_question(request), "{request}");
@@ -290,4 +293,13 @@ fn words_split_identifiers_and_inflections_meet() {
     assert!(Actions::of_request("I deleted it, then stored it again").intersects(Actions::DELETE));
     assert!(Actions::of_request("I deleted it, then stored it again").intersects(Actions::CREATE));
     assert!(Actions::of_request("hello there").is_empty());
+}
+
+#[test]
+fn archiving_changes_state_and_ruling_it_out_rules_out_no_update() {
+    assert!(Actions::of_request("archive milestone ms_12").intersects(Actions::CHANGING));
+    assert!(Actions::of_request("unarchive the #design channel").intersects(Actions::CHANGING));
+    let negated = Actions::negated_in_request("delete project update b77e09c1, not archive");
+    assert!(negated.intersects(Actions::ARCHIVE));
+    assert!(!negated.intersects(Actions::UPDATE));
 }

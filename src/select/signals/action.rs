@@ -354,7 +354,7 @@ const CLASSES: &[(Actions, &[&str])] = &[
         Actions::DELETE,
         &[
             "delete", "remove", "erase", "drop", "purge", "wipe", "destroy", "discard", "forget",
-            "unlink", "rm", "trash", "clear",
+            "unlink", "rm", "trash", "clear", "revoke",
         ],
     ),
     (

@@ -303,3 +303,10 @@ fn archiving_changes_state_and_ruling_it_out_rules_out_no_update() {
     assert!(negated.intersects(Actions::ARCHIVE));
     assert!(!negated.intersects(Actions::UPDATE));
 }
+
+#[test]
+fn revoking_access_deletes_it() {
+    let asked = Actions::of_request("revoke ben's access to my outlook calendar");
+    assert!(asked.intersects(Actions::DELETE));
+    assert!(asked.licenses(Actions::DELETE));
+}

@@ -637,14 +637,15 @@ pub fn is_question(text: &str) -> bool {
     let Some(first) = words(text).next() else {
         return false;
     };
-    if QUESTION_WORDS.contains(&first.replace('\'', "").as_str()) {
+    if QUESTION_WORDS.contains(&first.as_str()) {
         return true;
     }
     // "we disbanded the HW team - can you archive it?": the request to act
-    // follows a dash.
-    let after_dash = text
-        .rfind(['\u{2014}', '\u{2013}'])
-        .or_else(|| text.rfind(" - "))
+    // follows the last dash.
+    let after_dash = [text.rfind(['\u{2014}', '\u{2013}']), text.rfind(" - ")]
+        .into_iter()
+        .flatten()
+        .max()
         .map(|at| &text[at..]);
     text.trim_end().ends_with('?')
         && !asks_someone_to_act(text)
@@ -655,7 +656,7 @@ pub fn is_question(text: &str) -> bool {
 /// Whether `text` opens by asking someone to act: "please ...", "can you
 /// ...", "could we ...", not "can it ...".
 fn asks_someone_to_act(text: &str) -> bool {
-    let mut opening = words(text).map(|word| word.replace('\'', ""));
+    let mut opening = words(text);
     let Some(first) = opening.next() else {
         return false;
     };

@@ -18,7 +18,7 @@ use common::sets::{catalog, labels, root};
 use zenmode::{
     catalog::{Catalog, CatalogSources, Manifest, Mode, Origin},
     select::eval::{self, Label, Report, Scores},
-    select::{Index, Ranker},
+    select::{Index, Ranker, Tuning},
 };
 
 fn live() -> (Catalog, Vec<Label>, Vec<Label>) {
@@ -298,5 +298,28 @@ fn metatool_keeps_its_floors() {
             report.no_fit_flagged,
             report.no_clear_fit
         );
+    }
+}
+
+/// A request that names a day ("the weather in Phoenix on Friday",
+/// "what's on my calendar on March 12") wants the tool that takes one over
+/// its sibling that does not (the current conditions, every event): on both
+/// halves of the live set, with the table alone, the day's pull serves more
+/// of the requests than no pull does.
+#[test]
+fn a_day_the_request_names_points_to_the_tools_that_take_one() {
+    let (live, dev, heldout) = live();
+    for (half, labels) in [("dev", &dev), ("held-out", &heldout)] {
+        let top1 = |date_match: f32| {
+            let tuning = Tuning {
+                date_match,
+                ..Tuning::DEFAULT
+            };
+            let index = Index::build_tuned(&live, Ranker::Full, tuning);
+            eval::evaluate(&index, &live, labels).overall.top1
+        };
+        let (with_days, without) = (top1(Tuning::DEFAULT.date_match), top1(0.0));
+        eprintln!("bfcl_live {half}: {with_days:.3} with days, {without:.3} without");
+        assert!(with_days > without, "{half}: {with_days} against {without}");
     }
 }

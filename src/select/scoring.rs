@@ -499,10 +499,14 @@ impl Index {
                 factor -= self.tuning.verb_mismatch;
             }
         }
-        if !query.values.is_empty() {
-            let takes = self.takes.get(mode).copied().unwrap_or_default();
-            let shared = query.values.shared(takes).min(2) as f32;
-            let weight = if self.has_examples.get(mode).copied().unwrap_or(false) {
+        let takes = self.takes.get(mode).copied().unwrap_or_default();
+        let has_examples = self.has_examples.get(mode).copied().unwrap_or(false);
+        // A day is a weaker sign than an address or a path: many tools
+        // take one as an optional filter.
+        let values = query.values.without(Values::DATE);
+        if !values.is_empty() {
+            let shared = values.shared(takes).min(2) as f32;
+            let weight = if has_examples {
                 self.tuning.value_match_examples
             } else {
                 self.tuning.value_match
@@ -512,6 +516,10 @@ impl Index {
             } else {
                 factor -= self.tuning.value_mismatch;
             }
+        }
+        if !has_examples && query.values.shared(Values::DATE) > 0 && takes.shared(Values::DATE) > 0
+        {
+            factor += self.tuning.date_match;
         }
         // A server the request names ("in notion") is the one it means,
         // unless it names it to rule it out ("not Slack");

@@ -121,6 +121,11 @@ pub struct Tuning {
     /// (0.937 at 0, under its floor of 0.94), and the real-server tune half
     /// lost less on the table path than at 1 or 2 (docs/selection.md).
     pub value_match_examples: f32,
+    /// For a tool without example phrasings: its score is multiplied by
+    /// `1 + date_match` when the request names a day and the tool takes
+    /// one (`date`, `start_date_time`): the forecast for Friday, not the
+    /// weather now.
+    pub date_match: f32,
     /// A destructive tool's score is multiplied by this when the request
     /// does not ask for what it does ([`Actions::licenses`]); whatever its
     /// score, it never ranks above every harmless candidate then.
@@ -317,6 +322,7 @@ impl Tuning {
         value_match: 2.0,
         value_mismatch: 0.0,
         value_match_examples: 0.5,
+        date_match: 0.5,
         mixed_examples_weight: 0.75,
         unasked_destructive: 0.5,
         builtin_meaning: 0.0,
@@ -380,6 +386,7 @@ impl Tuning {
                 "value_match" => &mut tuning.value_match,
                 "value_mismatch" => &mut tuning.value_mismatch,
                 "value_match_examples" => &mut tuning.value_match_examples,
+                "date_match" => &mut tuning.date_match,
                 "unasked_destructive" => &mut tuning.unasked_destructive,
                 "mixed_examples_weight" => &mut tuning.mixed_examples_weight,
                 "builtin_meaning" => &mut tuning.builtin_meaning,

@@ -18,7 +18,7 @@ use crate::select::text::words::split_identifier;
 
 /// A set of value kinds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Values(u8);
+pub struct Values(u16);
 
 impl Values {
     pub const NONE: Values = Values(0);
@@ -44,6 +44,12 @@ impl Values {
     /// `OPS-77`), and the tools that take one (`issue_key`, an
     /// `identifier` whose description shows one).
     pub const ISSUE_KEY: Values = Values(1 << 7);
+    /// A calendar day (`2025-03-12`, `March 12`, `the 3rd of May`,
+    /// `tomorrow`, `friday`), and the tools that take one (`date`,
+    /// `start_date_time`, `due`, `since`): a weather forecast for a day,
+    /// not the current conditions; a calendar's view of a day, not its
+    /// list of events.
+    pub const DATE: Values = Values(1 << 8);
 
     pub fn is_empty(self) -> bool {
         self.0 == 0
@@ -64,7 +70,13 @@ impl Values {
 
     /// The kinds of the values written in a request.
     pub fn of_request(text: &str) -> Values {
-        text.split_whitespace()
+        let date = if names_a_day(text) {
+            Values::DATE
+        } else {
+            Values::NONE
+        };
+        let tokens = text
+            .split_whitespace()
             .map(|token| {
                 token
                     .trim_start_matches(['(', '[', '{', '"', '\'', '`', '<'])
@@ -75,7 +87,8 @@ impl Values {
             .filter(|token| !token.is_empty())
             .fold(Values::NONE, |kinds, token| {
                 kinds.union(kind_of_token(token))
-            })
+            });
+        tokens.union(date)
     }
 
     /// [`Values::of_parameters`], and an issue key for a tool about issues
@@ -178,6 +191,97 @@ fn kind_of_token(token: &str) -> Values {
         };
     }
     Values::NONE
+}
+
+/// Words that name a day on their own.
+const DAY_WORDS: &[&str] = &[
+    "today",
+    "tonight",
+    "tomorrow",
+    "tmrw",
+    "yesterday",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// Month names and their usual abbreviations; a day only beside a number
+/// ("March 12", "12th of Mar"), so "may" as a verb is no date.
+const MONTHS: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+];
+
+/// Whether a request names a calendar day: a numeric date, a day's own
+/// word, or a month beside a day's number.
+fn names_a_day(text: &str) -> bool {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(|word| {
+            word.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .filter(|word| !word.is_empty())
+        .collect();
+    let is_month = |at: usize| words.get(at).is_some_and(|w| MONTHS.contains(&w.as_str()));
+    let is_day_number = |at: usize| words.get(at).is_some_and(|w| is_day_number(w));
+    words.iter().enumerate().any(|(at, word)| {
+        is_numeric_date(word)
+            || DAY_WORDS.contains(&word.trim_end_matches("'s"))
+            || (is_month(at)
+                && (is_day_number(at + 1)
+                    || (at > 0 && is_day_number(at - 1))
+                    || (at > 1 && words[at - 1] == "of" && is_day_number(at - 2))))
+    })
+}
+
+/// `12`, `3rd`, `21st`: a day of a month.
+fn is_day_number(word: &str) -> bool {
+    let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &word[digits.len()..];
+    matches!(suffix, "" | "st" | "nd" | "rd" | "th")
+        && (1..=2).contains(&digits.len())
+        && digits
+            .parse::<u32>()
+            .is_ok_and(|day| (1..=31).contains(&day))
+}
+
+/// `2025-03-12`, `2023.4.17`, `3/14/2025`: a year, a month and a day.
+fn is_numeric_date(word: &str) -> bool {
+    let parts: Vec<&str> = word.split(['-', '.', '/']).collect();
+    let numbers = parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    numbers
+        && ((parts[0].len() == 4 && parts[1].len() <= 2 && parts[2].len() <= 2)
+            || (parts[0].len() <= 2 && parts[1].len() <= 2 && matches!(parts[2].len(), 2 | 4)))
 }
 
 /// `Area/City` as the time-zone database writes it: `Europe/Paris`,
@@ -323,6 +427,8 @@ fn kind_of_parameter(name: &str, schema: &Value) -> Values {
         "uri" | "url" | "iri" | "uri-reference" => return Values::URL,
         "email" | "idn-email" => return Values::EMAIL,
         "time" => return Values::TIME,
+        "date" => return Values::DATE,
+        "date-time" => return Values::DATE.union(Values::TIME),
         _ => {}
     }
     let words = split_identifier(name).to_lowercase();
@@ -374,6 +480,16 @@ fn kind_of_parameter(name: &str, schema: &Value) -> Values {
         "destination",
     ]) {
         Values::PATH.union(Values::LOCAL_PATH)
+    } else if has(&[
+        "date", "dates", "datetime", "day", "due", "deadline", "since", "until",
+    ]) {
+        // `date`, `start_date_time`, `due`: a day, and the time of it
+        // when the name says so.
+        if has(&["time"]) {
+            Values::DATE.union(Values::TIME)
+        } else {
+            Values::DATE
+        }
     } else if has(&["time"]) {
         // `time`, `start_time`, `show_time`: a clock time.
         Values::TIME
@@ -417,6 +533,18 @@ mod tests {
             ("mail bob@example.com the report", Values::EMAIL),
             ("move PAY-341 to In Review", Values::ISSUE_KEY),
             ("log 2h on OPS-77, then link ACV2-642.", Values::ISSUE_KEY),
+            ("what's on my calendar on March 12, 2025?", Values::DATE),
+            ("the forecast for Phoenix on 2023-04-14", Values::DATE),
+            ("flights on the 12th of march 2023", Values::DATE),
+            (
+                "can you check the weather next Tuesday please",
+                Values::DATE,
+            ),
+            ("push the due date to 3/14/2025", Values::DATE),
+            (
+                "dentist appt June 2 10:30",
+                Values::DATE.union(Values::TIME),
+            ),
         ];
         for (request, kinds) in cases {
             assert_eq!(Values::of_request(request), kinds, "{request}");
@@ -436,6 +564,9 @@ mod tests {
             "save it as UTF-8 and hash it with SHA-256",
             "dates in ISO-8601, ids like CVE-2024-3094",
             "the pay-341 ticket",
+            "you may 2x the limit",
+            "march 40 steps forward",
+            "the top 10 results of the day",
         ] {
             assert_eq!(Values::of_request(request), Values::NONE, "{request}");
         }
@@ -496,6 +627,15 @@ mod tests {
             Values::ISSUE_KEY
         );
         assert_eq!(Values::of_tool("get_document", Some(&huly)), Values::NONE);
+        let weather = properties(json!({"city": {}, "date": {}}));
+        assert_eq!(Values::of_parameters(Some(&weather)), Values::DATE);
+        let view = properties(json!({"startDateTime": {}, "endDateTime": {}}));
+        assert_eq!(
+            Values::of_parameters(Some(&view)),
+            Values::DATE.union(Values::TIME)
+        );
+        let due = properties(json!({"when": {"type": "string", "format": "date"}}));
+        assert_eq!(Values::of_parameters(Some(&due)), Values::DATE);
         let sum = properties(json!({"a": {}, "b": {}}));
         assert_eq!(Values::of_parameters(Some(&sum)), Values::NONE);
     }

@@ -15,7 +15,9 @@ them.
 registry servers) or a comma-separated list of servers. Prints, per
 profile and in all, the share served right and the share whose reply
 shows the right tool, and the benign and off-topic requests of the
-profiles that got a ready call to a changing tool.
+profiles that got a ready call to a changing tool; and, as the cost side,
+the share served right of the same profiles' requests for the servers
+installed beside the fold (`beside_served`).
 """
 
 from __future__ import annotations
@@ -71,19 +73,22 @@ def main() -> None:
     profiles = json.loads((REGISTRY / "profiles.json").read_text())
     work = Path(tempfile.mkdtemp(prefix="zen-never-seen-"))
     misses = []
-    total = {"n": 0, "served": 0.0, "shown": 0.0, "benign": 0, "offtopic": 0}
+    total = {"n": 0, "served": 0.0, "shown": 0.0, "benign": 0, "offtopic": 0, "beside": 0, "beside_served": 0.0}
     for profile, servers in profiles.items():
         lines = (REGISTRY / f"requests_{profile}.jsonl").read_text().splitlines()
         rows = [json.loads(line) for line in lines if line.strip()]
         mine = [row for row in rows if (row.get("expected") or "").split("__")[0] in held]
         guards = [row for row in rows if row.get("kind") in ("benign", "offtopic")]
+        # The requests for the servers it knows, installed beside the fold:
+        # what a never-seen server's tools take from them.
+        beside = [row for row in rows if row.get("expected") and row not in mine and row not in guards]
         if not mine:
             continue
         catalog = work / f"{profile}.json"
         subprocess.run([sys.executable, str(ROOT / "scripts/examples/profile_catalog.py"), str(catalog), *servers],
                        check=True)
         scores = {}
-        for kind, chosen in (("fold", mine), ("guards", guards)):
+        for kind, chosen in (("fold", mine), ("guards", guards), ("beside", beside)):
             if not chosen:
                 continue
             labels = work / f"{profile}-{kind}.jsonl"
@@ -106,6 +111,9 @@ def main() -> None:
         total["shown"] += fold["reply_recall"] * n
         total["benign"] += benign
         total["offtopic"] += offtopic
+        if "beside" in scores:
+            total["beside"] += len(beside)
+            total["beside_served"] += scores["beside"]["served_top1_acceptable"] * len(beside)
         print(f"{profile}: served {fold['served_top1_acceptable']:.3f} shown {fold['reply_recall']:.3f} "
               f"({n}); benign / off-topic ready changing calls {benign} / {offtopic}")
     if args.misses:
@@ -114,7 +122,9 @@ def main() -> None:
         sys.exit("error: no request in the profiles is for these servers")
     print(json.dumps({"fold": args.fold, "requests": total["n"], "served": round(total["served"] / total["n"], 3),
                       "shown": round(total["shown"] / total["n"], 3), "benign_changing_calls": total["benign"],
-                      "offtopic_changing_calls": total["offtopic"]}))
+                      "offtopic_changing_calls": total["offtopic"],
+                      "beside": total["beside"],
+                      "beside_served": round(total["beside_served"] / max(total["beside"], 1), 3)}))
 
 
 if __name__ == "__main__":

@@ -368,7 +368,8 @@ impl Index {
                         .get(mode)
                         .copied()
                         .filter(|c| c.is_finite())?;
-                    Some((mode, unseen.scale * cosine + unseen.bias))
+                    let bias = unseen.bias + self.tuning.unseen_classifier_bias;
+                    Some((mode, unseen.scale * cosine + bias))
                 }
                 None => None,
             })

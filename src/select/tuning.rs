@@ -218,6 +218,13 @@ pub struct Tuning {
     /// examples (`catalog::tool_classifier`,
     /// docs/decisions/0021-tool-classifier.md). 0 leaves it out.
     pub classifier_weight: f32,
+    /// Added to the classifier's logit for a tool without a row (a server
+    /// never seen) over the bias its fit calibrated. The calibration scores
+    /// held-out servers through an encoder overlay trained on their
+    /// examples, whose cosines are higher than a truly unseen server's, so
+    /// the fitted bias sells such a server short
+    /// (docs/decisions/0032-unseen-servers-classifier-bias.md).
+    pub unseen_classifier_bias: f32,
     /// How many of the best modes share the confidence (with the no-fit
     /// candidate); the long tail of a big catalog would otherwise dilute it.
     pub confidence_candidates: usize,
@@ -343,6 +350,7 @@ impl Tuning {
         deprecated: 0.7,
         example_ready_cosine: 0.4,
         classifier_weight: 8.0,
+        unseen_classifier_bias: 1.0,
         confidence_candidates: 10,
         reply: ReplyThresholds {
             low_confidence: 0.4,
@@ -401,6 +409,7 @@ impl Tuning {
                 "example_ready_cosine" => &mut tuning.example_ready_cosine,
                 "request_adapter" => &mut tuning.request_adapter,
                 "classifier_weight" => &mut tuning.classifier_weight,
+                "unseen_classifier_bias" => &mut tuning.unseen_classifier_bias,
                 "low_confidence" => &mut tuning.reply.low_confidence,
                 "clear_margin" => &mut tuning.reply.clear_margin,
                 "close_share" => &mut tuning.reply.close_share,

@@ -504,7 +504,10 @@ impl Index {
         let has_examples = self.has_examples.get(mode).copied().unwrap_or(false);
         // A day is a weaker sign than an address or a path: many tools
         // take one as an optional filter.
-        let values = query.values.without(Values::DATE);
+        let values = query
+            .values
+            .without(Values::DATE)
+            .without(Values::IDENTIFIER);
         if !values.is_empty() {
             let shared = values.shared(takes).min(2) as f32;
             let weight = if has_examples {
@@ -518,9 +521,13 @@ impl Index {
                 factor -= self.tuning.value_mismatch;
             }
         }
-        if !has_examples && query.values.shared(Values::DATE) > 0 && takes.shared(Values::DATE) > 0
-        {
-            factor += self.tuning.date_match;
+        if !has_examples {
+            if query.values.shared(Values::DATE) > 0 && takes.shared(Values::DATE) > 0 {
+                factor += self.tuning.date_match;
+            }
+            if query.values.shared(Values::IDENTIFIER) > 0 && takes.shared(Values::IDENTIFIER) > 0 {
+                factor += self.tuning.id_match;
+            }
         }
         // A server the request names ("in notion") is the one it means,
         // unless it names it to rule it out ("not Slack");

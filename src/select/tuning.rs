@@ -126,6 +126,10 @@ pub struct Tuning {
     /// one (`date`, `start_date_time`): the forecast for Friday, not the
     /// weather now.
     pub date_match: f32,
+    /// ... and by `1 + id_match` when the request carries a record's id
+    /// (`pu_7731`, a UUID, "id 1234") and the tool takes one: the record
+    /// by its id, not the list it is in.
+    pub id_match: f32,
     /// A destructive tool's score is multiplied by this when the request
     /// does not ask for what it does ([`Actions::licenses`]); whatever its
     /// score, it never ranks above every harmless candidate then.
@@ -330,6 +334,7 @@ impl Tuning {
         value_mismatch: 0.0,
         value_match_examples: 0.5,
         date_match: 0.5,
+        id_match: 0.5,
         mixed_examples_weight: 0.75,
         unasked_destructive: 0.5,
         builtin_meaning: 0.0,
@@ -395,6 +400,7 @@ impl Tuning {
                 "value_mismatch" => &mut tuning.value_mismatch,
                 "value_match_examples" => &mut tuning.value_match_examples,
                 "date_match" => &mut tuning.date_match,
+                "id_match" => &mut tuning.id_match,
                 "unasked_destructive" => &mut tuning.unasked_destructive,
                 "mixed_examples_weight" => &mut tuning.mixed_examples_weight,
                 "builtin_meaning" => &mut tuning.builtin_meaning,

@@ -50,6 +50,10 @@ impl Values {
     /// not the current conditions; a calendar's view of a day, not its
     /// list of events.
     pub const DATE: Values = Values(1 << 8);
+    /// A record's opaque id (`pu_7731`, `cust_0a12`, a UUID, the value
+    /// after "id"), and the tools that take one (`id`, `project_id`,
+    /// `issueId`): a record by its id, not the list it is in.
+    pub const IDENTIFIER: Values = Values(1 << 9);
 
     pub fn is_empty(self) -> bool {
         self.0 == 0
@@ -75,6 +79,11 @@ impl Values {
         } else {
             Values::NONE
         };
+        let date = date.union(if names_an_id(text) {
+            Values::IDENTIFIER
+        } else {
+            Values::NONE
+        });
         let tokens = text
             .split_whitespace()
             .map(|token| {
@@ -191,6 +200,46 @@ fn kind_of_token(token: &str) -> Values {
         };
     }
     Values::NONE
+}
+
+/// Whether a request carries a record's id: a token shaped like one
+/// (letters, an underscore and letters or digits with a digit among them:
+/// `pu_7731`; a UUID), or a value with a digit right after the word "id".
+fn names_an_id(text: &str) -> bool {
+    let words: Vec<&str> = text
+        .split_whitespace()
+        .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '-'))
+        .filter(|word| !word.is_empty())
+        .collect();
+    words.iter().enumerate().any(|(at, word)| {
+        is_prefixed_id(word)
+            || is_uuid(word)
+            || (at > 0
+                && matches!(words[at - 1].to_ascii_lowercase().as_str(), "id" | "ids")
+                && word.chars().any(|c| c.is_ascii_digit()))
+    })
+}
+
+/// `pu_7731`, `rm_2025h2`, `cust_0a12`: a short prefix, an underscore and
+/// an alphanumeric tail holding a digit.
+fn is_prefixed_id(word: &str) -> bool {
+    word.split_once('_').is_some_and(|(prefix, tail)| {
+        (1..=6).contains(&prefix.len())
+            && prefix.chars().all(|c| c.is_ascii_lowercase())
+            && !tail.is_empty()
+            && tail.chars().all(|c| c.is_ascii_alphanumeric())
+            && tail.chars().any(|c| c.is_ascii_digit())
+    })
+}
+
+/// `3b9e8d12-4c1a-4f0e-9a77-2d5e6c1b8f00`: five groups of hex digits.
+fn is_uuid(word: &str) -> bool {
+    let groups: Vec<&str> = word.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 /// Words that name a day on their own.
@@ -493,6 +542,8 @@ fn kind_of_parameter(name: &str, schema: &Value) -> Values {
     } else if has(&["time"]) {
         // `time`, `start_time`, `show_time`: a clock time.
         Values::TIME
+    } else if has(&["id", "ids", "uuid"]) {
+        Values::IDENTIFIER
     } else {
         Values::NONE
     }
@@ -545,6 +596,12 @@ mod tests {
                 "dentist appt June 2 10:30",
                 Values::DATE.union(Values::TIME),
             ),
+            ("open project update pu_7731 in linear", Values::IDENTIFIER),
+            (
+                "pull up project 3b9e8d12-4c1a-4f0e-9a77-2d5e6c1b8f00",
+                Values::IDENTIFIER,
+            ),
+            ("is it in stock? product id 12345XYZ", Values::IDENTIFIER),
         ];
         for (request, kinds) in cases {
             assert_eq!(Values::of_request(request), kinds, "{request}");
@@ -567,6 +624,8 @@ mod tests {
             "you may 2x the limit",
             "march 40 steps forward",
             "the top 10 results of the day",
+            "rename snake_case names to camelCase",
+            "what is the id of my account",
         ] {
             assert_eq!(Values::of_request(request), Values::NONE, "{request}");
         }
@@ -636,6 +695,10 @@ mod tests {
         );
         let due = properties(json!({"when": {"type": "string", "format": "date"}}));
         assert_eq!(Values::of_parameters(Some(&due)), Values::DATE);
+        let record = properties(json!({"projectId": {}, "name": {}}));
+        assert_eq!(Values::of_parameters(Some(&record)), Values::IDENTIFIER);
+        let listing = properties(json!({"limit": {}, "cursor": {}}));
+        assert_eq!(Values::of_parameters(Some(&listing)), Values::NONE);
         let sum = properties(json!({"a": {}, "b": {}}));
         assert_eq!(Values::of_parameters(Some(&sum)), Values::NONE);
     }

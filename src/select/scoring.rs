@@ -502,12 +502,15 @@ impl Index {
         }
         let takes = self.takes.get(mode).copied().unwrap_or_default();
         let has_examples = self.has_examples.get(mode).copied().unwrap_or(false);
-        // A day is a weaker sign than an address or a path: many tools
-        // take one as an optional filter.
-        let values = query
-            .values
-            .without(Values::DATE)
-            .without(Values::IDENTIFIER);
+        // A day or a record's id is a weaker sign than an address or a
+        // path: many tools take one as an optional filter or a parent's id.
+        let weak = [
+            (Values::DATE, self.tuning.date_match),
+            (Values::IDENTIFIER, self.tuning.id_match),
+        ];
+        let values = weak
+            .iter()
+            .fold(query.values, |values, (kind, _)| values.without(*kind));
         if !values.is_empty() {
             let shared = values.shared(takes).min(2) as f32;
             let weight = if has_examples {
@@ -522,11 +525,10 @@ impl Index {
             }
         }
         if !has_examples {
-            if query.values.shared(Values::DATE) > 0 && takes.shared(Values::DATE) > 0 {
-                factor += self.tuning.date_match;
-            }
-            if query.values.shared(Values::IDENTIFIER) > 0 && takes.shared(Values::IDENTIFIER) > 0 {
-                factor += self.tuning.id_match;
+            for (kind, weight) in weak {
+                if query.values.shared(kind) > 0 && takes.shared(kind) > 0 {
+                    factor += weight;
+                }
             }
         }
         // A server the request names ("in notion") is the one it means,

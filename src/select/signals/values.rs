@@ -74,16 +74,6 @@ impl Values {
 
     /// The kinds of the values written in a request.
     pub fn of_request(text: &str) -> Values {
-        let date = if names_a_day(text) {
-            Values::DATE
-        } else {
-            Values::NONE
-        };
-        let date = date.union(if names_an_id(text) {
-            Values::IDENTIFIER
-        } else {
-            Values::NONE
-        });
         let tokens = text
             .split_whitespace()
             .map(|token| {
@@ -97,7 +87,7 @@ impl Values {
             .fold(Values::NONE, |kinds, token| {
                 kinds.union(kind_of_token(token))
             });
-        tokens.union(date)
+        tokens.union(kinds_of_words(text))
     }
 
     /// [`Values::of_parameters`], and an issue key for a tool about issues
@@ -202,24 +192,6 @@ fn kind_of_token(token: &str) -> Values {
     Values::NONE
 }
 
-/// Whether a request carries a record's id: a token shaped like one
-/// (letters, an underscore and letters or digits with a digit among them:
-/// `pu_7731`; a UUID), or a value with a digit right after the word "id".
-fn names_an_id(text: &str) -> bool {
-    let words: Vec<&str> = text
-        .split_whitespace()
-        .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '-'))
-        .filter(|word| !word.is_empty())
-        .collect();
-    words.iter().enumerate().any(|(at, word)| {
-        is_prefixed_id(word)
-            || is_uuid(word)
-            || (at > 0
-                && matches!(words[at - 1].to_ascii_lowercase().as_str(), "id" | "ids")
-                && word.chars().any(|c| c.is_ascii_digit()))
-    })
-}
-
 /// `pu_7731`, `rm_2025h2`, `cust_0a12`: a short prefix, an underscore and
 /// an alphanumeric tail holding a digit.
 fn is_prefixed_id(word: &str) -> bool {
@@ -287,26 +259,45 @@ const MONTHS: &[&str] = &[
     "dec",
 ];
 
-/// Whether a request names a calendar day: a numeric date, a day's own
-/// word, or a month beside a day's number.
-fn names_a_day(text: &str) -> bool {
+/// The kinds read from a word and its neighbours rather than from one
+/// token: a calendar day (a numeric date, a day's own word, a month beside
+/// a day's number) and a record's id (a token shaped like one, or a value
+/// with a digit right after the word "id").
+fn kinds_of_words(text: &str) -> Values {
     let words: Vec<String> = text
         .split_whitespace()
         .map(|word| {
-            word.trim_matches(|c: char| !c.is_alphanumeric())
+            word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
                 .to_lowercase()
         })
         .filter(|word| !word.is_empty())
         .collect();
     let is_month = |at: usize| words.get(at).is_some_and(|w| MONTHS.contains(&w.as_str()));
     let is_day_number = |at: usize| words.get(at).is_some_and(|w| is_day_number(w));
-    words.iter().enumerate().any(|(at, word)| {
+    let names_a_day = words.iter().enumerate().any(|(at, word)| {
         is_numeric_date(word)
             || DAY_WORDS.contains(&word.trim_end_matches("'s"))
             || (is_month(at)
                 && (is_day_number(at + 1)
                     || (at > 0 && is_day_number(at - 1))
                     || (at > 1 && words[at - 1] == "of" && is_day_number(at - 2))))
+    });
+    let names_an_id = words.iter().enumerate().any(|(at, word)| {
+        is_prefixed_id(word)
+            || is_uuid(word)
+            || (at > 0
+                && matches!(words[at - 1].as_str(), "id" | "ids")
+                && word.chars().any(|c| c.is_ascii_digit()))
+    });
+    let day = if names_a_day {
+        Values::DATE
+    } else {
+        Values::NONE
+    };
+    day.union(if names_an_id {
+        Values::IDENTIFIER
+    } else {
+        Values::NONE
     })
 }
 

@@ -15,6 +15,11 @@ use serde_json::Value;
 fn reply(task: &str) -> Value {
     let catalog =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/foreign/realservers/catalog.json");
+    reply_over(&catalog, task)
+}
+
+/// The served reply over `catalog`'s tools alone, by the table.
+fn reply_over(catalog: &Path, task: &str) -> Value {
     let mut command = Command::new(common::binary());
     command
         .args([
@@ -25,7 +30,7 @@ fn reply(task: &str) -> Value {
             "none",
         ])
         .arg("--catalog")
-        .arg(&catalog)
+        .arg(catalog)
         .arg(task);
     common::json_out(command)
 }
@@ -235,4 +240,56 @@ fn requests_for_a_change_get_the_changing_tool_as_next_call() {
         assert!(report["change_queries"].as_u64().unwrap() >= 50, "{file}");
         assert!(served >= floor, "{file}: {served} < {floor}");
     }
+}
+
+/// Tools no shipped example describes (names no catalog uses): only the
+/// action classes read what a request asks of them.
+fn reply_over_unknown_tools(task: &str) -> Value {
+    let tool = |name: &str, description: &str, read_only: bool| {
+        serde_json::json!({
+            "name": name,
+            "description": description,
+            "inputSchema": {"type": "object", "properties": {"when": {"type": "string"}}},
+            "annotations": {"readOnlyHint": read_only},
+        })
+    };
+    let catalog = serde_json::json!({"tools": [
+        tool("plan_create_calendar_entry", "Create a new calendar event at a given time.", false),
+        tool("plan_list_calendar_entries", "List the calendar events between two times.", true),
+        tool("view_take_screenshot", "Take a screenshot of the page or of one element.", false),
+        tool("view_page_text", "Return the visible text of the page.", true),
+    ]});
+    let dir = std::env::temp_dir().join(format!("zen-unknown-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("catalog.json");
+    std::fs::write(&path, catalog.to_string()).unwrap();
+    reply_over(&path, task)
+}
+
+#[test]
+fn a_changing_tool_without_examples_needs_a_verb_that_asks_for_its_change() {
+    // A verb the action classes do not read may ask for something the
+    // tool does not do: recommended, without a ready call.
+    for (task, tool) in [
+        (
+            "set an alarm on my phone for 6:30 tomorrow morning",
+            "plan_create_calendar_entry",
+        ),
+        (
+            "don't click anything, just take a screenshot of the page",
+            "view_take_screenshot",
+        ),
+    ] {
+        let reply = reply_over_unknown_tools(task);
+        assert_eq!(reply["mode"], tool, "{task:?}: {reply}");
+        assert_eq!(ready_call(&reply), None, "{task:?}: {reply}");
+    }
+    // Asked in a verb of the tool's own action: a ready call.
+    let task = "create a calendar event tomorrow at 6:30 called standup";
+    let reply = reply_over_unknown_tools(task);
+    assert_eq!(
+        ready_call(&reply),
+        Some("plan_create_calendar_entry"),
+        "{task:?}: {reply}"
+    );
 }

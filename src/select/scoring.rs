@@ -89,6 +89,11 @@ pub(super) struct Query {
     pub(super) asks_change_by_class: bool,
     /// The first word of the request's main clause past a polite opener.
     pub(super) opening: Option<String>,
+    /// ... is a verb that changes state in a tool's name ("set the
+    /// status", [`action::opens_with_tool_verb`]).
+    pub(super) opens_with_tool_verb: bool,
+    /// The request has a word of negation ([`intent::negates`]).
+    pub(super) negates: bool,
     /// Per mode, the cosine of the request with the mode's closest example
     /// request (NaN without one), once the meaning signal has run.
     pub(super) closest_example: std::cell::RefCell<Vec<f32>>,
@@ -152,6 +157,8 @@ impl Index {
             put_off: !split.negated.trim().is_empty(),
             asks_change_by_class: read.all.intersects(Actions::CHANGING),
             opening: intent::opening_word(&split.asked),
+            opens_with_tool_verb: action::opens_with_tool_verb(&split.asked),
+            negates: intent::negates(text),
             named_servers: self.servers.named_in(text),
             worded_servers,
             values: Values::of_request(text),
@@ -635,7 +642,36 @@ impl Index {
             return self.unasked_destructive(query, mode)
                 || (changes && (self.not_asked_for(query, mode) || !asked || !like_examples));
         }
+        // Without examples, only the action classes say what the request
+        // asks of the tool: a verb they read as another change ("set an
+        // alarm" beside a tool that creates events), or a request ruling
+        // out what they cannot read ("don't click anything, just take a
+        // screenshot") may not ask for its change: recommended, no ready call.
+        if changes && !query.named.contains(&mode) && self.may_ask_another_change(query, mode) {
+            return true;
+        }
         self.held(query, mode)
+    }
+
+    /// Whether the request asks for a change other than `mode`'s by the
+    /// action classes (an opening verb of tools' names reads as an update),
+    /// or, when they cannot say what `mode` changes, negates something.
+    fn may_ask_another_change(&self, query: &Query, mode: usize) -> bool {
+        let does = self
+            .actions
+            .get(mode)
+            .copied()
+            .unwrap_or_default()
+            .intersection(Actions::CHANGING);
+        if does.is_empty() {
+            return query.negates && !query.asks_change_by_class;
+        }
+        let asked = if query.opens_with_tool_verb {
+            query.actions.union(Actions::UPDATE)
+        } else {
+            query.actions
+        };
+        asked.intersects(Actions::CHANGING) && !asked.intersects(does)
     }
 
     /// A question or lookup, a request that rules out what `mode` does, or

@@ -14,8 +14,6 @@
 
 use std::sync::LazyLock;
 
-use rust_stemmers::{Algorithm, Stemmer};
-
 use super::intent;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -46,9 +44,12 @@ impl Actions {
     /// Commits, checks out, switches, pushes, merges: a repository's
     /// own state-changing verbs.
     pub const COMMIT: Actions = Actions(1 << 18);
-    /// Archives or unarchives an issue, a channel, a page: a change of
-    /// state of its own, so that "not archive" rules out no update.
+    /// Archives an issue, a channel, a page: a change of state of its
+    /// own, so that "not archive" rules out no update.
     pub const ARCHIVE: Actions = Actions(1 << 19);
+    /// Brings back what was archived or deleted: "restore the archived
+    /// release" asks for the unarchiving tool, not the archiving one.
+    pub const RESTORE: Actions = Actions(1 << 20);
 
     /// Actions that change state: a tool doing one of them is not what a
     /// question asks for ([`is_question`]).
@@ -62,7 +63,8 @@ impl Actions {
             | Self::SEND.0
             | Self::TOGGLE.0
             | Self::COMMIT.0
-            | Self::ARCHIVE.0,
+            | Self::ARCHIVE.0
+            | Self::RESTORE.0,
     );
 
     /// What a destructive tool without a recognisable verb destroys.
@@ -142,6 +144,8 @@ impl Actions {
             {
                 // "open a new issue", "get a new API key": made, not read.
                 Actions::CREATE
+            } else if word == "bring" && asked.get(at + 1).is_some_and(|next| next == "back") {
+                Actions::RESTORE
             } else {
                 class
             };
@@ -224,6 +228,11 @@ impl Actions {
         Actions(self.0 & !other.0)
     }
 
+    /// The actions both sets hold.
+    pub fn intersection(self, other: Actions) -> Actions {
+        Actions(self.0 & other.0)
+    }
+
     /// A tool's actions: the classes of the words of its name (its verb and,
     /// often, the noun that says what it does, like `status` or `log`) and
     /// of its description's first word ("Shows the working tree status").
@@ -268,16 +277,6 @@ fn opens_with_repository_verb(text: &str) -> bool {
             words.get(1).map(String::as_str),
             Some("a" | "an" | "new" | "the")
         ) && (class(2).intersects(Actions::COMMIT) || class(3).intersects(Actions::COMMIT)))
-}
-
-/// Whether the words after a reading verb make its object a new one ("a
-/// new issue", "new tab").
-fn reads_something_new(after: &[String]) -> bool {
-    match after {
-        [first, ..] if first == "new" => true,
-        [first, second, ..] => matches!(first.as_str(), "a" | "an") && second == "new",
-        _ => false,
-    }
 }
 
 /// Lower-case words of a text, split on anything but letters and digits and
@@ -346,7 +345,11 @@ const CLASSES: &[(Actions, &[&str])] = &[
     // "archive these logs" compresses them, below): when "archive" was
     // compressing only, "archive milestone ms_12" asked for no change and
     // every archiving tool was held below the first harmless one.
-    (Actions::ARCHIVE, &["archive", "unarchive"]),
+    (Actions::ARCHIVE, &["archive"]),
+    (
+        Actions::RESTORE,
+        &["unarchive", "restore", "undelete", "reinstate", "revive"],
+    ),
     // "Dump config.yaml for me" asks to see it: dumping is reading out.
     // "Create a file with ..." writes one.
     (Actions::WRITE, &["write", "overwrite", "save", "create"]),
@@ -434,133 +437,6 @@ const NEUTRAL_VERBS: &[&str] = &[
 /// The stems of [`NEUTRAL_VERBS`], stemmed once: every tool name of a
 /// catalog is read against them when the index is built.
 static NEUTRAL_STEMS: LazyLock<HashSet<String>> = LazyLock::new(|| stems_of(NEUTRAL_VERBS));
-
-/// The stems of `verbs`, to meet their inflections (`closes`, `starred`).
-fn stems_of(verbs: &[&str]) -> HashSet<String> {
-    let (stemmer, _) = &*BY_STEM;
-    verbs
-        .iter()
-        .map(|verb| stemmer.stem(verb).into_owned())
-        .collect()
-}
-
-/// Whether `word`'s stem is one of `stems`.
-fn has_stem(stems: &HashSet<String>, word: &str) -> bool {
-    let (stemmer, _) = &*BY_STEM;
-    stems.contains(stemmer.stem(word).as_ref())
-}
-
-/// Verbs that change state when a tool's name opens with them
-/// (`star_repository`, `browser_close`, `set_issue_fields`), beyond the
-/// action classes: read in tool names only, as "set up", "close to" or
-/// "start by" in a request ask for no change. Without `readOnlyHint` (most
-/// servers send none) they are what keeps such a tool from a ready call
-/// for a request that asks for no change.
-const CHANGING_TOOL_VERBS: &[&str] = &[
-    "set",
-    "unset",
-    "mark",
-    "assign",
-    "unassign",
-    "label",
-    "tag",
-    "pin",
-    "unpin",
-    "star",
-    "unstar",
-    "reprioritize",
-    "prioritize",
-    "resolve",
-    "unresolve",
-    "approve",
-    "reject",
-    "dismiss",
-    "close",
-    "reopen",
-    "lock",
-    "unlock",
-    "apply",
-    "subscribe",
-    "unsubscribe",
-    "follow",
-    "unfollow",
-    "invite",
-    "fork",
-    "copy",
-    "upload",
-    "put",
-    "publish",
-    "deploy",
-    "install",
-    "uninstall",
-    "cancel",
-    "kill",
-    "start",
-    "stop",
-    "restart",
-    "pause",
-    "resume",
-    "schedule",
-    "book",
-    "reserve",
-    "order",
-    "buy",
-    "purchase",
-    "pay",
-    "refund",
-    "transfer",
-    "grant",
-    "revoke",
-    "ban",
-    "block",
-    "unblock",
-    "mute",
-    "unmute",
-    "unarchive",
-    "import",
-    "sync",
-    "rotate",
-    "submit",
-    "accept",
-    "decline",
-    "click",
-    "fill",
-    "type",
-    "press",
-    "drag",
-    "hover",
-    "navigate",
-    "upsert",
-    "increment",
-    "decrement",
-    "react",
-    "vote",
-    "reply",
-    "comment",
-    "share",
-    "transition",
-    "link",
-    "attach",
-    "detach",
-];
-
-/// Verbs of tools that run what they are given (a command, code, a
-/// query), read in tool names only: such a tool may change anything.
-const COMMAND_TOOL_VERBS: &[&str] = &[
-    "run", "exec", "execute", "eval", "evaluate", "invoke", "spawn", "shell",
-];
-
-/// The stems of [`COMMAND_TOOL_VERBS`].
-static COMMAND_TOOL_STEMS: LazyLock<HashSet<String>> =
-    LazyLock::new(|| stems_of(COMMAND_TOOL_VERBS));
-
-/// The stems of [`CHANGING_TOOL_VERBS`].
-static CHANGING_TOOL_STEMS: LazyLock<HashSet<String>> =
-    LazyLock::new(|| stems_of(CHANGING_TOOL_VERBS));
-
-fn is_changing_tool_verb(word: &str) -> bool {
-    has_stem(&CHANGING_TOOL_STEMS, word)
-}
 
 fn is_neutral_verb(word: &str) -> bool {
     has_stem(&NEUTRAL_STEMS, word)
@@ -760,27 +636,32 @@ pub fn opens_with_unclassified_verb(asked: &str) -> bool {
 }
 
 /// Stem -> classes, built once.
-static BY_STEM: LazyLock<(Stemmer, HashMap<String, Actions>)> = LazyLock::new(|| {
-    let stemmer = Stemmer::create(Algorithm::English);
+static BY_STEM: LazyLock<HashMap<String, Actions>> = LazyLock::new(|| {
     let mut map: HashMap<String, Actions> = HashMap::default();
     for (class, words) in CLASSES {
         for word in *words {
-            let entry = map.entry(stemmer.stem(word).into_owned()).or_default();
+            let entry = map.entry(STEMMER.stem(word).into_owned()).or_default();
             *entry = entry.union(*class);
         }
     }
-    (stemmer, map)
+    map
 });
 
 fn of_word(word: &str) -> Actions {
     if let Some((_, class)) = EXACT.iter().find(|(form, _)| *form == word) {
         return *class;
     }
-    let (stemmer, map) = &*BY_STEM;
-    map.get(stemmer.stem(word).as_ref())
+    BY_STEM
+        .get(STEMMER.stem(word).as_ref())
         .copied()
         .unwrap_or_default()
 }
+
+mod tool_verbs;
+pub use tool_verbs::opens_with_tool_verb;
+use tool_verbs::{
+    COMMAND_TOOL_STEMS, STEMMER, has_stem, is_changing_tool_verb, reads_something_new, stems_of,
+};
 
 #[cfg(test)]
 mod tests;

@@ -287,6 +287,14 @@ fn push(text: &mut String, word: &str) {
     text.push_str(word);
 }
 
+/// Whether `text` has a word of negation anywhere ("don't click anything,
+/// just ..."), whatever it negates.
+pub fn negates(text: &str) -> bool {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .map(|word| word.to_lowercase().replace('\'', ""))
+        .any(|word| NEGATIONS.contains(&word.as_str()))
+}
+
 /// The request's first word past a polite opener ("please commit ..." ->
 /// "commit"), lower-cased: the verb of an imperative.
 pub fn opening_word(text: &str) -> Option<String> {

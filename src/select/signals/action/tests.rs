@@ -310,3 +310,31 @@ fn revoking_access_deletes_it() {
     assert!(asked.intersects(Actions::DELETE));
     assert!(asked.licenses(Actions::DELETE));
 }
+
+#[test]
+fn bringing_back_what_was_archived_is_not_archiving_it() {
+    let (main, all) = Actions::of_request_main("restore the archived release 3.13.1");
+    assert_eq!(main, Actions::RESTORE);
+    assert!(all.intersects(Actions::ARCHIVE));
+    assert_eq!(
+        Actions::main_of_tool("unarchiveRelease", ""),
+        Actions::RESTORE
+    );
+    let archiving = Actions::main_of_tool("archiveRelease", "");
+    assert!(archiving.intersects(Actions::ARCHIVE) && !archiving.intersects(Actions::RESTORE));
+    assert!(Actions::of_request("unarchive the Q3 initiative").intersects(Actions::RESTORE));
+    let (main, _) = Actions::of_request_main("bring back the archived initiative");
+    assert_eq!(main, Actions::RESTORE);
+    assert!(!Actions::of_request("archive the Q3 initiative").intersects(Actions::RESTORE));
+    // Bringing something back changes it: a question does not ask for it.
+    assert!(Actions::CHANGING.intersects(Actions::RESTORE));
+}
+
+#[test]
+fn an_opening_tool_verb_reads_as_a_change_unless_it_sets_something_up() {
+    assert!(opens_with_tool_verb("set the status of ENG-12 to done"));
+    assert!(opens_with_tool_verb("please set an alarm for 6:30"));
+    assert!(!opens_with_tool_verb("set up a new Postgres server"));
+    assert!(!opens_with_tool_verb("set a new alarm for 5 pm"));
+    assert!(!opens_with_tool_verb("show the settings"));
+}

@@ -30,6 +30,7 @@ impl ServerWords {
     pub(super) fn of(catalog: &Catalog, mode_terms: &[Vec<u32>]) -> Self {
         let mut ids: HashMap<String, u32> = HashMap::default();
         let mut names: HashMap<String, Vec<u32>> = HashMap::default();
+        let mut tool_words: HashSet<(String, u32)> = HashSet::default();
         let of_mode: Vec<Option<u32>> = catalog
             .modes()
             .iter()
@@ -38,6 +39,8 @@ impl ServerWords {
                 let server = manifest.server.as_deref()?;
                 let next = ids.len() as u32;
                 let id = *ids.entry(server.to_lowercase()).or_insert(next);
+                let tool = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
+                tool_words.extend(name_words(tool).map(|word| (word, id)));
                 // A name of several words names its server by each word of
                 // four letters or more (`google-drive`).
                 let parts: Vec<&str> = server
@@ -57,6 +60,16 @@ impl ServerWords {
                 Some(id)
             })
             .collect();
+        // A word another server's tools are named by ("calendar" beside
+        // Microsoft 365's `list-calendar-events`) does not single out the
+        // server it names: "my Outlook calendar" sent to Google Calendar.
+        for (word, servers) in names.iter_mut() {
+            servers.retain(|&id| {
+                !(0..ids.len() as u32)
+                    .any(|other| other != id && tool_words.contains(&(word.clone(), other)))
+            });
+        }
+        names.retain(|_, servers| !servers.is_empty());
         let vocabulary = vocabulary(&of_mode, mode_terms);
         ServerWords {
             of_mode,
@@ -169,6 +182,27 @@ fn rules_out(before: &[String], no_rules_out: bool) -> bool {
         }
     }
     false
+}
+
+/// The lower-cased words of a tool's name, split on anything but letters
+/// and digits and on camelCase humps (`list-calendar-events`,
+/// `getCalendarView`).
+fn name_words(tool: &str) -> impl Iterator<Item = String> + '_ {
+    tool.split(|c: char| !c.is_alphanumeric())
+        .flat_map(|piece| {
+            let mut parts = Vec::new();
+            let mut start = 0;
+            for (at, c) in piece.char_indices().skip(1) {
+                if c.is_uppercase() && piece[..at].ends_with(|p: char| p.is_lowercase()) {
+                    parts.push(&piece[start..at]);
+                    start = at;
+                }
+            }
+            parts.push(&piece[start..]);
+            parts
+        })
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase)
 }
 
 fn add_name(names: &mut HashMap<String, Vec<u32>>, word: &str, id: u32) {
@@ -323,6 +357,41 @@ mod tests {
         assert_eq!(
             named("the notes are not in notion yet, add them"),
             (vec![2], vec![])
+        );
+    }
+
+    /// Tools of `servers` (server, tool name), without texts.
+    fn servers_of(tools: &[(&str, &str)]) -> ServerWords {
+        let catalog = Catalog::from_modes(tools.iter().map(|(server, tool)| {
+            let manifest = serde_json::json!({
+                "name": format!("{server}__{tool}").replace('-', "_").to_lowercase(),
+                "title": tool, "summary": tool,
+                "description": tool, "category": "utility", "server": server,
+                "upstream_tool": tool, "schema": {"type": "object", "properties": {}}
+            });
+            crate::catalog::Mode::new(
+                crate::catalog::Manifest::parse(&manifest.to_string(), None).unwrap(),
+                crate::catalog::Origin::Builtin,
+            )
+        }));
+        ServerWords::of(&catalog, &vec![Vec::new(); tools.len()])
+    }
+
+    #[test]
+    fn a_word_another_server_names_its_tools_by_does_not_name_a_server() {
+        let calendar_alone =
+            servers_of(&[("acme-calendar", "create_event"), ("mailer", "send_mail")]);
+        assert_eq!(calendar_alone.named_in("on my calendar").servers, vec![0]);
+        let beside_office = servers_of(&[
+            ("acme-calendar", "create_event"),
+            ("office", "list-calendar-events"),
+            ("office", "getCalendarView"),
+        ]);
+        let named = beside_office.named_in("my office calendar, not the acme one");
+        assert_eq!((named.servers, named.ruled_out), (vec![1], vec![0]));
+        assert_eq!(
+            beside_office.named_in("on my calendar").servers,
+            Vec::<u32>::new()
         );
     }
 

@@ -30,7 +30,8 @@ impl ServerWords {
     pub(super) fn of(catalog: &Catalog, mode_terms: &[Vec<u32>]) -> Self {
         let mut ids: HashMap<String, u32> = HashMap::default();
         let mut names: HashMap<String, Vec<u32>> = HashMap::default();
-        let mut tool_words: HashSet<(String, u32)> = HashSet::default();
+        // Each word of a tool name, to the servers whose tools it names.
+        let mut tool_words: HashMap<String, HashSet<u32>> = HashMap::default();
         let of_mode: Vec<Option<u32>> = catalog
             .modes()
             .iter()
@@ -40,7 +41,9 @@ impl ServerWords {
                 let next = ids.len() as u32;
                 let id = *ids.entry(server.to_lowercase()).or_insert(next);
                 let tool = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
-                tool_words.extend(name_words(tool).map(|word| (word, id)));
+                for word in name_words(tool) {
+                    tool_words.entry(word).or_default().insert(id);
+                }
                 // A name of several words names its server by each word of
                 // four letters or more (`google-drive`).
                 let parts: Vec<&str> = server
@@ -64,10 +67,9 @@ impl ServerWords {
         // Microsoft 365's `list-calendar-events`) does not single out the
         // server it names: "my Outlook calendar" sent to Google Calendar.
         for (word, servers) in names.iter_mut() {
-            servers.retain(|&id| {
-                !(0..ids.len() as u32)
-                    .any(|other| other != id && tool_words.contains(&(word.clone(), other)))
-            });
+            if let Some(naming) = tool_words.get(word) {
+                servers.retain(|id| naming.iter().all(|other| other == id));
+            }
         }
         names.retain(|_, servers| !servers.is_empty());
         let vocabulary = vocabulary(&of_mode, mode_terms);

@@ -125,6 +125,7 @@ impl Index {
         // request one ("don't delete Alice, just tell me her observations").
         let split = intent::split(text);
         let read = Actions::of_split(text, &split);
+        let opening_words = intent::opening_words(&split.asked);
         let terms = query_terms(self.analyzer.analyze(text));
         let ids: Vec<(Option<u32>, f32)> = terms
             .iter()
@@ -156,8 +157,8 @@ impl Index {
             closest_example: std::cell::RefCell::new(Vec::new()),
             put_off: !split.negated.trim().is_empty(),
             asks_change_by_class: read.all.intersects(Actions::CHANGING),
-            opening: intent::opening_word(&split.asked),
-            opens_with_tool_verb: action::opens_with_tool_verb(&split.asked),
+            opens_with_tool_verb: action::opens_with_tool_verb(&opening_words),
+            opening: opening_words.into_iter().next(),
             negates: intent::negates(text),
             named_servers: self.servers.named_in(text),
             worded_servers,

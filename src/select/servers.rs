@@ -6,6 +6,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::catalog::Catalog;
+use crate::select::signals::action;
 
 /// Words too generic to name a server, though server names carry them.
 const GENERIC: &[&str] = &["server", "mcp", "tools", "tool", "api", "the", "local"];
@@ -41,7 +42,7 @@ impl ServerWords {
                 let next = ids.len() as u32;
                 let id = *ids.entry(server.to_lowercase()).or_insert(next);
                 let tool = manifest.upstream_tool.as_deref().unwrap_or(&manifest.name);
-                for word in name_words(tool) {
+                for word in action::words(tool) {
                     tool_words.entry(word).or_default().insert(id);
                 }
                 // A name of several words names its server by each word of
@@ -184,27 +185,6 @@ fn rules_out(before: &[String], no_rules_out: bool) -> bool {
         }
     }
     false
-}
-
-/// The lower-cased words of a tool's name, split on anything but letters
-/// and digits and on camelCase humps (`list-calendar-events`,
-/// `getCalendarView`).
-fn name_words(tool: &str) -> impl Iterator<Item = String> + '_ {
-    tool.split(|c: char| !c.is_alphanumeric())
-        .flat_map(|piece| {
-            let mut parts = Vec::new();
-            let mut start = 0;
-            for (at, c) in piece.char_indices().skip(1) {
-                if c.is_uppercase() && piece[..at].ends_with(|p: char| p.is_lowercase()) {
-                    parts.push(&piece[start..at]);
-                    start = at;
-                }
-            }
-            parts.push(&piece[start..]);
-            parts
-        })
-        .filter(|word| !word.is_empty())
-        .map(str::to_lowercase)
 }
 
 fn add_name(names: &mut HashMap<String, Vec<u32>>, word: &str, id: u32) {

@@ -280,8 +280,9 @@ fn opens_with_repository_verb(text: &str) -> bool {
 }
 
 /// Lower-case words of a text, split on anything but letters and digits and
-/// on camelCase humps.
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+/// on camelCase humps (a tool's name read as words, here and in
+/// `select::servers`).
+pub(crate) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
         .flat_map(|piece| {
             let mut parts = Vec::new();

@@ -332,6 +332,7 @@ fn bringing_back_what_was_archived_is_not_archiving_it() {
 
 #[test]
 fn an_opening_tool_verb_reads_as_a_change_unless_it_sets_something_up() {
+    let opens_with_tool_verb = |text| opens_with_tool_verb(&intent::opening_words(text));
     assert!(opens_with_tool_verb("set the status of ENG-12 to done"));
     assert!(opens_with_tool_verb("please set an alarm for 6:30"));
     assert!(!opens_with_tool_verb("set up a new Postgres server"));

@@ -6,8 +6,6 @@ use std::sync::LazyLock;
 use rust_stemmers::{Algorithm, Stemmer};
 use rustc_hash::FxHashSet as HashSet;
 
-use crate::select::signals::intent;
-
 /// The stemmer every verb list is read with (the action classes' too).
 pub(super) static STEMMER: LazyLock<Stemmer> =
     LazyLock::new(|| Stemmer::create(Algorithm::English));
@@ -145,11 +143,12 @@ pub(super) static COMMAND_TOOL_STEMS: LazyLock<HashSet<String>> =
 static CHANGING_TOOL_STEMS: LazyLock<HashSet<String>> =
     LazyLock::new(|| stems_of(CHANGING_TOOL_VERBS));
 
-/// Whether the request's main clause opens with one of
-/// [`CHANGING_TOOL_VERBS`] for a change to something there ("set the
-/// status", not "set up a new server" or "set a new alarm").
-pub fn opens_with_tool_verb(asked: &str) -> bool {
-    let words = intent::opening_words(asked);
+/// Whether the request's main clause, as its
+/// [`opening_words`](crate::select::signals::intent::opening_words),
+/// opens with a verb that changes state in tools' names, for a change to
+/// something there ("set the status", not "set up a new server" or "set a
+/// new alarm").
+pub fn opens_with_tool_verb(words: &[String]) -> bool {
     words.first().is_some_and(|w| is_changing_tool_verb(w))
         && words.get(1).is_none_or(|next| next != "up")
         && !reads_something_new(words.get(1..).unwrap_or_default())

@@ -386,12 +386,25 @@ impl Index {
             .iter()
             .map(|&(_, l)| l)
             .fold(f32::NEG_INFINITY, f32::max);
-        let total: f32 = logits.iter().map(|&(_, l)| (l - top).exp()).sum();
+        let named = &query.named_servers.servers;
+        let unnamed = self.tuning.classifier_unnamed_server;
+        let odds = |mode: usize, logit: f32| {
+            let other = !named.is_empty()
+                && self
+                    .servers
+                    .of_mode
+                    .get(mode)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|server| !named.contains(&server));
+            (logit - top).exp() * if other { unnamed } else { 1.0 }
+        };
+        let total: f32 = logits.iter().map(|&(mode, l)| odds(mode, l)).sum();
         if !(total.is_finite() && total > 0.0) {
             return probabilities;
         }
         for (mode, logit) in logits {
-            probabilities[mode] = (logit - top).exp() / total;
+            probabilities[mode] = odds(mode, logit) / total;
         }
         probabilities
     }

@@ -150,10 +150,12 @@ const BETWEEN: &[&str] = &[
 ];
 
 /// The request's words, lower-cased, split where neither a letter, a
-/// digit nor an apostrophe stands; a possessive's "'s" dropped and other
-/// apostrophes closed up ("isn't" -> "isnt").
+/// digit, an apostrophe nor an underscore stands; a possessive's "'s"
+/// dropped and other apostrophes closed up ("isn't" -> "isnt"). An
+/// identifier joined by underscores stays one word: the `STRIPE` of
+/// `STRIPE_WEBHOOK_SECRET` is part of a value, not a server named.
 fn words_of(text: &str) -> Vec<String> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}' || c == '_'))
         .map(|word| {
             let word = word.to_lowercase().replace('\u{2019}', "'");
             let word = word.strip_suffix("'s").unwrap_or(&word);
@@ -313,6 +315,20 @@ mod tests {
         assert_eq!(
             named("rather than notion, use slack's canvas"),
             (vec![0], vec![2])
+        );
+    }
+
+    #[test]
+    fn a_name_inside_an_identifier_names_no_server() {
+        assert_eq!(
+            named("set SLACK_BOT_TOKEN=xoxb-1 as a secret on the worker"),
+            (vec![], vec![])
+        );
+        assert_eq!(named("read $NOTION_API_KEY from .env"), (vec![], vec![]));
+        // The name on its own, beside such an identifier, still names it.
+        assert_eq!(
+            named("post the SLACK_BOT_TOKEN rotation notice in slack"),
+            (vec![0], vec![])
         );
     }
 

@@ -229,6 +229,13 @@ pub struct Tuning {
     /// the fitted bias sells such a server short
     /// (docs/decisions/0032-unseen-servers-classifier-bias.md).
     pub unseen_classifier_bias: f32,
+    /// For a request that names a server ("the open PRs in the Bitbucket
+    /// repo"), the classifier's odds for the tools of servers it does not
+    /// name are multiplied by this before its softmax: its rows know the
+    /// servers they were fitted on, not which one the request means, and
+    /// pulled such requests to a look-alike of a server it has rows for.
+    /// 1 leaves them as they are.
+    pub classifier_unnamed_server: f32,
     /// How many of the best modes share the confidence (with the no-fit
     /// candidate); the long tail of a big catalog would otherwise dilute it.
     pub confidence_candidates: usize,
@@ -356,6 +363,7 @@ impl Tuning {
         example_ready_cosine: 0.4,
         classifier_weight: 8.0,
         unseen_classifier_bias: 1.0,
+        classifier_unnamed_server: 0.1,
         confidence_candidates: 10,
         reply: ReplyThresholds {
             low_confidence: 0.4,
@@ -416,6 +424,7 @@ impl Tuning {
                 "request_adapter" => &mut tuning.request_adapter,
                 "classifier_weight" => &mut tuning.classifier_weight,
                 "unseen_classifier_bias" => &mut tuning.unseen_classifier_bias,
+                "classifier_unnamed_server" => &mut tuning.classifier_unnamed_server,
                 "low_confidence" => &mut tuning.reply.low_confidence,
                 "clear_margin" => &mut tuning.reply.clear_margin,
                 "close_share" => &mut tuning.reply.close_share,

@@ -64,6 +64,13 @@ def main() -> None:
     args = parser.parse_args()
 
     held = fold_servers(args.fold)
+    # zenmode leaves a classifier that does not load out with a warning
+    # only; a figure taken without it would pass for one taken with it.
+    if args.classifier and args.classifier != "none":
+        missing = [f"{args.classifier}.{ext}" for ext in ("f32", "json")
+                   if not Path(f"{args.classifier}.{ext}").is_file()]
+        if missing:
+            sys.exit(f"error: no classifier file {', '.join(missing)}")
     withheld = [name for server in held for name in example_files_of(server)]
     environment = dict(os.environ)
     for variable, value in (("ZEN_ENCODER_OVERLAY", args.overlay), ("ZEN_TOOL_CLASSIFIER", args.classifier),

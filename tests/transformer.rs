@@ -644,9 +644,13 @@ fn the_tool_classifier_lifts_the_served_reply_over_servers_installed_together() 
 /// A server never seen (its examples withheld, so the classifier has no
 /// row for its tools) competes with the rows of the servers beside it
 /// through its descriptions' cosines; `unseen_classifier_bias` corrects a
-/// calibration that sells it short (decision 0032). On product_eng, the
-/// requests for Linear, Bitbucket, GitLab and Sentry with their examples
-/// withheld are served right more often with it than without.
+/// calibration that sells it short (decision 0032). On platform_crm, the
+/// requests for Kubernetes, Neon, Figma, Sentry and HubSpot with their
+/// examples withheld are served right more often with it than without
+/// (measured 0.552 against 0.502). Its requests seldom name their server,
+/// so the rule that keeps the classifier to a named server does not do
+/// the bias's work there, as it now does on product_eng (0.787 against
+/// 0.785).
 #[test]
 fn a_server_never_seen_is_not_sold_short_beside_servers_with_examples() {
     if !have_model() {
@@ -654,9 +658,9 @@ fn a_server_never_seen_is_not_sold_short_beside_servers_with_examples() {
     }
     let dir = tempfile::tempdir().unwrap();
     let registry = common::sets::registry_dir();
-    let catalog = common::sets::profile_catalog_of(&registry, "product_eng", dir.path());
-    let never_seen = ["linear", "bitbucket", "gitlab", "sentry"];
-    let requests: String = std::fs::read_to_string(registry.join("requests_product_eng.jsonl"))
+    let catalog = common::sets::profile_catalog_of(&registry, "platform_crm", dir.path());
+    let never_seen = ["kubernetes", "neon", "figma", "sentry", "hubspot"];
+    let requests: String = std::fs::read_to_string(registry.join("requests_platform_crm.jsonl"))
         .unwrap()
         .lines()
         .filter(|line| {
@@ -684,8 +688,10 @@ fn a_server_never_seen_is_not_sold_short_beside_servers_with_examples() {
     };
     let default = zenmode::select::Tuning::DEFAULT.unseen_classifier_bias;
     let (with, without) = (served(&default.to_string()), served("0"));
-    eprintln!("never-seen servers of product_eng: served {with:.3}, {without:.3} without the bias");
-    assert!(with >= without + 0.005, "{with} against {without}");
+    eprintln!(
+        "never-seen servers of platform_crm: served {with:.3}, {without:.3} without the bias"
+    );
+    assert!(with >= without + 0.02, "{with} against {without}");
 }
 
 /// A request that names a server ("in the Chrome DevTools page", "on

@@ -131,16 +131,21 @@ def training_pairs(tools: dict, without: list[str]) -> list[tuple[str, tuple[str
 
 
 def train(encoder: Encoder, example_states, example_tools: list[int], example_servers: list[str],
-          tool_states, *, per_tool: int, lr: float, scale: float, keep: float, seed: int):
+          tool_states, *, per_tool: int, lr: float, scale: float, keep: float, seed: int,
+          anchor_states=None, anchor_keep: float = 0.0):
     """The top layers tuned for one pass over at most `per_tool` examples
     of each tool; `keep` weighs how far each text's vector may move from
     the published model's (1 - cosine), which holds the texts of other
-    kinds of tool catalogs where they were."""
+    kinds of tool catalogs where they were. `anchor_states`: texts that
+    are not about MCP tools (man pages, docstrings), 32 of which a batch
+    also holds near where the published model puts them, at
+    `anchor_keep`."""
     random.seed(seed)
     torch.manual_seed(seed)
     plain = encoder.model.encoder.layer[encoder.cut:]
     plain_requests = torch.from_numpy(Encoder.vectors(plain, example_states))
     plain_texts = torch.from_numpy(Encoder.vectors(plain, tool_states))
+    plain_anchors = torch.from_numpy(Encoder.vectors(plain, anchor_states)) if anchor_states else None
     layers = encoder.top_layers()
     layers.eval()  # no dropout: the frozen layers ran without it
     optimiser = torch.optim.AdamW([p for layer in layers for p in layer.parameters()], lr=lr, weight_decay=0.01)
@@ -173,10 +178,26 @@ def train(encoder: Encoder, example_states, example_tools: list[int], example_se
             moved = (1 - (requests * plain_requests[batch]).sum(-1)).mean() \
                 + (1 - (texts * plain_texts[batch_tools]).sum(-1)).mean()
             loss = loss + keep * moved
+        if plain_anchors is not None and anchor_keep > 0:
+            picked = random.sample(range(len(anchor_states)), min(32, len(anchor_states)))
+            anchors = Encoder.pooled(layers, [anchor_states[i] for i in picked])
+            loss = loss + anchor_keep * (1 - (anchors * plain_anchors[picked]).sum(-1)).mean()
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
     return layers
+
+
+def anchor_texts(count: int, seed: int) -> list[str]:
+    """`count` man-page and docstring texts of corpus.py's corpus (which
+    never reads an evaluation set), sampled with `seed`."""
+    from corpus import CACHE_DIR
+    path = CACHE_DIR / "corpus.jsonl"
+    if not path.exists():
+        sys.exit(f"error: {path} not found: run corpus.py --no-teacher first")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    texts = [row["text"] for row in rows if row["source"] in ("man", "docstrings")]
+    return random.Random(seed).sample(texts, min(count, len(texts)))
 
 
 def save_overlay(encoder: Encoder, layers, path: Path, model_dir: Path, settings: dict) -> None:
@@ -206,12 +227,17 @@ def main() -> None:
     # servers it never saw by 7 points and the sets outside MCP too, once
     # zenmode's meaning floor followed it (decision 0031).
     parser.add_argument("--keep", type=float, default=2.0)
+    parser.add_argument("--anchors", type=int, default=0,
+                        help="man-page and docstring texts of corpus.py's corpus held near the published model")
+    parser.add_argument("--anchor-keep", type=float, default=2.0)
     parser.add_argument("--folds", type=int, default=4)
     parser.add_argument("--seed", type=int, default=7, help="the batches' order and the start of training")
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     settings = {"top": args.top, "per_tool": args.per_tool, "lr": args.lr, "scale": args.scale,
                 "keep": args.keep}
+    if args.anchors:
+        settings.update(anchors=args.anchors, anchor_keep=args.anchor_keep)
 
     model_dir = Path(args.model)
     encoder = Encoder(model_dir, args.top)
@@ -224,8 +250,10 @@ def main() -> None:
     if args.out:
         pairs = training_pairs(tools, args.without)
         states = encoder.frozen([p[0] for p in pairs], 64)
+        anchor_states = encoder.frozen(anchor_texts(args.anchors, args.seed), 64) if args.anchors else None
         layers = train(encoder, states, [index[p[1]] for p in pairs], [p[1][0] for p in pairs], tool_states,
-                       per_tool=args.per_tool, lr=args.lr, scale=args.scale, keep=args.keep, seed=args.seed)
+                       per_tool=args.per_tool, lr=args.lr, scale=args.scale, keep=args.keep, seed=args.seed,
+                       anchor_states=anchor_states, anchor_keep=args.anchor_keep)
         save_overlay(encoder, layers, Path(args.out), model_dir, settings)
         print(f"{len(pairs)} examples, {time.time() - started:.0f} s: wrote {args.out}", file=sys.stderr)
     if not args.measure:

@@ -589,6 +589,25 @@ fn model_eval(catalog: &Path, labels: &Path, cache: &Path) -> Command {
     command
 }
 
+/// [`model_eval`]'s report with the model tuning `tuning` (`name=value`)
+/// and the shipped examples of the `withheld` servers left out.
+fn tuned_report(
+    catalog: &Path,
+    labels: &Path,
+    cache: &Path,
+    tuning: &str,
+    withheld: &[&str],
+) -> serde_json::Value {
+    let mut command = model_eval(catalog, labels, cache);
+    command.env(zenmode::platform::settings::SELECT_MODEL_TUNING, tuning);
+    for server in withheld {
+        command.args(["--withhold-examples", server]);
+    }
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// The tool classifier (fitted on the shipped example requests) over
 /// servers installed together, on the routing sets whose misses were never
 /// read: the served reply is right more often with it than without it
@@ -673,17 +692,8 @@ fn a_server_never_seen_is_not_sold_short_beside_servers_with_examples() {
     let labels = dir.path().join("never_seen.jsonl");
     std::fs::write(&labels, requests).unwrap();
     let served = |bias: &str| {
-        let mut command = model_eval(&catalog, &labels, dir.path());
-        command.env(
-            zenmode::platform::settings::SELECT_MODEL_TUNING,
-            format!("unseen_classifier_bias={bias}"),
-        );
-        for server in never_seen {
-            command.args(["--withhold-examples", server]);
-        }
-        let output = command.output().unwrap();
-        assert!(output.status.success(), "{output:?}");
-        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let tuning = format!("unseen_classifier_bias={bias}");
+        let report = tuned_report(&catalog, &labels, dir.path(), &tuning, &never_seen);
         report["served_top1_acceptable"].as_f64().unwrap()
     };
     let default = zenmode::select::Tuning::DEFAULT.unseen_classifier_bias;
@@ -712,14 +722,8 @@ fn a_server_the_request_names_keeps_the_classifier_to_its_own_tools() {
         let catalog = common::sets::profile_catalog_of(&registry, profile, dir.path());
         let labels = registry.join(format!("requests_{profile}.jsonl"));
         let report = |unnamed: &str| {
-            let mut command = model_eval(&catalog, &labels, dir.path());
-            command.env(
-                zenmode::platform::settings::SELECT_MODEL_TUNING,
-                format!("classifier_unnamed_server={unnamed}"),
-            );
-            let output = command.output().unwrap();
-            assert!(output.status.success(), "{output:?}");
-            serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+            let tuning = format!("classifier_unnamed_server={unnamed}");
+            tuned_report(&catalog, &labels, dir.path(), &tuning, &[])
         };
         let default = zenmode::select::Tuning::DEFAULT.classifier_unnamed_server;
         let (with, without) = (report(&default.to_string()), report("1"));

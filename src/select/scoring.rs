@@ -386,9 +386,11 @@ impl Index {
             .iter()
             .map(|&(_, l)| l)
             .fold(f32::NEG_INFINITY, f32::max);
+        // A request that names a server means that server's tools: the
+        // rows do not know which server a request means.
         let named = &query.named_servers.servers;
         let unnamed = self.tuning.classifier_unnamed_server;
-        let odds = |mode: usize, logit: f32| {
+        for (mode, logit) in logits {
             let other = !named.is_empty()
                 && self
                     .servers
@@ -397,14 +399,15 @@ impl Index {
                     .copied()
                     .flatten()
                     .is_some_and(|server| !named.contains(&server));
-            (logit - top).exp() * if other { unnamed } else { 1.0 }
-        };
-        let total: f32 = logits.iter().map(|&(mode, l)| odds(mode, l)).sum();
+            probabilities[mode] = (logit - top).exp() * if other { unnamed } else { 1.0 };
+        }
+        let total: f32 = probabilities.iter().sum();
         if !(total.is_finite() && total > 0.0) {
+            probabilities.fill(0.0);
             return probabilities;
         }
-        for (mode, logit) in logits {
-            probabilities[mode] = odds(mode, logit) / total;
+        for probability in &mut probabilities {
+            *probability /= total;
         }
         probabilities
     }
